@@ -1,0 +1,16 @@
+"""The ``intentloop`` console script. ``intentloop hook`` branches here before typer (or anything heavy) is imported."""
+
+from __future__ import annotations
+
+import sys
+
+
+def main() -> None:
+    argv = sys.argv[1:]
+    if argv[:1] == ["hook"]:
+        from hooks import run_hook
+
+        raise SystemExit(run_hook(argv[1:]))
+    from cli.app import run_app
+
+    run_app()
