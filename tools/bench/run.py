@@ -1,0 +1,402 @@
+"""intentloop benchmark (see ../shared/BENCH.md): medians through the public surfaces only.
+
+Run: ``python tools/bench/run.py [--sizes 200,2000,10000] [--out tools/bench/results/latest.json]``.
+
+Ledgers are grown quickly by writing valid v1 events directly (the format is public and hash-checked), then every
+figure is measured through a real surface: the MCP server over stdio with the official client, the hook process, and
+the CLI. The lock holder of ``dead_owner_s`` and ``hook_held_lock_ms`` is a separate process that takes the ledger lock
+through ``intentloop.store`` and is then killed (or kept alive).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from intentloop.model import canonical_bytes, event_line, project_id_for, seal, session_hash, sha256_hex
+from intentloop.model.events import EventDraft
+
+INTENTLOOP = shutil.which("intentloop") or str(Path(sys.executable).with_name("intentloop"))
+SESSION_ID = "bench-session-0001"
+TASKS = 50
+
+
+# --------------------------------------------------------------------------------------------------- seeding
+def _claim(statement: str, *, status: str, now: str, confidence: float | None = None) -> dict[str, Any]:
+    role = {"explicit": "user", "inferred": "agent", "evidence": "evidence"}[status]
+    kind = {"explicit": "user_event", "inferred": "agent_turn", "evidence": "tool_result"}[status]
+    claim: dict[str, Any] = {
+        "claim_id": str(uuid.uuid4()),
+        "statement": statement,
+        "role": role,
+        "epistemic_status": status,
+        "source_ref": {"kind": kind, "sha256": sha256_hex(statement)},
+        "scope": "task",
+        "valid_from": now,
+        "last_confirmed": now if status == "explicit" else None,
+        "supersedes": [],
+        "facets": ["hard_constraint" if status == "explicit" else "outcome"],
+        "related_claim_ids": [],
+    }
+    if confidence is not None:
+        claim["confidence"] = confidence
+    return claim
+
+
+def seed_ledger(data_root: Path, project_root: Path, n_events: int) -> tuple[str, list[str]]:
+    """Write ``n_events`` valid events over ``TASKS`` tasks; returns (project_id, task_ids)."""
+    pid = project_id_for(os.path.realpath(project_root))
+    pdir = data_root / "projects" / pid
+    pdir.mkdir(parents=True, mode=0o700)
+    now = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())
+    task_ids = [str(uuid.uuid4()) for _ in range(TASKS)]
+    lines: list[bytes] = []
+    prev: str | None = None
+
+    def add(draft: EventDraft) -> None:
+        nonlocal prev
+        ev = seal(draft, project_id=pid, prev_hash=prev)
+        prev = ev.event_hash
+        lines.append(event_line(ev))
+
+    for i, tid in enumerate(task_ids):
+        payload = {
+            "mode": "on",
+            "label": f"bench task {i}",
+            "host_session_hash": session_hash(SESSION_ID) if i == 0 else None,
+            "initial_claims": [],
+            "request_fingerprint": sha256_hex(f"start-{i}"),
+        }
+        add(EventDraft(event_type="task_started", task_id=tid, actor="user", request_id=f"start-{i}", payload=payload))
+    k = 0
+    while len(lines) < n_events:
+        tid = task_ids[k % TASKS]
+        status = ("explicit", "inferred", "evidence")[k % 3]
+        claim = _claim(
+            f"bench statement number {k} about keeping the public API stable",
+            status=status,
+            now=now,
+            confidence=0.5 if status == "inferred" else None,
+        )
+        payload = {"claim": claim, "request_fingerprint": sha256_hex(canonical_bytes(claim))}
+        add(
+            EventDraft(
+                event_type="claim_added", task_id=tid, actor=claim["role"], request_id=f"seed-{k}", payload=payload
+            )
+        )
+        k += 1
+    ledger = pdir / "ledger.jsonl"
+    fd = os.open(ledger, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.writelines(lines)
+    return pid, task_ids
+
+
+# --------------------------------------------------------------------------------------------------- helpers
+def _env(data_root: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("INTENT_LOOP_", "CODEX_HOME", "PLUGIN_DATA"))}
+    env["INTENT_LOOP_DATA_DIR"] = str(data_root)
+    return env
+
+
+def _server(data_root: Path) -> Client:
+    params = StdioServerParameters(command=INTENTLOOP, args=["serve"], env={"INTENT_LOOP_DATA_DIR": str(data_root)})
+    return Client(params, mode="legacy")
+
+
+def _envelope(result: Any) -> dict[str, Any]:
+    env = result.structured_content if hasattr(result, "structured_content") else result.structuredContent
+    if not env or not env.get("ok"):
+        raise RuntimeError(f"tool call failed: {env}")
+    return dict(env)
+
+
+def _hook(data_root: Path, payload: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [INTENTLOOP, "hook"],
+        input=json.dumps(payload).encode(),
+        capture_output=True,
+        env=_env(data_root),
+        timeout=10,
+        check=True,
+    )
+    elapsed = (time.perf_counter() - t0) * 1000
+    return elapsed, json.loads(proc.stdout)
+
+
+def _hold_lock(data_root: Path, project_id: str) -> subprocess.Popen[bytes]:
+    """A separate process that takes the ledger lock through the store and sleeps while holding it."""
+    code = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from intentloop.store import ProjectStore\n"
+        "store = ProjectStore(Path(sys.argv[1]), sys.argv[2])\n"
+        "with store.locked():\n"
+        "    print('held', flush=True)\n"
+        "    time.sleep(600)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(data_root), project_id], stdout=subprocess.PIPE, env=_env(data_root)
+    )
+    assert proc.stdout is not None
+    if proc.stdout.readline().strip() != b"held":
+        raise RuntimeError("lock holder did not start")
+    return proc
+
+
+def _children_rss_mb(name: str) -> float:
+    """Peak RSS (VmHWM) of this process's children whose command line contains ``name``."""
+    best = 0.0
+    me = os.getpid()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            cmd = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            if ppid != me or name not in cmd:
+                continue
+            for line in Path(f"/proc/{entry}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    best = max(best, int(line.split()[1]) / 1024)
+        except (OSError, ValueError, IndexError):
+            continue
+    return best
+
+
+def _median(values: list[float]) -> float:
+    return round(statistics.median(values), 2)
+
+
+# --------------------------------------------------------------------------------------------------- figures
+async def measure_size(n: int, work: Path, repeats: int) -> dict[str, Any]:
+    data_root = work / f"data-{n}"
+    project = work / f"project-{n}"
+    project.mkdir()
+    data_root.mkdir(mode=0o700)
+    project_id, task_ids = seed_ledger(data_root, project, n)
+    root = str(project)
+    row: dict[str, Any] = {"events": n}
+
+    starts = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        async with _server(data_root):
+            starts.append((time.perf_counter() - t0) * 1000)
+    row["start_ms"] = _median(starts)
+
+    async with _server(data_root) as client:
+        started = _envelope(
+            await client.call_tool("intent_start_task", {"project_root": root, "request_id": "bench-measured"})
+        )
+        task = started["task_id"]
+        adds = []
+        for i in range(repeats):
+            args = {
+                "project_root": root,
+                "task_id": task,
+                "request_id": f"bench-add-{i}",
+                "statement": f"the user probably prefers small commits ({i})",
+                "source_ref": {"kind": "agent_turn", "event_id": f"turn-{i}"},
+                "facets": ["soft_constraint"],
+                "confidence": 0.6,
+            }
+            t0 = time.perf_counter()
+            _envelope(await client.call_tool("intent_add_inference", args))
+            adds.append((time.perf_counter() - t0) * 1000)
+        snaps = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            _envelope(await client.call_tool("intent_get_snapshot", {"project_root": root, "task_id": task}))
+            snaps.append((time.perf_counter() - t0) * 1000)
+        row["add_ms"] = _median(adds)
+        row["snapshot_ms"] = _median(snaps)
+        row["peak_rss_mb"] = round(_children_rss_mb("serve"), 1)
+
+    base = {"session_id": SESSION_ID, "cwd": root, "transcript_path": "/nonexistent", "model": "bench"}
+    hooks = []
+    for _ in range(max(7, repeats // 2)):
+        ms, out = _hook(data_root, {**base, "hook_event_name": "SessionStart", "source": "startup"})
+        if task_ids[0] not in json.dumps(out):
+            raise RuntimeError(f"SessionStart did not link the seeded task: {out}")
+        hooks.append(ms)
+    row["hook_ms"] = _median(hooks)
+    prompts = []
+    for i in range(max(7, repeats // 2)):
+        payload = {**base, "hook_event_name": "UserPromptSubmit", "turn_id": f"turn-{n}-{i}", "prompt": "go on"}
+        ms, _ = _hook(data_root, payload)
+        prompts.append(ms)
+    row["prompt_hook_ms"] = _median(prompts)
+    verify = subprocess.run(
+        [INTENTLOOP, "verify", "--project-id", project_id, "--json"], capture_output=True, env=_env(data_root)
+    )
+    row["verified"] = verify.returncode == 0
+    return row
+
+
+async def _writer(data_root: Path, root: str, idx: int, writes: int) -> int:
+    acked = 0
+    async with _server(data_root) as client:
+        started = _envelope(
+            await client.call_tool("intent_start_task", {"project_root": root, "request_id": f"writer-{idx}"})
+        )
+        for i in range(writes):
+            args = {
+                "project_root": root,
+                "task_id": started["task_id"],
+                "request_id": f"w{idx}-{i}",
+                "statement": f"writer {idx} observed result {i}",
+                "source_ref": {"kind": "tool_result", "event_id": f"w{idx}-{i}"},
+                "facets": ["result_feedback"],
+            }
+            _envelope(await client.call_tool("intent_add_evidence", args))
+            acked += 1
+    return acked
+
+
+async def measure_writers(work: Path, writers: int = 8, writes: int = 50) -> dict[str, Any]:
+    data_root = work / "data-writers"
+    project = work / "project-writers"
+    project.mkdir()
+    data_root.mkdir(mode=0o700)
+    project_id, _ = seed_ledger(data_root, project, 200)
+    procs = []
+    t0 = time.perf_counter()
+    for i in range(writers):
+        cmd = [sys.executable, __file__, "--writer", str(i), "--writes", str(writes), str(data_root), str(project)]
+        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE))
+    acked = 0
+    for p in procs:
+        out, _ = p.communicate(timeout=900)
+        acked += int(out.strip() or 0)
+    elapsed = time.perf_counter() - t0
+    verify = subprocess.run(
+        [INTENTLOOP, "verify", "--project-id", project_id, "--json"], capture_output=True, env=_env(data_root)
+    )
+    report = json.loads(verify.stdout or b"{}")
+    return {
+        "writers": writers,
+        "writes_each": writes,
+        "acknowledged": acked,
+        "writers_per_s": round(acked / elapsed, 1),
+        "events_after": report.get("events"),
+        "verified": verify.returncode == 0,
+    }
+
+
+async def measure_lock_faults(work: Path) -> dict[str, Any]:
+    data_root = work / "data-locks"
+    project = work / "project-locks"
+    project.mkdir()
+    data_root.mkdir(mode=0o700)
+    project_id, _ = seed_ledger(data_root, project, 200)
+    root = str(project)
+    out: dict[str, Any] = {}
+    async with _server(data_root) as client:
+        started = _envelope(await client.call_tool("intent_start_task", {"project_root": root, "request_id": "lk"}))
+        holder = _hold_lock(data_root, project_id)
+        os.kill(holder.pid, signal.SIGKILL)
+        holder.wait()
+        t0 = time.perf_counter()
+        args = {
+            "project_root": root,
+            "task_id": started["task_id"],
+            "request_id": "after-kill",
+            "statement": "the write after a killed lock holder",
+            "source_ref": {"kind": "tool_result", "event_id": "after-kill"},
+            "facets": ["result_feedback"],
+        }
+        _envelope(await client.call_tool("intent_add_evidence", args))
+        out["dead_owner_s"] = round(time.perf_counter() - t0, 3)
+
+    holder = _hold_lock(data_root, project_id)
+    try:
+        payload = {
+            "session_id": SESSION_ID,
+            "cwd": root,
+            "transcript_path": "/nonexistent",
+            "hook_event_name": "UserPromptSubmit",
+            "turn_id": "held-lock-turn",
+            "prompt": "while the lock is held",
+        }
+        ms, answer = _hook(data_root, payload)
+        out["hook_held_lock_ms"] = round(ms, 1)
+        out["hook_held_lock_continue"] = answer.get("continue") is True
+    finally:
+        holder.kill()
+        holder.wait()
+    return out
+
+
+def _machine() -> str:
+    cpu = "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return (
+        f"{os.cpu_count()} cores, {cpu}, {platform.system()} {platform.release()}, Python {platform.python_version()}"
+    )
+
+
+async def main(args: argparse.Namespace) -> None:
+    sizes = [int(s) for s in args.sizes.split(",")]
+    with tempfile.TemporaryDirectory(prefix="intentloop-bench-") as tmp:
+        work = Path(tmp)
+        rows = [await measure_size(n, work, args.repeats) for n in sizes]
+        writers = await measure_writers(work)
+        locks = await measure_lock_faults(work)
+    result = {
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": _machine(),
+        "command": "python tools/bench/run.py " + " ".join(sys.argv[1:]),
+        "sizes": rows,
+        "writers": writers,
+        "locks": locks,
+    }
+    cols = ["events", "start_ms", "add_ms", "snapshot_ms", "hook_ms", "prompt_hook_ms", "peak_rss_mb", "verified"]
+    print(" | ".join(cols))
+    for row in rows:
+        print(" | ".join(str(row.get(c)) for c in cols))
+    print(json.dumps({"writers": writers, "locks": locks}, indent=1))
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"wrote {out}")
+
+
+def _writer_main(argv: list[str]) -> None:
+    idx, writes, data_root, project = int(argv[0]), int(argv[1]), Path(argv[2]), argv[3]
+    print(anyio.run(_writer, data_root, project, idx, writes, backend="trio"))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--writer":
+        _writer_main([sys.argv[2], sys.argv[4], sys.argv[5], sys.argv[6]])
+        raise SystemExit(0)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="200,2000,10000")
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--out", default="tools/bench/results/latest.json")
+    anyio.run(main, parser.parse_args(), backend="trio")
