@@ -92,6 +92,9 @@ CODES: dict[str, bool] = {
     "DELETE_VERIFICATION_FAILED": False,
     "STORAGE_WRITE_FAILED": True,
     "STORAGE_READ_FAILED": True,
+    # admin CLI and recovery
+    "PROJECT_NOT_FOUND": False,
+    "OUTPUT_EXISTS": False,
 }
 
 
