@@ -14,3 +14,7 @@ def main() -> None:
     from cli.app import run_app
 
     run_app()
+
+
+if __name__ == "__main__":  # `python -m cli.entry`, the installer's fallback when no console script exists
+    main()

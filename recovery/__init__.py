@@ -1,0 +1,38 @@
+"""Recovery for damaged ledgers: a structured verification report, export of the verified prefix, and quarantine of
+a damaged suffix under the ledger lock. Used by the admin CLI; it prints nothing.
+
+Verification is the store's (``intentloop.store.verify_ledger_bytes``); recovery only reads the bytes, builds reports
+and acts on exactly the prefix the store verified.
+"""
+
+from recovery.export import ExportResult, export_verified_prefix
+from recovery.inventory import (
+    ProjectSummary,
+    count_candidates,
+    count_tasks,
+    list_project_ids,
+    summarize_all,
+    summarize_project,
+)
+from recovery.quarantine import RECORD_PREFIX, QuarantineResult, quarantine_damaged_suffix, refusal
+from recovery.report import LedgerCheck, VerifyReport, check_bytes, check_ledger, verify_project
+
+__all__ = [
+    "RECORD_PREFIX",
+    "ExportResult",
+    "LedgerCheck",
+    "ProjectSummary",
+    "QuarantineResult",
+    "VerifyReport",
+    "check_bytes",
+    "check_ledger",
+    "count_candidates",
+    "count_tasks",
+    "export_verified_prefix",
+    "list_project_ids",
+    "quarantine_damaged_suffix",
+    "refusal",
+    "summarize_all",
+    "summarize_project",
+    "verify_project",
+]

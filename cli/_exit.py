@@ -1,0 +1,88 @@
+"""The CLI's stable exit codes and the one-line remedy printed with every error code.
+
+Exit codes are grouped by what the person (or script) running the command should do next, not by which layer failed:
+fix the ledger (1), fix the command line (2), fix the environment (3) or simply retry (4). docs/CLI.md documents them.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+OK: Final = 0
+"""The command did what it was asked (``verify``: the ledger is intact)."""
+DAMAGED: Final = 1
+"""The ledger is damaged, or an operation failed or was declined."""
+USAGE: Final = 2
+"""The command line is wrong: a missing or conflicting option, an unknown project, an existing output file."""
+ENVIRONMENT: Final = 3
+"""The environment is wrong: no data root, an unsafe or unusable data directory."""
+BUSY: Final = 4
+"""Another process holds the ledger lock; nothing was changed, retry later."""
+
+_USAGE_CODES: Final = frozenset(
+    {
+        "INVALID_ARGUMENTS",
+        "INVALID_PROJECT_ID",
+        "PROJECT_NOT_FOUND",
+        "PROJECT_ROOT_INVALID",
+        "PROJECT_ROOT_REQUIRED",
+        "CONFIRMATION_REQUIRED",
+        "OUTPUT_EXISTS",
+    }
+)
+_ENVIRONMENT_CODES: Final = frozenset(
+    {"DATA_DIR_REQUIRED", "INVALID_DATA_DIR", "PATH_ESCAPE", "UNSAFE_DATA_FILE", "STORAGE_READ_FAILED"}
+)
+_BUSY_CODES: Final = frozenset({"LOCK_TIMEOUT", "LOCK_COMPROMISED", "LOCK_RELEASE_TIMEOUT", "TRANSIENT_FILE_RACE"})
+
+_REMEDIES: Final[dict[str, str]] = {
+    "INVALID_ARGUMENTS": "check the options with `intentloop <command> --help`",
+    "INVALID_PROJECT_ID": "a project id is 64 lowercase hex characters; `intentloop status` lists them",
+    "PROJECT_NOT_FOUND": "`intentloop status` lists the projects under this data root; check INTENT_LOOP_DATA_DIR",
+    "PROJECT_ROOT_INVALID": "pass --project-root as an absolute path to an existing local directory",
+    "PROJECT_ROOT_REQUIRED": "pass --project-root P or --project-id ID",
+    "CONFIRMATION_REQUIRED": "run it in a terminal to confirm, or pass --yes once you have read what it will do",
+    "OUTPUT_EXISTS": "choose another --out path, or pass --overwrite to replace the file",
+    "DATA_DIR_REQUIRED": "set INTENT_LOOP_DATA_DIR (or CODEX_HOME / PLUGIN_DATA) to the intentloop data root",
+    "INVALID_DATA_DIR": "the data root and its projects/ folder must be directories you own; inspect them by hand",
+    "PATH_ESCAPE": "a path under the data root is a symlink or leads outside it; inspect and remove it by hand",
+    "UNSAFE_DATA_FILE": "a data file is not a regular single-link file; inspect it by hand before retrying",
+    "STORAGE_READ_FAILED": "the data root could not be read; check its permissions and the disk",
+    "STORAGE_WRITE_FAILED": "the file could not be written; check free space and permissions, then retry",
+    "CORRUPT_LEDGER": "save what verifies with `intentloop recover export`, then `intentloop recover quarantine`",
+    "CORRUPT_TRAILING_EVENT": "a write crashed midway: the next write repairs it (or `intentloop recover quarantine`)",
+    "FUTURE_SCHEMA": "this ledger was written by a newer intentloop: upgrade intentloop; do not quarantine it",
+    "MIGRATION_UNAVAILABLE": "no release reads this record: `intentloop recover export`, then quarantine --keep-bytes",
+    "LOCK_TIMEOUT": "another process holds the ledger lock: retry when it has finished",
+    "LOCK_COMPROMISED": "the ledger lock changed hands while waiting: retry",
+    "LOCK_RELEASE_TIMEOUT": "the ledger lock could not be released in time: retry",
+    "TRANSIENT_FILE_RACE": "the ledger changed while the command ran: run it again",
+    "INTERNAL_ERROR": "this is a bug: re-run with INTENTLOOP_DEBUG=1 for a traceback and report it",
+}
+_DEFAULT_REMEDY: Final = "see docs/CLI.md for this code, or re-run with --json for the details"
+
+
+def exit_code_for(code: str) -> int:
+    """The exit code of a failure with the stable error ``code``.
+
+    Args:
+        code: a stable code from ``intentloop.errors.CODES``.
+
+    Returns:
+        2 for usage errors, 3 for environment errors, 4 for a busy lock, 1 for everything else.
+    """
+    if code in _USAGE_CODES:
+        return USAGE
+    if code in _ENVIRONMENT_CODES:
+        return ENVIRONMENT
+    if code in _BUSY_CODES:
+        return BUSY
+    return DAMAGED
+
+
+def remedy_for(code: str) -> str:
+    """The one-line remedy printed beside the stable error ``code``."""
+    return _REMEDIES.get(code, _DEFAULT_REMEDY)
+
+
+__all__ = ["BUSY", "DAMAGED", "ENVIRONMENT", "OK", "USAGE", "exit_code_for", "remedy_for"]

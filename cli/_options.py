@@ -1,0 +1,32 @@
+"""The options several commands share, spelled once so their names and help stay identical everywhere."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+ProjectRootOption = Annotated[
+    str | None,
+    typer.Option(
+        "--project-root",
+        metavar="P",
+        help="The project's folder (an absolute path to an existing directory); hashed into its project id.",
+        show_default=False,
+    ),
+]
+ProjectIdOption = Annotated[
+    str | None,
+    typer.Option(
+        "--project-id",
+        metavar="ID",
+        help="The project's id (64 hex characters, as `intentloop status` lists them).",
+        show_default=False,
+    ),
+]
+JsonOption = Annotated[
+    bool,
+    typer.Option("--json", help="Print one machine-readable JSON object on stdout instead of tables."),
+]
+
+__all__ = ["JsonOption", "ProjectIdOption", "ProjectRootOption"]

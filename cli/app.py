@@ -1,0 +1,117 @@
+"""The typer application: one command per module, stable exit codes, every error printed with its code and remedy.
+
+The app runs click in non-standalone mode so that usage errors, intentloop errors and unexpected exceptions all leave
+through one place (:func:`run_app`) that prints the stable code, a one-line remedy and exits with a documented code.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+
+import typer
+
+from cli import demo, hook, install_cmd, recover_export, recover_quarantine, serve, status, verify
+from cli._exit import DAMAGED, USAGE, exit_code_for
+from cli._output import error_dict, print_error
+from intentloop.errors import IntentLoopError, InvalidInputError
+
+HELP = (
+    "intentloop's admin CLI: inspect, verify and repair the local intent ledgers, run the MCP server and hooks, "
+    "install into Codex or Claude Code, and try it all with `intentloop demo`.\n\n"
+    "Exit codes: 0 ok, 1 damaged ledger or failed operation, 2 usage, 3 environment (e.g. no data root), "
+    "4 busy (the ledger lock is held; retry)."
+)
+
+
+def build_app() -> typer.Typer:
+    """Assemble the typer application (commands are registered here, implemented in their own modules)."""
+    app = typer.Typer(
+        name="intentloop",
+        help=HELP,
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+    )
+    app.command("status", short_help="Versions, data root, projects and their health (creates nothing).")(status.status)
+    app.command("verify", short_help="Verify a project's hash chain: exit 0 intact, 1 damaged.")(verify.verify)
+    recover = typer.Typer(
+        name="recover",
+        help="Save or set aside the damaged part of a ledger (see docs/CLI.md, recovery runbook).",
+        no_args_is_help=True,
+        rich_markup_mode=None,
+    )
+    recover.command("export", short_help="Write the verified prefix to a file; change nothing.")(recover_export.export)
+    recover.command("quarantine", short_help="Set the damaged suffix aside; keep the verified prefix.")(
+        recover_quarantine.quarantine
+    )
+    app.add_typer(recover, name="recover", short_help="Export or quarantine a damaged ledger.")
+    app.command("serve", short_help="Run the MCP stdio server (what hosts start).")(serve.serve)
+    app.command(
+        "hook",
+        short_help="Handle one host hook event (JSON on stdin, one JSON line out).",
+        context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    )(hook.hook)
+    app.command("install", short_help="Wire intentloop into Codex or Claude Code.")(install_cmd.install)
+    app.command("demo", short_help="A guided tour in a throwaway data root (real server, hook, CLI).")(demo.demo)
+    return app
+
+
+def run(argv: Sequence[str]) -> int:
+    """Run the CLI on ``argv`` (without the program name) and return the exit code; never raises but SystemExit."""
+    from typer._click import exceptions as click_exc
+    from typer.main import get_command
+
+    json_mode = "--json" in argv
+    command = get_command(build_app())
+    try:
+        result = command.main(list(argv), prog_name="intentloop", standalone_mode=False)
+    except click_exc.NoArgsIsHelpError as exc:
+        exc.show()  # the help text, on stderr: a bare `intentloop` is a usage error (exit 2)
+        return USAGE
+    except click_exc.UsageError as exc:
+        return _report(InvalidInputError(exc.format_message()), json_mode, _command_name(argv))
+    except typer.Abort:
+        sys.stderr.write("cancelled\n")
+        return 130
+    except IntentLoopError as exc:
+        return _report(exc, json_mode, _command_name(argv))
+    except Exception as exc:  # a bug: still print a stable code and a remedy, not a bare traceback
+        if os.environ.get("INTENTLOOP_DEBUG"):
+            traceback.print_exc()
+        return _report(IntentLoopError(f"{type(exc).__name__}: {exc}"), json_mode, _command_name(argv))
+    if isinstance(result, int):
+        return result
+    return 0
+
+
+def _command_name(argv: Sequence[str]) -> str | None:
+    words = [a for a in argv[:2] if not a.startswith("-")]
+    if words[:1] == ["recover"]:
+        return " ".join(words)
+    return words[0] if words else None
+
+
+def _report(error: IntentLoopError, json_mode: bool, command: str | None) -> int:
+    code = exit_code_for(error.code)
+    if error.code == "INVALID_ARGUMENTS":
+        code = USAGE
+    if json_mode:
+        import json
+
+        body = {"ok": False, "command": command, "exit_code": code, "error": error_dict(error)}
+        sys.stdout.write(json.dumps(body, ensure_ascii=False, indent=2) + "\n")
+    else:
+        print_error(error)
+    return code if code else DAMAGED
+
+
+def run_app() -> None:
+    """Console-script body for everything but ``intentloop hook`` (see ``cli/entry.py``)."""
+    raise SystemExit(run(sys.argv[1:]))
+
+
+__all__ = ["build_app", "run", "run_app"]

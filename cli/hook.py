@@ -1,0 +1,30 @@
+"""``intentloop hook [EVENT]``: listed here for ``--help``; ``cli/entry.py`` runs hooks before typer is imported."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+
+def hook(
+    ctx: typer.Context,
+    event: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[EVENT]",
+            help="session-start, user-prompt, post-compact, stop or session-end (default: the payload's own).",
+        ),
+    ] = None,
+) -> int:
+    """Handle one host hook: read the JSON payload on stdin, print one JSON line, always exit 0.
+
+    Never blocks, never imports typer, rich or mcp on its real path (the console script branches before them).
+    """
+    from hooks import run_hook
+
+    argv = ([event] if event is not None else []) + list(ctx.args)
+    return run_hook(argv)
+
+
+__all__ = ["hook"]

@@ -1,0 +1,83 @@
+"""``intentloop verify``: check a project's hash chain; exit 0 when intact, 1 when damaged."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from cli._exit import DAMAGED, OK
+from cli._options import JsonOption, ProjectIdOption, ProjectRootOption
+from cli._output import Output, key_value_table, print_error
+from intentloop.errors import CorruptLedgerError
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from cli._target import Target
+    from recovery import VerifyReport
+
+
+def verify(
+    project_root: ProjectRootOption = None, project_id: ProjectIdOption = None, json_output: JsonOption = False
+) -> int:
+    """Verify a project's ledger: every line canonical, chained and hashed. Exit 0 intact, 1 damaged, 2 usage.
+
+    A damaged ledger is reported with its first bad line and the reason; reading creates and changes nothing.
+    """
+    out = Output("verify", json_mode=json_output)
+    return out.guard(lambda: _run(out, project_root, project_id))
+
+
+def _run(out: Output, project_root: str | None, project_id: str | None) -> int:
+    from cli._target import resolve_target
+    from recovery import verify_project
+
+    target = resolve_target(project_root, project_id)
+    with out.progress("Verifying the ledger"):
+        report = verify_project(target.store)
+    fields = {**target.fields(), **report.to_dict()}
+    error = damage_error(report)
+    exit_code = OK if error is None else DAMAGED
+    if out.json_mode:
+        out.json_object(fields, exit_code=exit_code, error=error)
+        return exit_code
+    out.show(report_table(report, target))
+    if error is not None:
+        print_error(error)
+    return exit_code
+
+
+def damage_error(report: VerifyReport) -> CorruptLedgerError | None:
+    """The error a damaged report stands for (its stable code, line and reason), ``None`` when intact."""
+    if report.intact:
+        return None
+    line = report.first_bad_line
+    message = f"line {line}: {report.reason}" if line is not None else str(report.reason)
+    return CorruptLedgerError(message, line=line, reason=report.reason or "", code=report.code or "CORRUPT_LEDGER")
+
+
+def report_table(report: VerifyReport, target: Target | None = None) -> Table:
+    """The human table of a :class:`recovery.VerifyReport`."""
+    verdict = "intact" if report.intact else f"DAMAGED ({report.status})"
+    rows: list[tuple[str, str]] = [("project", report.project_id)]
+    if target is not None and target.project_root:
+        rows.append(("project root", target.project_root))
+    rows += [
+        ("ledger", report.ledger_path if report.ledger_exists else f"{report.ledger_path} (none yet)"),
+        ("status", verdict),
+        ("verified events", str(report.events)),
+        ("head hash", report.head_hash or "-"),
+        ("schema version", str(report.ledger_schema_version) if report.ledger_schema_version else "-"),
+        ("bytes", f"{report.verified_bytes} verified of {report.byte_length}"),
+    ]
+    if not report.intact:
+        rows += [
+            ("first bad line", str(report.first_bad_line)),
+            ("reason", f"{report.reason} ({report.code})"),
+            ("damaged bytes", f"{report.damaged_bytes} (sha256 {report.damaged_sha256})"),
+            ("torn tail", "yes" if report.torn_tail else "no"),
+        ]
+    rows.append(("quarantine records", str(report.quarantine_records)))
+    return key_value_table(f"Ledger verification: {verdict}", rows)
+
+
+__all__ = ["damage_error", "report_table", "verify"]

@@ -1,0 +1,112 @@
+"""Careful file primitives for recovery: read ledger bytes without following links, write an export durably.
+
+The store's face gives verified events, not the bytes they came from; export needs the bytes exactly as stored, and
+writes a file the store does not own (anywhere the admin chooses). Both follow the store's rules: no symlinks, no
+hard-linked data files, 0600 files created exclusively, fsync of the file and of its directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import uuid
+from pathlib import Path
+
+from intentloop.errors import StorageError
+
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def read_data_file(path: Path) -> bytes | None:
+    """Read a regular, single-link file under the data root without following a symlink.
+
+    Returns:
+        The bytes, or ``None`` when the file does not exist.
+
+    Raises:
+        StorageError: ``PATH_ESCAPE`` (a symlink), ``UNSAFE_DATA_FILE`` (not regular, several links),
+            ``TRANSIENT_FILE_RACE`` (replaced while opening), ``STORAGE_READ_FAILED`` (any other I/O failure).
+    """
+    try:
+        before = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise StorageError(f"cannot inspect {path.name}: {exc.strerror}", code="STORAGE_READ_FAILED") from exc
+    _require_safe(path, before)
+    try:
+        fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise StorageError(f"cannot open {path.name}: {exc.strerror}", code="STORAGE_READ_FAILED") from exc
+    try:
+        after = os.fstat(fd)
+        if (after.st_dev, after.st_ino) != (before.st_dev, before.st_ino):
+            raise StorageError(f"{path.name} was replaced while being opened", code="TRANSIENT_FILE_RACE")
+        _require_safe(path, after)
+        chunks: list[bytes] = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise StorageError(f"cannot read {path.name}: {exc.strerror}", code="STORAGE_READ_FAILED") from exc
+    finally:
+        os.close(fd)
+
+
+def _require_safe(path: Path, st: os.stat_result) -> None:
+    if stat.S_ISLNK(st.st_mode):
+        raise StorageError(f"{path.name} is a symbolic link", code="PATH_ESCAPE")
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+        raise StorageError(f"{path.name} is not a regular single-link file", code="UNSAFE_DATA_FILE")
+
+
+def write_private_file(path: Path, data: bytes, *, overwrite: bool = False) -> None:
+    """Write ``data`` durably to a new 0600 file at ``path``.
+
+    Without ``overwrite`` the file is created exclusively (an existing file or symlink is never touched). With it,
+    the bytes go to a sibling temporary file that atomically replaces ``path`` (a symlink there is replaced, never
+    followed). Either way the file and its directory are fsynced before this returns.
+
+    Raises:
+        StorageError: ``OUTPUT_EXISTS`` (exists and not ``overwrite``), ``STORAGE_WRITE_FAILED`` (I/O failure).
+    """
+    target = path if not overwrite else path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC
+    try:
+        fd = os.open(target, flags, 0o600)
+    except FileExistsError as exc:
+        raise StorageError(f"{path} already exists", code="OUTPUT_EXISTS") from exc
+    except OSError as exc:
+        raise StorageError(f"cannot create {path}: {exc.strerror}", code="STORAGE_WRITE_FAILED") from exc
+    try:
+        try:
+            os.fchmod(fd, 0o600)  # a umask can only remove bits, but be explicit about the result
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if overwrite:
+            os.replace(target, path)
+        _fsync_dir(path.parent)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(target)
+        raise StorageError(f"cannot write {path}: {exc.strerror}", code="STORAGE_WRITE_FAILED") from exc
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+__all__ = ["read_data_file", "write_private_file"]

@@ -1,0 +1,191 @@
+"""Verify one project's ledger into a structured report, with the store's verifier (there is no second one).
+
+The report describes bytes, not meaning: how many whole lines verify, where the first bad one is and why, and how
+many bytes follow the verified prefix. Export and quarantine act on exactly that prefix, so they share
+:func:`check_ledger` and never re-derive it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from intentloop.errors import StorageError
+from recovery._files import read_data_file
+
+if TYPE_CHECKING:
+    from intentloop.store import ProjectStore, Verification
+
+STATUS_BY_CODE = {
+    "CORRUPT_TRAILING_EVENT": "torn_tail",
+    "CORRUPT_LEDGER": "corrupt",
+    "FUTURE_SCHEMA": "future_schema",
+    "MIGRATION_UNAVAILABLE": "migration_unavailable",
+}
+
+
+class VerifyReport(msgspec.Struct, frozen=True, kw_only=True):
+    """What verifying one ledger found. Field names are the ``--json`` output of ``intentloop verify``.
+
+    Attributes:
+        project_id: the project's id.
+        ledger_path: where the ledger lives (it may not exist).
+        project_exists: the project directory exists under the data root.
+        ledger_exists: the ledger file exists (a missing ledger is an empty, intact one).
+        status: ``intact``, ``torn_tail``, ``corrupt``, ``future_schema`` or ``migration_unavailable``.
+        intact: every byte verified.
+        events: number of verified events (the verified prefix).
+        head_hash: ``event_hash`` of the last verified event, ``None`` when there is none.
+        ledger_schema_version: highest ``schema_version`` among the verified events, ``None`` when there are none.
+        byte_length: size of the ledger file in bytes.
+        verified_bytes: length of the verified prefix (whole lines with their newlines).
+        damaged_bytes: bytes after the verified prefix.
+        damaged_sha256: SHA-256 of those bytes, ``None`` when there are none.
+        first_bad_line: 1-based number of the first line that does not verify.
+        reason: why it does not verify.
+        code: the stable error code of that problem (``CORRUPT_LEDGER``, ``CORRUPT_TRAILING_EVENT``, ...).
+        torn_tail: the file does not end with a newline (a crashed partial write).
+        quarantine_records: summaries already kept in ``quarantine/``.
+    """
+
+    project_id: str
+    ledger_path: str
+    project_exists: bool
+    ledger_exists: bool
+    status: str
+    intact: bool
+    events: int
+    head_hash: str | None
+    ledger_schema_version: int | None
+    byte_length: int
+    verified_bytes: int
+    damaged_bytes: int
+    damaged_sha256: str | None
+    first_bad_line: int | None
+    reason: str | None
+    code: str | None
+    torn_tail: bool
+    quarantine_records: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as JSON-ready builtins, in field order."""
+        return {name: getattr(self, name) for name in self.__struct_fields__}
+
+
+@dataclass(frozen=True)
+class LedgerCheck:
+    """The bytes that were verified, the store's verification of them, and the report built from both.
+
+    Attributes:
+        data: the ledger's bytes as read (empty when the ledger is missing).
+        verification: the store's verdict on ``data``.
+        report: the structured report.
+    """
+
+    data: bytes
+    verification: Verification
+    report: VerifyReport
+
+    @property
+    def prefix(self) -> bytes:
+        """The verified prefix: whole lines exactly as stored."""
+        return self.data[: self.verification.byte_length]
+
+    @property
+    def suffix(self) -> bytes:
+        """Everything after the verified prefix (empty when the ledger is intact)."""
+        return self.data[self.verification.byte_length :]
+
+
+def check_bytes(data: bytes, *, store: ProjectStore, ledger_exists: bool = True) -> LedgerCheck:
+    """Verify ``data`` as the ledger of ``store``'s project and build the report (pure but for the quarantine count).
+
+    Raises:
+        StorageError: ``PATH_ESCAPE`` or ``INVALID_DATA_DIR`` when ``quarantine/`` is unsafe.
+    """
+    from intentloop.store import verify_ledger_bytes
+
+    verification = verify_ledger_bytes(data, project_id=store.project_id)
+    error = verification.error
+    suffix = data[verification.byte_length :]
+    versions = {event.schema_version for event in verification.events}
+    report = VerifyReport(
+        project_id=store.project_id,
+        ledger_path=str(store.ledger_path),
+        project_exists=store.exists(),
+        ledger_exists=ledger_exists,
+        status="intact" if error is None else STATUS_BY_CODE.get(error.code, "corrupt"),
+        intact=error is None,
+        events=len(verification.events),
+        head_hash=verification.head_hash,
+        ledger_schema_version=max(versions) if versions else None,
+        byte_length=len(data),
+        verified_bytes=verification.byte_length,
+        damaged_bytes=len(suffix),
+        damaged_sha256=hashlib.sha256(suffix).hexdigest() if suffix else None,
+        first_bad_line=error.line if error is not None else None,
+        reason=error.reason if error is not None else None,
+        code=error.code if error is not None else None,
+        torn_tail=bool(data) and not data.endswith(b"\n"),
+        quarantine_records=count_quarantine_records(store),
+    )
+    return LedgerCheck(data=data, verification=verification, report=report)
+
+
+def check_ledger(store: ProjectStore) -> LedgerCheck:
+    """Read ``store``'s ledger lock-free (creating nothing) and verify it.
+
+    Raises:
+        StorageError: ``PATH_ESCAPE``, ``UNSAFE_DATA_FILE``, ``INVALID_DATA_DIR``, ``TRANSIENT_FILE_RACE`` or
+            ``STORAGE_READ_FAILED`` when the ledger cannot be read safely.
+    """
+    data = read_data_file(store.ledger_path) if store.exists() else None
+    return check_bytes(data or b"", store=store, ledger_exists=data is not None)
+
+
+def verify_project(store: ProjectStore) -> VerifyReport:
+    """The report of :func:`check_ledger` alone (what ``intentloop verify`` prints).
+
+    Raises:
+        StorageError: as :func:`check_ledger`.
+    """
+    return check_ledger(store).report
+
+
+def count_quarantine_records(store: ProjectStore) -> int:
+    """How many summary records ``quarantine/`` holds (``*.json``); 0 when it does not exist.
+
+    Raises:
+        StorageError: ``PATH_ESCAPE`` (a symlink) or ``INVALID_DATA_DIR`` (not a directory).
+    """
+    path = store.quarantine_dir
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return 0
+    except OSError as exc:
+        raise StorageError(f"cannot inspect quarantine/: {exc.strerror}", code="STORAGE_READ_FAILED") from exc
+    if stat.S_ISLNK(st.st_mode):
+        raise StorageError("quarantine/ is a symbolic link", code="PATH_ESCAPE")
+    if not stat.S_ISDIR(st.st_mode):
+        raise StorageError("quarantine is not a directory", code="INVALID_DATA_DIR")
+    try:
+        return sum(1 for name in os.listdir(path) if name.endswith(".json"))
+    except OSError as exc:
+        raise StorageError(f"cannot list quarantine/: {exc.strerror}", code="STORAGE_READ_FAILED") from exc
+
+
+__all__ = [
+    "STATUS_BY_CODE",
+    "LedgerCheck",
+    "VerifyReport",
+    "check_bytes",
+    "check_ledger",
+    "count_quarantine_records",
+    "verify_project",
+]

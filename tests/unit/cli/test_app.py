@@ -1,0 +1,91 @@
+"""The typer app in process: usage errors become INVALID_ARGUMENTS with exit 2, help works, the hook path is light."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cli.app import build_app, run
+
+
+def test_every_documented_command_is_registered() -> None:
+    from typer.main import get_command
+
+    group = get_command(build_app())
+    assert set(group.commands) == {"status", "verify", "recover", "serve", "hook", "install", "demo"}  # type: ignore[attr-defined]
+    assert set(group.commands["recover"].commands) == {"export", "quarantine"}  # type: ignore[attr-defined]
+
+
+def test_help_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["--help"]) == 0
+    assert "verify" in capsys.readouterr().out
+
+
+def test_unknown_option_is_a_usage_error_with_code_and_remedy(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["verify", "--bogus"]) == 2
+    err = capsys.readouterr().err
+    assert "error[INVALID_ARGUMENTS]" in err and "--bogus" in err and "remedy:" in err
+
+
+def test_usage_error_in_json_mode_is_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["recover", "export", "--json"]) == 2
+    body = json.loads(capsys.readouterr().out)
+    assert body["ok"] is False and body["command"] == "recover export"
+    assert body["error"]["code"] == "INVALID_ARGUMENTS" and "out" in body["error"]["message"]
+
+
+def test_unknown_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["frobnicate"]) == 2
+    assert "error[INVALID_ARGUMENTS]" in capsys.readouterr().err
+
+
+def test_no_command_shows_help_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run([]) == 2
+    assert "Usage" in capsys.readouterr().err
+
+
+def test_both_project_options_are_refused_before_anything_is_read(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("INTENT_LOOP_DATA_DIR", str(tmp_path / "data"))
+    assert run(["verify", "--project-root", str(tmp_path), "--project-id", "a" * 64]) == 2
+    assert "not both" in capsys.readouterr().err
+    assert not (tmp_path / "data").exists()
+
+
+def test_hook_path_never_imports_typer_rich_or_mcp(tmp_path: Path) -> None:
+    probe = (
+        "import sys, io\n"
+        "report = sys.argv[1]\n"
+        "sys.argv = ['intentloop', 'hook']\n"
+        "sys.stdin = io.TextIOWrapper(io.BytesIO(b'{}'))\n"
+        "from cli.entry import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as exc:\n"
+        "    code = exc.code\n"
+        "heavy = sorted(m for m in ('typer', 'rich', 'mcp', 'pydantic') if m in sys.modules)\n"
+        "open(report, 'w').write(f'{code} {heavy}')\n"
+    )
+    report = tmp_path / "report.txt"
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(report)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    assert report.read_text() == "0 []", done.stderr
+    assert json.loads(done.stdout.splitlines()[-1])["continue"] is True
+    # control: the admin path does import typer
+    admin = subprocess.run(
+        [sys.executable, "-c", "import sys; import cli.app; print('typer' in sys.modules)"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert admin.stdout.strip() == "True"
