@@ -1,0 +1,122 @@
+"""The read-only tools: status, snapshot, candidates and export. Lock-free; they never create storage.
+
+Reads see the private in-memory ledger of this process first; a task whose control file says it is private elsewhere
+(or was private in a process that is gone) fails closed with ``PRIVATE_SESSION_ACTIVE`` rather than show durable
+state the user asked to keep out of view.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from intentloop import SCHEMA_VERSION
+from intentloop.model import utc_now
+from intentloop.service._engine import Ctx, Engine, guard_durable, private_active, task_not_found
+from intentloop.service._graph import portable_export, summary_export
+from intentloop.service._rules import check_uuid
+from intentloop.service.args import ExportArgs, ListCandidatesArgs, SnapshotArgs, StatusArgs, opt
+
+RECOVERY_ACTION = "Explicitly set mode to on/off to create an empty durable task, resume private, or delete the task."
+
+
+def status(engine: Engine, ctx: Ctx, args: StatusArgs) -> dict[str, Any]:
+    """Counts and locations without claim content; works in every mode and creates nothing.
+
+    Raises:
+        IntentLoopError: ``INVALID_ID``, ``TASK_NOT_FOUND``, ``PRIVATE_SESSION_ACTIVE``, ``PRIVATE_CONTROL_MISSING``,
+            ``CORRUPT_PRIVATE_STATE``; storage and corruption errors.
+    """
+    raw_task_id = opt(args.task_id)
+    if raw_task_id is None:
+        _view, state = engine.read_state(ctx)
+        return {
+            "project_id": ctx.project_id,
+            "task_count": len(state.tasks),
+            "candidate_count": sum(len(task.candidates) for task in state.tasks.values()),
+            "data_directory": str(ctx.store.project_dir),
+            "schema_version": SCHEMA_VERSION,
+            "private_tasks_in_process": engine.private.count(ctx.project_id),
+            "private_session_control_count": len(ctx.store.read_controls()),
+        }
+    task_id = check_uuid(raw_task_id, "task_id")
+    task = engine.private_task(ctx, task_id)
+    private = task is not None
+    if task is None:
+        _view, state = engine.read_state(ctx)
+        task = state.started_task(task_id)
+        guard_durable(task)
+        control = engine.control_for_task(ctx, task_id)
+        if task is None and control is not None:
+            return {
+                "project_id": ctx.project_id,
+                "task_id": task_id,
+                "mode": "private",
+                "active_claim_count": 0,
+                "candidate_count": 0,
+                "semantic_state_available": False,
+                "recovery_action": RECOVERY_ACTION,
+                "data_directory": None,
+                "schema_version": SCHEMA_VERSION,
+            }
+        if control is not None:
+            raise private_active()
+    if task is None or not task.started:
+        raise task_not_found()
+    return {
+        "project_id": ctx.project_id,
+        "task_id": task_id,
+        "mode": task.mode,
+        "active_claim_count": len(task.active_claims()),
+        "candidate_count": len(task.candidates),
+        "data_directory": None if private or task.mode == "private" else str(ctx.store.project_dir),
+        "schema_version": SCHEMA_VERSION,
+    }
+
+
+def snapshot(engine: Engine, ctx: Ctx, args: SnapshotArgs) -> dict[str, Any]:
+    """The current intent of one task (``max_characters`` caps only ``compact_text``).
+
+    Raises:
+        IntentLoopError: ``INVALID_ID``, ``TASK_NOT_FOUND``, ``MODE_OFF``, ``PRIVATE_SESSION_ACTIVE``.
+    """
+    # Room for CONTRACT §9.5: ``as_of`` will fold only the events recorded at or before it, and
+    # ``include_history`` will add the superseded/invalidated claims (TaskState keeps both already).
+    task = engine.semantic_task(ctx, check_uuid(args.task_id, "task_id"))
+    limit = opt(args.max_characters) or 2400
+    return engine.snapshot(ctx, task, max(500, min(limit, 8000)))
+
+
+def list_candidates(engine: Engine, ctx: Ctx, args: ListCandidatesArgs) -> list[dict[str, Any]]:
+    """Unconfirmed candidates (hook observations, long-term signals, imports); listing never promotes them.
+
+    Raises:
+        IntentLoopError: ``INVALID_ID``, ``TASK_NOT_FOUND``, ``MODE_OFF``, ``PRIVATE_SESSION_ACTIVE``.
+    """
+    task = engine.semantic_task(ctx, check_uuid(args.task_id, "task_id"))
+    return [candidate.to_wire() for candidate in task.candidates]
+
+
+def export(engine: Engine, ctx: Ctx, args: ExportArgs) -> dict[str, Any]:
+    """A portable graph of one task (every claim, history included) or a human summary.
+
+    Raises:
+        IntentLoopError: ``INVALID_ID``, ``TASK_NOT_FOUND``, ``MODE_OFF``, ``PRIVATE_SESSION_ACTIVE``.
+    """
+    task_id = check_uuid(args.task_id, "task_id")
+    task = engine.semantic_task(ctx, task_id)
+    if args.detail == "summary":
+        return summary_export(engine.snapshot(ctx, task, 2400))
+    # Room for CONTRACT §9.7: a portable export will carry a ``signature`` block.
+    return portable_export(
+        project_id=ctx.project_id,
+        task_id=task_id,
+        exported_at=utc_now(),
+        claims=[msgspec.to_builtins(claim) for claim in task.claims.values()],
+        invalidated=list(task.invalidations),
+        candidates=[candidate.to_wire() for candidate in task.candidates],
+    )
+
+
+__all__ = ["RECOVERY_ACTION", "export", "list_candidates", "snapshot", "status"]

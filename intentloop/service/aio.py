@@ -1,0 +1,86 @@
+"""The intent service under trio: one :class:`IntentService` per process answers the 15 tools.
+
+The MCP adapter resolves and canonicalizes the project root, computes the project id and calls :meth:`dispatch`;
+everything after that (strict argument decoding, the rules, the ledger transaction) happens here. Results are plain
+JSON-ready values in the exact shapes of ``reference/tool-schemas.md``; failures are :class:`IntentLoopError`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from intentloop.errors import IntentLoopError
+from intentloop.service import _aio_admin, _aio_claims, _aio_modes, _reads
+from intentloop.service._engine import Ctx, Engine
+from intentloop.service.args import TOOL_NAMES, decode_arguments
+from intentloop.store import resolve_data_root
+
+Handler = Callable[[Engine, Ctx, Any], Awaitable[Any]]
+
+
+def _sync(function: Callable[[Engine, Ctx, Any], Any]) -> Handler:
+    async def run(engine: Engine, ctx: Ctx, args: Any) -> Any:
+        return function(engine, ctx, args)
+
+    return run
+
+
+_HANDLERS: dict[str, Handler] = {
+    "intent_status": _sync(_reads.status),
+    "intent_start_task": _aio_modes.start_task,
+    "intent_get_snapshot": _sync(_reads.snapshot),
+    "intent_add_explicit": _aio_claims.add_explicit,
+    "intent_add_inference": _aio_claims.add_inference,
+    "intent_add_evidence": _aio_claims.add_evidence,
+    "intent_mark_unknown": _aio_claims.mark_unknown,
+    "intent_mark_dispute": _aio_claims.mark_dispute,
+    "intent_replace_claim": _aio_claims.replace_claim,
+    "intent_invalidate": _aio_claims.invalidate,
+    "intent_list_candidates": _sync(_reads.list_candidates),
+    "intent_export": _sync(_reads.export),
+    "intent_import": _aio_admin.import_graph,
+    "intent_delete": _aio_admin.delete,
+    "intent_set_mode": _aio_modes.set_mode,
+}
+assert tuple(_HANDLERS) == TOOL_NAMES
+
+
+class IntentService:
+    """The operations behind the 15 tools, with this process's private ledgers and projection cache.
+
+    Args:
+        data_root_resolver: returns the storage root ``R`` (CONTRACT §1); called on every dispatch so a missing
+            root is reported per call (``DATA_DIR_REQUIRED``) instead of at start-up.
+    """
+
+    def __init__(self, data_root_resolver: Callable[[], os.PathLike[str] | str] = resolve_data_root) -> None:
+        self._engine = Engine(data_root_resolver)
+
+    async def dispatch(self, tool: str, arguments: Any, *, project_root: str, project_id: str) -> Any:
+        """Decode ``arguments`` strictly and run ``tool`` for the project.
+
+        Args:
+            tool: one of the 15 tool names.
+            arguments: the call's JSON object (``None`` counts as ``{}``).
+            project_root: the canonical project root (already resolved by the adapter; never stored).
+            project_id: ``project_id_for(project_root)``.
+
+        Returns:
+            The tool's result: a Snapshot, Claim, Candidate, Candidate list, or the status/export/delete/set-mode
+            object, as plain JSON-ready data.
+
+        Raises:
+            IntentLoopError: ``INVALID_ARGUMENTS`` (naming the field path) and every code the operation defines.
+        """
+        args = decode_arguments(tool, arguments)
+        ctx = self._engine.context(project_root, project_id)
+        return await _HANDLERS[tool](self._engine, ctx, args)
+
+    def private_task_count(self, project_id: str) -> int:
+        """How many tasks of ``project_id`` are private in this process (for status displays and tests)."""
+        return self._engine.private.count(project_id)
+
+
+__all__ = ["TOOL_NAMES", "IntentLoopError", "IntentService"]

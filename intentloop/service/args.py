@@ -1,0 +1,303 @@
+"""Strict input structs for the 15 tools, exactly as ``reference/tool-schemas.md`` publishes them.
+
+Patterns are the published JSON Schema patterns (JavaScript ``$`` semantics); Python's ``$`` also matches before a
+trailing newline, so the service re-checks ids with ``fullmatch`` and answers ``INVALID_ID``/``INVALID_REQUEST_ID``.
+Optional fields without a published default use ``msgspec.UNSET`` so an explicit ``null`` is rejected like any
+other wrong type.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, TypeAlias, TypeVar
+
+import msgspec
+from msgspec import UNSET, Meta, Struct, UnsetType
+
+from intentloop.errors import InvalidInputError
+
+_T = TypeVar("_T")
+
+# The published patterns (tool-schemas.json). The UUID pattern admits the nil and max UUIDs; the service rejects
+# them with INVALID_ID as the original's service layer does.
+UUID_PATTERN = (
+    "^([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-8][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}"
+    "|00000000-0000-0000-0000-000000000000|ffffffff-ffff-ffff-ffff-ffffffffffff)$"
+)
+REQUEST_ID_PATTERN = "^[A-Za-z0-9_.:@-]{1,200}$"
+SHA256_PATTERN = "^[a-f0-9]{64}$"
+DATETIME_PATTERN = (
+    r"^(?:(?:\d\d[2468][048]|\d\d[13579][26]|\d\d0[48]|[02468][048]00|[13579][26]00)-02-29|\d{4}-(?:"
+    r"(?:0[13578]|1[02])-(?:0[1-9]|[12]\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\d|30)|(?:02)-(?:0[1-9]|1\d|2[0-8])))"
+    r"T(?:(?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:\.\d+)?)?(?:Z))$"
+)
+
+Uuid: TypeAlias = Annotated[str, Meta(pattern=UUID_PATTERN)]
+RequestId: TypeAlias = Annotated[str, Meta(pattern=REQUEST_ID_PATTERN)]
+ProjectRoot: TypeAlias = Annotated[str, Meta(min_length=1, max_length=1000)]
+Statement: TypeAlias = Annotated[str, Meta(min_length=1, max_length=4000)]
+DateTime: TypeAlias = Annotated[str, Meta(pattern=DATETIME_PATTERN)]
+Confidence: TypeAlias = Annotated[float, Meta(ge=0, le=1)]
+Facet: TypeAlias = Literal[
+    "outcome",
+    "success_signal",
+    "failure_signal",
+    "hard_constraint",
+    "soft_constraint",
+    "tradeoff",
+    "unknown",
+    "result_feedback",
+    "disagreement",
+]
+Facets: TypeAlias = Annotated[list[Facet], Meta(min_length=1, max_length=9)]
+Scope: TypeAlias = Literal["task", "project", "long_term"]
+Mode: TypeAlias = Literal["on", "private", "off"]
+SourceKind: TypeAlias = Literal["user_event", "agent_turn", "tool_result", "external_evidence", "explicit_import"]
+Role: TypeAlias = Literal["user", "agent", "evidence", "system"]
+Status: TypeAlias = Literal["explicit", "inferred", "evidence", "unknown", "disputed"]
+FeedbackClass: TypeAlias = Literal["keep", "implementation_change", "intent_change", "uncertain"]
+ConfirmationReason: TypeAlias = Literal["direct_statement", "confirmed_candidate"]
+CandidateType: TypeAlias = Literal["prompt_update", "result_feedback", "long_term_preference", "recovery_needed"]
+RelatedIds: TypeAlias = Annotated[list[Uuid], Meta(max_length=20)]
+
+
+class _Strict(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Base of every inbound struct: unknown keys are an error."""
+
+
+class SourceRefArg(_Strict, frozen=True, kw_only=True):
+    kind: SourceKind
+    event_id: Annotated[str, Meta(min_length=1, max_length=200)] | UnsetType = UNSET
+    sha256: Annotated[str, Meta(pattern=SHA256_PATTERN)] | UnsetType = UNSET
+    excerpt: Annotated[str, Meta(max_length=2000)] | UnsetType = UNSET
+
+
+class ToolArgs(_Strict, frozen=True, kw_only=True):
+    """Fields every tool accepts. ``project_root`` is resolved by the MCP adapter before the service runs."""
+
+    project_root: ProjectRoot | UnsetType = UNSET
+
+
+class StatusArgs(ToolArgs, frozen=True, kw_only=True):
+    task_id: Uuid | UnsetType = UNSET
+
+
+class InitialExplicitItem(_Strict, frozen=True, kw_only=True):
+    statement: Statement
+    scope: Scope = "task"
+    facets: Facets
+
+
+class StartTaskArgs(ToolArgs, frozen=True, kw_only=True):
+    request_id: RequestId | UnsetType = UNSET
+    task_id: Uuid | UnsetType = UNSET
+    label: Annotated[str, Meta(max_length=500)] | UnsetType = UNSET
+    host_session_id: Annotated[str, Meta(min_length=1, max_length=300)] | UnsetType = UNSET
+    mode: Mode = "on"
+    initial_explicit: Annotated[list[InitialExplicitItem | Statement], Meta(max_length=12)] = []
+
+
+class SnapshotArgs(ToolArgs, frozen=True, kw_only=True):
+    task_id: Uuid
+    max_characters: Annotated[int, Meta(ge=500, le=8000)] | UnsetType = UNSET
+
+
+class ClaimBaseArgs(ToolArgs, frozen=True, kw_only=True):
+    task_id: Uuid
+    request_id: RequestId
+    statement: Statement
+    source_ref: SourceRefArg
+    scope: Scope = "task"
+    facets: Facets
+
+
+class AddExplicitArgs(ClaimBaseArgs, frozen=True, kw_only=True):
+    confirmation_reason: ConfirmationReason
+
+
+class AddInferenceArgs(ClaimBaseArgs, frozen=True, kw_only=True):
+    confidence: Confidence
+    signal_key: Annotated[str, Meta(min_length=1, max_length=200)] | UnsetType = UNSET
+
+
+class AddEvidenceArgs(ClaimBaseArgs, frozen=True, kw_only=True):
+    feedback_class: FeedbackClass | UnsetType = UNSET
+    # TODO(CONTRACT §9.6): evidence_path: str | UnsetType = UNSET — built when that issue asks.
+
+
+class MarkUnknownArgs(ClaimBaseArgs, frozen=True, kw_only=True):
+    pass
+
+
+class MarkDisputeArgs(ClaimBaseArgs, frozen=True, kw_only=True):
+    related_claim_ids: RelatedIds = []
+
+
+class ReplaceClaimArgs(ClaimBaseArgs, frozen=True, kw_only=True):
+    replacement_kind: Status
+    supersedes: Annotated[list[Uuid], Meta(min_length=1, max_length=20)]
+    related_claim_ids: RelatedIds = []
+    confidence: Confidence | UnsetType = UNSET
+    confirmation_reason: ConfirmationReason | UnsetType = UNSET
+
+
+class InvalidateArgs(ToolArgs, frozen=True, kw_only=True):
+    task_id: Uuid
+    request_id: RequestId
+    claim_id: Uuid
+    reason: Annotated[str, Meta(min_length=1, max_length=1000)]
+    source_ref: SourceRefArg
+
+
+class ListCandidatesArgs(ToolArgs, frozen=True, kw_only=True):
+    task_id: Uuid
+
+
+class ExportArgs(ToolArgs, frozen=True, kw_only=True):
+    task_id: Uuid
+    detail: Literal["portable", "summary"] = "portable"
+
+
+class GraphClaimArg(_Strict, frozen=True, kw_only=True):
+    claim_id: Uuid
+    statement: Annotated[str, Meta(min_length=1, max_length=500)]
+    role: Role
+    epistemic_status: Status
+    source_ref: SourceRefArg
+    scope: Scope
+    confidence: Confidence | UnsetType = UNSET
+    valid_from: DateTime
+    last_confirmed: DateTime | None
+    supersedes: RelatedIds
+    facets: Facets
+    related_claim_ids: RelatedIds
+    review_after: DateTime | UnsetType = UNSET
+    result_feedback_class: FeedbackClass | UnsetType = UNSET
+
+
+class GraphCandidateArg(_Strict, frozen=True, kw_only=True):
+    candidate_id: Uuid
+    candidate_type: CandidateType
+    source_ref: SourceRefArg
+    created_at: DateTime
+    summary: Annotated[str, Meta(max_length=500)] | UnsetType = UNSET
+    task_ids: Annotated[list[Uuid], Meta(max_length=100)] | UnsetType = UNSET
+
+
+class PortableGraphArg(_Strict, frozen=True, kw_only=True):
+    format: Literal["intent-loop-export"]
+    schema_version: Literal[1]
+    exported_at: DateTime
+    source_project_id: Annotated[str, Meta(pattern=SHA256_PATTERN)]
+    source_task_id: Uuid
+    history_complete: Literal[False]
+    claims: Annotated[list[GraphClaimArg], Meta(max_length=1000)]
+    invalidated_claim_ids: Annotated[list[Uuid], Meta(max_length=1000)]
+    candidates: Annotated[list[GraphCandidateArg], Meta(max_length=1000)]
+
+
+class ImportArgs(ToolArgs, frozen=True, kw_only=True):
+    task_id: Uuid
+    request_id: RequestId
+    graph: PortableGraphArg
+
+
+class DeleteArgs(ToolArgs, frozen=True, kw_only=True):
+    task_id: Uuid
+    target: Literal["task", "claim"]
+    claim_id: Uuid | UnsetType = UNSET
+    confirmation: Annotated[str, Meta(min_length=1, max_length=200)]
+
+
+class SetModeArgs(ToolArgs, frozen=True, kw_only=True):
+    task_id: Uuid
+    request_id: RequestId
+    mode: Mode
+
+
+TOOL_ARGS: dict[str, type[ToolArgs]] = {
+    "intent_status": StatusArgs,
+    "intent_start_task": StartTaskArgs,
+    "intent_get_snapshot": SnapshotArgs,
+    "intent_add_explicit": AddExplicitArgs,
+    "intent_add_inference": AddInferenceArgs,
+    "intent_add_evidence": AddEvidenceArgs,
+    "intent_mark_unknown": MarkUnknownArgs,
+    "intent_mark_dispute": MarkDisputeArgs,
+    "intent_replace_claim": ReplaceClaimArgs,
+    "intent_invalidate": InvalidateArgs,
+    "intent_list_candidates": ListCandidatesArgs,
+    "intent_export": ExportArgs,
+    "intent_import": ImportArgs,
+    "intent_delete": DeleteArgs,
+    "intent_set_mode": SetModeArgs,
+}
+TOOL_NAMES: tuple[str, ...] = tuple(TOOL_ARGS)
+
+
+def decode_arguments(tool: str, arguments: Any) -> ToolArgs:
+    """Decode one tool's ``arguments`` strictly into its struct.
+
+    Args:
+        tool: one of :data:`TOOL_NAMES`.
+        arguments: the JSON object the client sent (``None`` counts as ``{}``).
+
+    Returns:
+        The tool's frozen argument struct.
+
+    Raises:
+        InvalidInputError: ``INVALID_ARGUMENTS`` for an unknown tool, a non-object, an unknown key, a wrong type,
+            a value out of range or a pattern mismatch; the message names the field's path
+            (e.g. ``Expected `int`, got `str` - at `$.max_characters` ``).
+    """
+    struct_type = TOOL_ARGS.get(tool)
+    if struct_type is None:
+        raise InvalidInputError(f"unknown tool {tool!r}", code="INVALID_ARGUMENTS")
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise InvalidInputError("arguments must be a JSON object - at `$`", code="INVALID_ARGUMENTS")
+    try:
+        return msgspec.convert(arguments, struct_type, strict=True)
+    except msgspec.ValidationError as exc:
+        raise InvalidInputError(str(exc), code="INVALID_ARGUMENTS") from exc
+
+
+def given(value: Any) -> bool:
+    """True when an optional argument was supplied (not :data:`msgspec.UNSET`)."""
+    return value is not UNSET
+
+
+def opt(value: _T | UnsetType) -> _T | None:
+    """An optional argument's value, ``None`` when it was not supplied."""
+    return None if isinstance(value, UnsetType) else value
+
+
+__all__ = [
+    "TOOL_ARGS",
+    "TOOL_NAMES",
+    "AddEvidenceArgs",
+    "AddExplicitArgs",
+    "AddInferenceArgs",
+    "ClaimBaseArgs",
+    "DeleteArgs",
+    "ExportArgs",
+    "GraphCandidateArg",
+    "GraphClaimArg",
+    "ImportArgs",
+    "InitialExplicitItem",
+    "InvalidateArgs",
+    "ListCandidatesArgs",
+    "MarkDisputeArgs",
+    "MarkUnknownArgs",
+    "PortableGraphArg",
+    "ReplaceClaimArgs",
+    "SetModeArgs",
+    "SnapshotArgs",
+    "SourceRefArg",
+    "StartTaskArgs",
+    "StatusArgs",
+    "ToolArgs",
+    "decode_arguments",
+    "given",
+    "opt",
+]
