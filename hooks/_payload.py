@@ -1,0 +1,121 @@
+"""Reading one hook payload from stdin, leniently typed and strictly bounded.
+
+Hosts add fields to their payloads from release to release (Codex and Claude Code differ already), so unknown keys are
+ignored rather than rejected: the hook must keep answering when a host grows. Only the fields the handlers use are
+taken, each only when it has the expected type; ``transcript_path`` is never read.
+"""
+
+from __future__ import annotations
+
+from typing import BinaryIO, Final
+
+import msgspec
+
+MAX_PAYLOAD_BYTES: Final = 1_048_576
+
+#: ``intentloop hook EVENT`` argument -> the host's ``hook_event_name``.
+FORCED_EVENTS: Final[dict[str, str]] = {
+    "session-start": "SessionStart",
+    "user-prompt": "UserPromptSubmit",
+    "post-compact": "PostCompact",
+    "stop": "Stop",
+    "session-end": "SessionEnd",
+}
+EVENT_NAMES: Final = frozenset(FORCED_EVENTS.values())
+
+_decoder = msgspec.json.Decoder()
+
+
+class PayloadError(Exception):
+    """The payload cannot be used: the hook answers fail-open (the message names why, never the content)."""
+
+
+class HookPayload(msgspec.Struct, frozen=True, kw_only=True):
+    """The fields of a host hook payload that intentloop uses.
+
+    Attributes:
+        event: the hook event name (``SessionStart`` …), forced by the command line or from ``hook_event_name``.
+        session_id: the host's session id (stored only as a salted SHA-256).
+        cwd: the session's working directory, as the host sent it (validated later).
+        turn_id: the host's opaque id of the turn: Codex ``turn_id``, Claude Code ``prompt_id``.
+        text: the text an observation is about: ``prompt`` (UserPromptSubmit) or ``last_assistant_message``
+            (Stop, SessionEnd); never stored, only redacted, counted and (without a turn id) keyed-hashed.
+        source: SessionStart's ``source`` (``startup|resume|clear|compact``), when present.
+    """
+
+    event: str
+    session_id: str
+    cwd: str
+    turn_id: str | None = None
+    text: str | None = None
+    source: str | None = None
+
+
+def read_payload_bytes(stream: BinaryIO) -> bytes:
+    """Read the whole payload, refusing more than 1 MiB.
+
+    Raises:
+        PayloadError: empty or oversized input.
+    """
+    data = stream.read(MAX_PAYLOAD_BYTES + 1)
+    if len(data) > MAX_PAYLOAD_BYTES:
+        raise PayloadError("payload larger than 1 MiB")
+    if not data.strip():
+        raise PayloadError("empty payload")
+    return data
+
+
+def _opt_str(obj: dict[str, object], key: str) -> str | None:
+    value = obj.get(key)
+    return value if isinstance(value, str) else None
+
+
+def parse_payload(data: bytes, forced_event: str | None) -> HookPayload:
+    """Decode a payload into :class:`HookPayload`.
+
+    ``forced_event`` (a host event name) wins over ``hook_event_name``; without it, ``hook_event_name`` must be one of
+    the five handled events.
+
+    Raises:
+        PayloadError: invalid JSON, not an object, or a missing or mistyped ``hook_event_name``, ``session_id``
+            or ``cwd``.
+    """
+    try:
+        obj = _decoder.decode(data)
+    except msgspec.DecodeError as exc:
+        raise PayloadError("payload is not valid JSON") from exc
+    if not isinstance(obj, dict):
+        raise PayloadError("payload is not a JSON object")
+    event = forced_event or _opt_str(obj, "hook_event_name")
+    if event not in EVENT_NAMES:
+        raise PayloadError("unhandled or missing hook_event_name")
+    session_id = _opt_str(obj, "session_id")
+    cwd = _opt_str(obj, "cwd")
+    if not session_id or not cwd:
+        raise PayloadError("session_id and cwd must be non-empty strings")
+    turn_id = _opt_str(obj, "turn_id") or _opt_str(obj, "prompt_id")
+    if event == "UserPromptSubmit":
+        text = _opt_str(obj, "prompt")
+    elif event in ("Stop", "SessionEnd"):
+        text = _opt_str(obj, "last_assistant_message")
+    else:
+        text = None
+    return HookPayload(
+        event=event,
+        session_id=session_id,
+        cwd=cwd,
+        turn_id=turn_id or None,
+        text=text,
+        source=_opt_str(obj, "source"),
+    )
+
+
+__all__ = [
+    "EVENT_NAMES",
+    "FORCED_EVENTS",
+    "MAX_PAYLOAD_BYTES",
+    "HookPayload",
+    "PayloadError",
+    "parse_payload",
+    "read_payload_bytes",
+]

@@ -1,0 +1,110 @@
+"""``intentloop hook [--data-dir DIR] [EVENT]``: one payload in, one JSON line out, exit 0, before the deadline.
+
+Only this module's standard-library guard is imported before the deadline is armed; the handlers (msgspec, the
+store, the model) are imported inside the guarded call, so even a broken installation answers fail-open.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from typing import BinaryIO
+
+from hooks._guard import (
+    FAIL_OPEN_LINE,
+    WATCHDOG_MARGIN_S,
+    WRITE_RESERVE_S,
+    Answer,
+    Watchdog,
+    deadline_seconds,
+    debug_enabled,
+    debug_log,
+    process_age_s,
+    silence_stderr,
+)
+
+USAGE = "intentloop hook [--data-dir DIR] [session-start|user-prompt|post-compact|stop|session-end]"
+
+
+class UsageError(Exception):
+    """Bad command-line arguments: still answered fail-open (a hook never fails its host)."""
+
+
+def parse_args(argv: Sequence[str]) -> tuple[str | None, str | None]:
+    """Return ``(forced event argument or None, data dir or None)``.
+
+    Raises:
+        UsageError: an unknown option, a missing ``--data-dir`` value or more than one event.
+    """
+    event: str | None = None
+    data_dir: str | None = None
+    args = list(argv)
+    while args:
+        arg = args.pop(0)
+        if arg == "--data-dir":
+            if not args or not args[0]:
+                raise UsageError("--data-dir needs a value")
+            data_dir = args.pop(0)
+        elif arg.startswith("--data-dir="):
+            data_dir = arg.split("=", 1)[1] or None
+        elif arg.startswith("-") or event is not None:
+            raise UsageError(f"unexpected argument {arg!r}; usage: {USAGE}")
+        else:
+            event = arg
+    return event, data_dir
+
+
+def handle(argv: Sequence[str], stdin: BinaryIO, env: Mapping[str, str], *, lock_deadline: float, debug: bool) -> bytes:
+    """Everything a hook does, as a function: returns the one stdout line.
+
+    Raises:
+        Exception: anything; :func:`run_hook` turns every failure into the fail-open line.
+    """
+    from hooks._dispatch import dispatch
+    from hooks._payload import FORCED_EVENTS, parse_payload, read_payload_bytes
+
+    forced_arg, data_dir = parse_args(argv)
+    forced = None
+    if forced_arg is not None:
+        if forced_arg not in FORCED_EVENTS:
+            raise UsageError(f"unknown hook event {forced_arg!r}; usage: {USAGE}")
+        forced = FORCED_EVENTS[forced_arg]
+    if data_dir is not None:
+        env = {**env, "INTENT_LOOP_DATA_DIR": data_dir}
+    payload = parse_payload(read_payload_bytes(stdin), forced)
+    return dispatch(payload, env, lock_deadline=lock_deadline, debug=debug)
+
+
+def run_hook(argv: list[str]) -> int:
+    """The ``intentloop hook`` process body: always prints exactly one JSON line and returns 0.
+
+    The budget (``INTENT_LOOP_HOOK_DEADLINE_S``, default 2.5 s) counts from process start; lock waits end
+    ``WRITE_RESERVE_S`` before it and a watchdog answers fail-open and exits at it. Nothing reaches stderr unless
+    ``INTENT_LOOP_DEBUG=1``.
+    """
+    started = time.monotonic()
+    env = os.environ
+    debug = debug_enabled(env)
+    if not debug:
+        silence_stderr()
+    end = started + deadline_seconds(env) - process_age_s()
+    answer = Answer(1)
+    watchdog = Watchdog(answer, end - WATCHDOG_MARGIN_S).start()
+    try:
+        line = handle(argv, sys.stdin.buffer, env, lock_deadline=end - WRITE_RESERVE_S, debug=debug)
+    except Exception as exc:  # the hook's single catch-all: every failure is the fail-open answer
+        if debug:
+            import traceback
+
+            debug_log(True, f"fail-open after {type(exc).__name__}: {getattr(exc, 'code', '')} {exc}")
+            debug_log(True, "".join(traceback.format_exception(exc)).rstrip("\n"))
+        line = FAIL_OPEN_LINE
+    answer.send(line)
+    watchdog.cancel()
+    debug_log(debug, f"answered in {1000 * (time.monotonic() - started):.1f} ms")
+    return 0
+
+
+__all__ = ["USAGE", "UsageError", "handle", "parse_args", "run_hook"]

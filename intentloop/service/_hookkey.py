@@ -1,0 +1,142 @@
+"""The per-installation secret of the hook's keyed digests (CONTRACT §9.10): ``R/keys/hook-digest.key``.
+
+Why link-then-unlink: the key is written completely to a private temporary file, fsynced, and published with
+``link()``, which fails if another process published first, so every process ends up using the same key and no
+reader ever sees a partial one (a crash leaves at most a stray temporary file, never a short key).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+import time
+import uuid
+from pathlib import Path
+from typing import Final
+
+from intentloop.errors import StorageError
+
+KEY_DIR: Final = "keys"
+KEY_NAME: Final = "hook-digest.key"
+KEY_BYTES: Final = 32
+_NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
+
+
+def key_path(data_root: Path) -> Path:
+    return data_root / KEY_DIR / KEY_NAME
+
+
+def _error(exc: OSError, action: str, code: str) -> StorageError:
+    if exc.errno == errno.ELOOP:
+        return StorageError(f"{action}: the hook key is a symbolic link", code="PATH_ESCAPE")
+    return StorageError(f"{action} failed ({errno.errorcode.get(exc.errno or 0, 'OSError')})", code=code)
+
+
+def _check_key_dir(directory: Path) -> bool:
+    """Whether ``R/keys`` exists as a real directory (a symlink or a file there is refused)."""
+    try:
+        st = os.lstat(directory)
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise _error(exc, "checking the key folder", "STORAGE_READ_FAILED") from exc
+    if not stat.S_ISDIR(st.st_mode):
+        raise StorageError("the key folder is not a directory", code="PATH_ESCAPE")
+    return True
+
+
+def load_hook_key(data_root: Path) -> bytes | None:
+    """The key, or ``None`` when none was created yet; lock-free, creates nothing.
+
+    The file must be a regular 0600 file of this user holding exactly 32 bytes, with one link (a second link is
+    tolerated for a few milliseconds: a creator between its ``link`` and ``unlink``).
+
+    Raises:
+        StorageError: ``PATH_ESCAPE`` (symlink), ``UNSAFE_DATA_FILE`` (wrong type, owner, mode, size or links),
+            ``STORAGE_READ_FAILED``.
+    """
+    if not _check_key_dir(data_root / KEY_DIR):
+        return None
+    path = key_path(data_root)
+    for _attempt in range(25):
+        try:
+            fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise _error(exc, "opening the hook key", "STORAGE_READ_FAILED") from exc
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise StorageError("the hook key is not a regular file", code="UNSAFE_DATA_FILE")
+            if st.st_nlink > 1:
+                time.sleep(0.002)
+                continue
+            if st.st_uid != os.getuid() or st.st_mode & 0o077:
+                raise StorageError("the hook key is not a private (0600) file of this user", code="UNSAFE_DATA_FILE")
+            data = os.read(fd, KEY_BYTES + 1)
+        except OSError as exc:
+            raise _error(exc, "reading the hook key", "STORAGE_READ_FAILED") from exc
+        finally:
+            os.close(fd)
+        if len(data) != KEY_BYTES:
+            raise StorageError("the hook key has the wrong size", code="UNSAFE_DATA_FILE")
+        return data
+    raise StorageError("the hook key has more than one hard link", code="UNSAFE_DATA_FILE")
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | _CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def load_or_create_hook_key(data_root: Path) -> bytes:
+    """The key, created (32 random bytes, 0600, folder 0700) if there is none yet.
+
+    Call it under a ledger lock; publication is atomic across processes and projects regardless.
+
+    Raises:
+        StorageError: as :func:`load_hook_key`, or ``STORAGE_WRITE_FAILED``.
+    """
+    existing = load_hook_key(data_root)
+    if existing is not None:
+        return existing
+    directory = data_root / KEY_DIR
+    tmp = directory / f".{KEY_NAME}.{uuid.uuid4().hex}.tmp"
+    try:
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(directory, 0o700)
+        if not _check_key_dir(directory):
+            raise StorageError("the key folder vanished", code="STORAGE_WRITE_FAILED")
+        os.chmod(directory, 0o700)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600)
+        try:
+            os.fchmod(fd, 0o600)
+            view = memoryview(os.urandom(KEY_BYTES))
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, key_path(data_root))
+        except FileExistsError:
+            pass  # another process published first: use its key
+        finally:
+            os.unlink(tmp)
+        _fsync_dir(directory)
+    except OSError as exc:
+        raise _error(exc, "creating the hook key", "STORAGE_WRITE_FAILED") from exc
+    key = load_hook_key(data_root)
+    if key is None:
+        raise StorageError("the hook key vanished after it was created", code="STORAGE_WRITE_FAILED")
+    return key
+
+
+__all__ = ["KEY_BYTES", "KEY_DIR", "KEY_NAME", "key_path", "load_hook_key", "load_or_create_hook_key"]

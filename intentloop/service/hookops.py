@@ -1,0 +1,221 @@
+"""The synchronous service operations behind ``intentloop hook``: session context and hook observations.
+
+Why synchronous and light: a hook is a fresh process with a 2.5 s budget, so this module imports only the standard
+library, msgspec and the store/model faces (never trio), takes the ledger lock with a deadline, and projects only the
+task bound to the session. Why a keyed digest (CONTRACT §9.10): without an opaque turn id the only identity of a turn
+is its text, and a plain hash of a prompt with nothing to redact is the hash of the prompt itself.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Callable, Iterable
+from hashlib import sha256
+from pathlib import Path
+from typing import Final
+
+import msgspec
+
+from intentloop.errors import InvalidInputError, StorageError
+from intentloop.model import (
+    Candidate,
+    EventDraft,
+    SourceRef,
+    TaskState,
+    association_context,
+    is_opaque_id,
+    linked_task_context,
+    new_uuid,
+    private_control_context,
+    project,
+    project_id_for,
+    redact,
+    session_hash,
+    sha256_hex,
+    task_for_session,
+    utc_now,
+)
+from intentloop.service._hookkey import load_hook_key, load_or_create_hook_key
+from intentloop.store import LedgerView, PrivateControl, ProjectStore, canonicalize_project_root
+
+#: hook event → (event_type, actor, candidate_type, source kind, whether the observed text counts).
+_OBSERVATIONS: Final[dict[str, tuple[str, str, str, str, bool]]] = {
+    "UserPromptSubmit": ("source_observed", "user", "prompt_update", "user_event", True),
+    "PostCompact": ("compaction_observed", "agent", "recovery_needed", "agent_turn", False),
+    "Stop": ("result_signal_observed", "agent", "result_feedback", "agent_turn", True),
+    "SessionEnd": ("result_signal_observed", "agent", "result_feedback", "agent_turn", True),
+}
+OBSERVED_EVENTS: Final = frozenset(_OBSERVATIONS)
+_BINDING_EVENTS: Final = frozenset({"task_started", "mode_set"})
+
+
+class Observation(msgspec.Struct, frozen=True, kw_only=True):
+    """What a hook saw: never stored as such (the text is redacted, counted and at most keyed-hashed).
+
+    Attributes:
+        event: ``UserPromptSubmit``, ``PostCompact``, ``Stop`` or ``SessionEnd``.
+        session_id: the host's session id.
+        turn_id: the host's opaque id of the turn (Codex ``turn_id``, Claude Code ``prompt_id``), if any.
+        text: the prompt or the last assistant message, if any.
+    """
+
+    event: str
+    session_id: str
+    turn_id: str | None = None
+    text: str | None = None
+
+
+class HookOutcome(msgspec.Struct, frozen=True, kw_only=True):
+    """Whether an observation was appended, and the context text for the host (``None``: inject nothing)."""
+
+    recorded: bool
+    context: str | None = None
+
+
+def _open_store(data_root: Path, cwd: str) -> ProjectStore:
+    """Raises: InvalidInputError: ``PROJECT_ROOT_INVALID`` for a relative, missing or non-directory ``cwd``."""
+    return ProjectStore(data_root, project_id_for(canonicalize_project_root(cwd)))
+
+
+def _session_task(view: LedgerView, shash: str) -> TaskState | None:
+    """The task bound to ``shash`` (as :func:`task_for_session` picks it), projecting only the bound tasks.
+
+    Two passes over the events and no index building: at 10,000 events the view's indexes cost more than the rest.
+    """
+    bindings = project(e for e in view.events if e.event_type in _BINDING_EVENTS)
+    bound = {t.task_id for t in bindings.tasks.values() if t.started and t.host_session_hash == shash}
+    if not bound:
+        return None
+    return task_for_session(project(e for e in view.events if e.task_id in bound), shash)
+
+
+def _decide(
+    view: LedgerView, controls: Iterable[PrivateControl], control: PrivateControl | None, session_id: str, shash: str
+) -> tuple[TaskState | None, str]:
+    """(the task an observation may be recorded into, the context text), per reference/hook-behaviour.md."""
+    if control is not None:
+        return None, private_control_context(control.task_id, session_id)
+    task = _session_task(view, shash)
+    if task is None:
+        return None, association_context(session_id)
+    if any(c.task_id == task.task_id for c in controls):
+        return None, private_control_context(task.task_id)
+    if task.mode != "on":
+        return None, association_context(session_id)
+    return task, linked_task_context(task)
+
+
+def session_context(data_root: Path, cwd: str, session_id: str) -> str:
+    """SessionStart's context for ``session_id`` in the project at ``cwd``; reads only, creates nothing.
+
+    Returns:
+        The private-control notice, the linked task with its direct user-explicit claims, or the association hint.
+
+    Raises:
+        InvalidInputError: ``PROJECT_ROOT_INVALID``.
+        StorageError: a damaged ledger (``CORRUPT_LEDGER`` …), an unreadable control, an unsafe path.
+    """
+    store = _open_store(data_root, cwd)
+    shash = session_hash(session_id)
+    control = store.read_control(shash)
+    if control is not None:
+        return private_control_context(control.task_id, session_id)
+    view = store.read()
+    return _decide(view, store.read_controls(), None, session_id, shash)[1]
+
+
+Identity = tuple[str, str, str | None, int]
+
+
+def _identity(obs: Observation, key: Callable[[], bytes | None]) -> Identity | None:
+    """(request-id hash, source sha256, source event id, char count); ``None`` when the key is needed but absent.
+
+    Priority: a valid opaque turn id; else a keyed digest (HMAC-SHA-256 under ``key()``) of the redacted text; else
+    ``sha256("<Event>:none")``. Neither the text nor an unkeyed hash of it is ever returned.
+    """
+    uses_text = _OBSERVATIONS[obs.event][4]
+    redacted = redact(obs.text).text if uses_text and obs.text else ""
+    count = len(redacted)
+    if obs.turn_id and is_opaque_id(obs.turn_id):
+        digest = sha256_hex(obs.turn_id)
+        return digest[:24], digest, obs.turn_id, count
+    if redacted:
+        secret = key()
+        if secret is None:
+            return None
+        digest = hmac.new(secret, redacted.encode("utf-8"), sha256).hexdigest()
+        return digest[:24], digest, None, count
+    return sha256_hex("none")[:24], sha256_hex(f"{obs.event}:none"), None, count
+
+
+def _draft(obs: Observation, task_id: str, identity: Identity) -> EventDraft:
+    event_type, actor, candidate_type, kind, _ = _OBSERVATIONS[obs.event]
+    request_hash, digest, event_id, count = identity
+    now = utc_now()
+    candidate = Candidate(
+        candidate_id=new_uuid(),
+        candidate_type=candidate_type,
+        source_ref=SourceRef(kind=kind, event_id=event_id, sha256=digest),
+        created_at=now,
+    )
+    return EventDraft(
+        event_type=event_type,
+        task_id=task_id,
+        actor=actor,
+        request_id=f"hook:{obs.event}:{request_hash}",
+        payload={"candidate": candidate.to_wire(), "char_count": count},
+        occurred_at=now,
+    )
+
+
+def record_observation(
+    data_root: Path, cwd: str, obs: Observation, *, deadline: float | None, with_context: bool = False
+) -> HookOutcome:
+    """Append one hook observation for the task bound to the session, unless private, off, unlinked or a repeat.
+
+    The decision is taken lock-free first (most sessions are not linked: no lock, no write), then again under the
+    lock, which is acquired by ``deadline`` (a ``time.monotonic()`` value) or not at all.
+
+    Args:
+        with_context: also return the context text (UserPromptSubmit answers with SessionStart's context).
+
+    Raises:
+        InvalidInputError: ``PROJECT_ROOT_INVALID``, or an event that records nothing.
+        StorageError: ``LOCK_TIMEOUT``, a damaged ledger, an unreadable control, an unsafe path, a failed write.
+    """
+    if obs.event not in _OBSERVATIONS:
+        raise InvalidInputError(f"{obs.event} records no observation", code="INVALID_ARGUMENTS")
+    store = _open_store(data_root, cwd)
+    shash = session_hash(obs.session_id)
+    control = store.read_control(shash)
+    if control is not None:
+        return HookOutcome(
+            recorded=False, context=_if(with_context, private_control_context(control.task_id, obs.session_id))
+        )
+    view = store.read()
+    task, context = _decide(view, store.read_controls(), None, obs.session_id, shash)
+    if task is None:
+        return HookOutcome(recorded=False, context=_if(with_context, context))
+    identity = _identity(obs, lambda: load_hook_key(data_root))
+    if identity is not None and f"hook:{obs.event}:{identity[0]}" in task.requests:
+        return HookOutcome(recorded=False, context=_if(with_context, context))
+    with store.locked(deadline) as ledger:
+        control = store.read_control(shash)
+        task, context = _decide(ledger.view, store.read_controls(), control, obs.session_id, shash)
+        if task is None:
+            return HookOutcome(recorded=False, context=_if(with_context, context))
+        if identity is None:
+            identity = _identity(obs, lambda: load_or_create_hook_key(data_root))
+        if identity is None:  # load_or_create_hook_key returns a key or raises: unreachable
+            raise StorageError("the hook digest key is unavailable", code="STORAGE_READ_FAILED")
+        if f"hook:{obs.event}:{identity[0]}" in task.requests:
+            return HookOutcome(recorded=False, context=_if(with_context, context))
+        ledger.append([_draft(obs, task.task_id, identity)])
+    return HookOutcome(recorded=True, context=_if(with_context, context))
+
+
+def _if(wanted: bool, text: str) -> str | None:
+    return text if wanted else None
+
+
+__all__ = ["OBSERVED_EVENTS", "HookOutcome", "Observation", "record_observation", "session_context"]

@@ -1,0 +1,450 @@
+"""``intentloop hook`` as a real process: every event, every failure path, the deadline, the import budget.
+
+Every answer must be exactly one JSON line with ``continue: true``, exit status 0, nothing on stderr, and arrive
+before the hook's own deadline — with a damaged ledger and with the lock held by another live process too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from intentloop.model import EventDraft, association_context, new_uuid, project_id_for, session_hash, utc_now
+from intentloop.store import ProjectStore, canonicalize_project_root
+
+SESSION = "019a2b3c-4d5e-7f60-8a9b-0c1d2e3f4a5b"
+FAIL_OPEN = b'{"continue":true,"suppressOutput":true}\n'
+_SCRIPT = Path(sys.executable).with_name("intentloop")
+HOOK = [*([str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "cli.entry"]), "hook"]
+FORBIDDEN = ("mcp", "typer", "rich", "pydantic", "trio", "anyio", "click", "httpx", "cryptography")
+
+
+class Env:
+    """A temporary home, data root and project root, and a way to run the hook against them."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.home = tmp / "home"
+        self.home.mkdir()
+        self.data = tmp / "data"
+        self.repo = tmp / "repo"
+        self.repo.mkdir()
+        self.store = ProjectStore(self.data, project_id_for(canonicalize_project_root(str(self.repo))))
+
+    def environ(self, **extra: str) -> dict[str, str]:
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.home), "LANG": "C.UTF-8"}
+        env["INTENT_LOOP_DATA_DIR"] = str(self.data)
+        env.update(extra)
+        return {k: v for k, v in env.items() if v != ""}
+
+    def payload(self, event: str, **fields: Any) -> dict[str, Any]:
+        base: dict[str, Any] = {
+            "session_id": SESSION,
+            "transcript_path": str(self.home / "transcript.jsonl"),
+            "cwd": str(self.repo),
+            "hook_event_name": event,
+            "model": "gpt-5",
+        }
+        return {**base, **fields}
+
+    def run(
+        self, stdin: bytes | Mapping[str, Any], *args: str, env: Mapping[str, str] | None = None, timeout: float = 10
+    ) -> tuple[bytes, bytes, float]:
+        data = stdin if isinstance(stdin, bytes) else json.dumps(stdin).encode()
+        started = time.monotonic()
+        proc = subprocess.run(
+            [*HOOK, *args], input=data, capture_output=True, env=env or self.environ(), timeout=timeout, check=False
+        )
+        elapsed = time.monotonic() - started
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout, proc.stderr, elapsed
+
+    def answer(self, stdin: bytes | Mapping[str, Any], *args: str, **kw: Any) -> dict[str, Any]:
+        """Run, check the process contract, and return the decoded answer."""
+        out, err, elapsed = self.run(stdin, *args, **kw)
+        assert err == b""
+        assert out.endswith(b"\n") and out.count(b"\n") == 1
+        answer = json.loads(out)
+        assert answer["continue"] is True and answer["suppressOutput"] is True
+        assert elapsed < 2.5
+        return answer
+
+    def append(self, drafts: list[EventDraft]) -> None:
+        with self.store.locked(time.monotonic() + 5) as ledger:
+            ledger.append(drafts)
+
+    def link(self, statements: tuple[str, ...] = ("Use PostgreSQL only",)) -> str:
+        task_id = new_uuid()
+        now = utc_now()
+        claims = [
+            {
+                "claim_id": new_uuid(),
+                "statement": s,
+                "role": "user",
+                "epistemic_status": "explicit",
+                "source_ref": {"kind": "user_event", "event_id": f"start-{i}"},
+                "scope": "task",
+                "valid_from": now,
+                "last_confirmed": now,
+                "supersedes": [],
+                "facets": ["hard_constraint"],
+                "related_claim_ids": [],
+            }
+            for i, s in enumerate(statements)
+        ]
+        payload = {
+            "mode": "on",
+            "label": None,
+            "host_session_hash": session_hash(SESSION),
+            "initial_claims": claims,
+            "request_fingerprint": "0" * 64,
+        }
+        self.append(
+            [
+                EventDraft(
+                    event_type="task_started", task_id=task_id, actor="user", request_id="start:1", payload=payload
+                )
+            ]
+        )
+        return task_id
+
+    def hook_events(self) -> list[Any]:
+        return [e for e in self.store.read().events if e.request_id.startswith("hook:")]
+
+    def files(self) -> dict[str, bytes]:
+        if not self.data.exists():
+            return {}
+        return {str(p.relative_to(self.data)): p.read_bytes() for p in sorted(self.data.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> Env:
+    return Env(tmp_path)
+
+
+def _context(answer: dict[str, Any]) -> str | None:
+    spec = answer.get("hookSpecificOutput")
+    return None if spec is None else spec["additionalContext"]
+
+
+# ------------------------------------------------------------------------------------------------ every event
+
+
+def test_unlinked_session_start_and_prompt_answer_the_association_hint(env: Env) -> None:
+    for event in ("SessionStart", "UserPromptSubmit"):
+        answer = env.answer(env.payload(event, source="startup", turn_id="t1", prompt="hello"))
+        assert answer["hookSpecificOutput"] == {
+            "hookEventName": event,
+            "additionalContext": association_context(SESSION),
+        }
+    assert env.files() == {}  # reads and unlinked prompts create nothing
+
+
+def test_linked_session_every_event(env: Env) -> None:
+    task = env.link()
+    start = env.answer(env.payload("SessionStart", source="resume"))
+    assert start["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    context = _context(start) or ""
+    assert context.startswith(f"[Intent Loop linked task_id={task}.")
+    assert context.endswith("- [task; hard_constraint] Use PostgreSQL only")
+    prompt = env.answer(env.payload("UserPromptSubmit", permission_mode="default", turn_id="turn-1", prompt="go"))
+    assert prompt["hookSpecificOutput"] == {"hookEventName": "UserPromptSubmit", "additionalContext": context}
+    for event, extra in (
+        ("PostCompact", {"turn_id": "turn-1", "trigger": "auto"}),
+        ("Stop", {"turn_id": "turn-1", "stop_hook_active": False, "last_assistant_message": "Done."}),
+        ("SessionEnd", {"reason": "other"}),
+    ):
+        out, err, _ = env.run(env.payload(event, **extra))
+        assert (out, err) == (FAIL_OPEN, b"")
+    observed = [(e.event_type, e.actor, e.request_id.split(":")[1]) for e in env.hook_events()]
+    assert observed == [
+        ("source_observed", "user", "UserPromptSubmit"),
+        ("compaction_observed", "agent", "PostCompact"),
+        ("result_signal_observed", "agent", "Stop"),
+        ("result_signal_observed", "agent", "SessionEnd"),
+    ]
+    assert all(e.task_id == task for e in env.hook_events())
+
+
+def test_claude_code_prompt_id_is_the_turn_identity(env: Env) -> None:
+    env.link()
+    prompt_id = "8d1f6d3c-6f43-4c52-9a55-0d2f2f8f7a11"
+    payload = env.payload("UserPromptSubmit", permission_mode="default", prompt_id=prompt_id, prompt="go")
+    del payload["model"]
+    env.answer(payload)
+    env.answer(payload)  # the same turn again: still one observation
+    [event] = env.hook_events()
+    assert event.payload["candidate"]["source_ref"] == {
+        "kind": "user_event",
+        "event_id": prompt_id,
+        "sha256": hashlib.sha256(prompt_id.encode()).hexdigest(),
+    }
+
+
+def test_forced_event_and_data_dir_argument(env: Env) -> None:
+    env.link()
+    payload = env.payload("SessionStart")
+    del payload["hook_event_name"]
+    no_root = env.environ(INTENT_LOOP_DATA_DIR="")
+    assert _context(env.answer(payload, "session-start", "--data-dir", str(env.data), env=no_root))
+    assert _context(env.answer(payload, "session-start", env=no_root)) is None  # no data root: fail open
+    assert _context(env.answer(payload)) is None  # no event at all: fail open
+    # a forced event overrides the payload's name
+    forced = env.answer(env.payload("Stop"), "session-start")
+    assert forced["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+
+
+def test_codex_home_is_a_data_root(env: Env, tmp_path: Path) -> None:
+    codex_home = tmp_path / "codex"
+    answer = env.answer(
+        env.payload("SessionStart"), env=env.environ(INTENT_LOOP_DATA_DIR="", CODEX_HOME=str(codex_home))
+    )
+    assert _context(answer) == association_context(SESSION)
+    assert not codex_home.exists()
+
+
+# ------------------------------------------------------------------------------------------------ failure paths
+
+
+@pytest.mark.parametrize(
+    "stdin",
+    [
+        pytest.param(b"", id="empty"),
+        pytest.param(b"   \n", id="blank"),
+        pytest.param(b"{not json", id="bad-json"),
+        pytest.param(b"[1, 2, 3]", id="not-an-object"),
+        pytest.param(b'{"hook_event_name": "SessionStart"', id="truncated"),
+        pytest.param(b"\xff\xfe\x00", id="not-utf8"),
+    ],
+)
+def test_unusable_input_fails_open(env: Env, stdin: bytes) -> None:
+    env.link()
+    assert env.run(stdin)[:2] == (FAIL_OPEN, b"")
+
+
+def test_oversized_payload_fails_open_and_one_mebibyte_is_accepted(env: Env) -> None:
+    env.link()
+    payload = env.payload("SessionStart")
+    body = json.dumps({**payload, "padding": ""}).encode()
+    exact = json.dumps({**payload, "padding": "x" * (1_048_576 - len(body))}).encode()
+    assert len(exact) == 1_048_576
+    assert _context(env.answer(exact))  # positive control: exactly 1 MiB is read and answered
+    assert env.run(exact + b" ")[:2] == (FAIL_OPEN, b"")
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param({"session_id": None}, id="no-session"),
+        pytest.param({"session_id": 12}, id="numeric-session"),
+        pytest.param({"cwd": None}, id="no-cwd"),
+        pytest.param({"cwd": "repo"}, id="relative-cwd"),
+        pytest.param({"cwd": "/nonexistent/intentloop/repo"}, id="missing-cwd"),
+        pytest.param({"hook_event_name": None}, id="no-event"),
+        pytest.param({"hook_event_name": "PreToolUse"}, id="other-event"),
+    ],
+)
+def test_missing_or_bad_fields_fail_open(env: Env, change: dict[str, Any]) -> None:
+    env.link()
+    payload = {
+        k: v for k, v in {**env.payload("UserPromptSubmit", turn_id="t", prompt="p"), **change}.items() if v is not None
+    }
+    assert env.run(payload)[:2] == (FAIL_OPEN, b"")
+    assert env.hook_events() == []
+    assert _context(env.answer(env.payload("UserPromptSubmit", turn_id="t", prompt="p")))  # positive control
+
+
+def test_cwd_that_is_a_file_fails_open(env: Env) -> None:
+    file = env.repo / "file.txt"
+    file.write_text("x")
+    assert env.run(env.payload("SessionStart", cwd=str(file)))[:2] == (FAIL_OPEN, b"")
+
+
+def test_no_data_root_fails_open(env: Env) -> None:
+    no_root = env.environ(INTENT_LOOP_DATA_DIR="")
+    for event in ("SessionStart", "UserPromptSubmit", "Stop"):
+        assert env.run(env.payload(event, prompt="p"), env=no_root)[:2] == (FAIL_OPEN, b"")
+
+
+def test_damaged_ledger_fails_open_and_stays_untouched(env: Env) -> None:
+    env.link()
+    env.answer(env.payload("UserPromptSubmit", turn_id="turn-1", prompt="go"))
+    lines = env.store.ledger_path.read_bytes().splitlines(keepends=True)
+    damaged = lines[0].replace(b"PostgreSQL", b"PostgreSQX") + b"".join(lines[1:])
+    env.store.ledger_path.write_bytes(damaged)
+    before = env.files()
+    for event in ("SessionStart", "UserPromptSubmit", "PostCompact", "Stop", "SessionEnd"):
+        out, err, elapsed = env.run(env.payload(event, turn_id="turn-2", prompt="again", last_assistant_message="x"))
+        assert (out, err) == (FAIL_OPEN, b"") and elapsed < 2.5
+    assert env.files() == before
+
+
+def test_torn_tail_fails_open_without_repairing(env: Env) -> None:
+    env.link()
+    with env.store.ledger_path.open("ab") as fh:
+        fh.write(b'{"actor":"user","event_hash":"')
+    before = env.files()
+    for event in ("SessionStart", "UserPromptSubmit"):
+        assert env.run(env.payload(event, turn_id="turn-1", prompt="go"))[:2] == (FAIL_OPEN, b"")
+    assert env.files() == before
+
+
+_HOLDER = """
+import sys, time
+from intentloop.store import ProjectStore
+store = ProjectStore(sys.argv[1], sys.argv[2])
+with store.locked(time.monotonic() + 10):
+    print("locked", flush=True)
+    sys.stdin.read()
+"""
+
+
+@pytest.fixture
+def lock_holder(env: Env) -> Iterator[subprocess.Popen[bytes]]:
+    env.link()
+    with subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(env.data), env.store.project_id],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    ) as holder:
+        assert holder.stdout is not None and holder.stdout.readline() == b"locked\n"
+        yield holder
+        if holder.poll() is None:
+            holder.kill()
+
+
+def test_lock_held_by_a_live_process_fails_open_before_the_deadline(
+    env: Env, lock_holder: subprocess.Popen[bytes]
+) -> None:
+    out, err, elapsed = env.run(env.payload("UserPromptSubmit", turn_id="turn-1", prompt="go"))
+    assert (out, err) == (FAIL_OPEN, b"")
+    assert 1.0 < elapsed < 2.5  # waited for the lock, then gave up inside the 2.5 s budget
+    out, err, elapsed = env.run(
+        env.payload("Stop", turn_id="turn-1", last_assistant_message="x"),
+        env=env.environ(INTENT_LOOP_HOOK_DEADLINE_S="0.8"),
+    )
+    assert (out, err) == (FAIL_OPEN, b"") and elapsed < 0.8
+    # SessionStart only reads: the held lock does not matter
+    assert _context(env.answer(env.payload("SessionStart")))
+    assert env.hook_events() == []
+    assert lock_holder.stdin is not None
+    lock_holder.stdin.close()
+    lock_holder.wait(timeout=10)
+    env.answer(env.payload("UserPromptSubmit", turn_id="turn-1", prompt="go"))  # positive control
+    assert len(env.hook_events()) == 1
+
+
+def test_lock_of_a_killed_owner_is_reclaimed(env: Env, lock_holder: subprocess.Popen[bytes]) -> None:
+    lock_holder.send_signal(signal.SIGKILL)
+    lock_holder.wait(timeout=10)
+    env.answer(env.payload("UserPromptSubmit", turn_id="turn-1", prompt="go"))
+    assert len(env.hook_events()) == 1
+
+
+def test_stuck_stdin_is_answered_by_the_watchdog(env: Env) -> None:
+    with subprocess.Popen(
+        HOOK,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env.environ(INTENT_LOOP_HOOK_DEADLINE_S="0.6"),
+    ) as proc:
+        started = time.monotonic()
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        proc.stdin.write(b'{"hook_event_name": "SessionStart"')  # and never close it
+        proc.stdin.flush()
+        try:
+            proc.wait(timeout=5)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        elapsed = time.monotonic() - started
+        assert (proc.returncode, proc.stdout.read(), proc.stderr.read()) == (0, FAIL_OPEN, b"")
+        assert elapsed < 0.6
+
+
+_CRASH = """
+import sys
+import intentloop.service.hookops as ops
+def boom(*args, **kwargs):
+    raise RuntimeError("internal failure")
+ops.session_context = boom
+ops.record_observation = boom
+sys.argv = ["intentloop", "hook"]
+from cli.entry import main
+main()
+"""
+
+
+def test_internal_exception_fails_open_silently_and_debug_explains(env: Env) -> None:
+    env.link()
+    payload = json.dumps(env.payload("SessionStart")).encode()
+    quiet = subprocess.run([sys.executable, "-c", _CRASH], input=payload, capture_output=True, env=env.environ())
+    assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, FAIL_OPEN, b"")
+    loud = subprocess.run(
+        [sys.executable, "-c", _CRASH], input=payload, capture_output=True, env=env.environ(INTENT_LOOP_DEBUG="1")
+    )
+    assert (loud.returncode, loud.stdout) == (0, FAIL_OPEN)
+    assert b"RuntimeError" in loud.stderr  # positive control: stderr is silenced, not empty by accident
+
+
+def test_never_reads_the_transcript(env: Env) -> None:
+    env.link()
+    transcript = env.home / "transcript.jsonl"
+    transcript.write_text("SECRET TRANSCRIPT CONTENT\n")
+    os.chmod(transcript, 0o000)
+    before = os.stat(transcript).st_atime_ns
+    env.answer(env.payload("SessionStart"))
+    env.answer(env.payload("UserPromptSubmit", turn_id="t", prompt="p"))
+    assert os.stat(transcript).st_atime_ns == before
+    assert all(b"SECRET TRANSCRIPT" not in data for data in env.files().values())
+
+
+# ------------------------------------------------------------------------------------------------ start fast
+
+_MODULES = """
+import atexit, json, sys
+report = sys.argv[1]
+atexit.register(lambda: open(report, "w").write(json.dumps(sorted(sys.modules))))
+sys.argv = ["intentloop", "hook"]
+from cli.entry import main
+main()
+"""
+
+
+@pytest.mark.parametrize("event", ["SessionStart", "UserPromptSubmit", "Stop"])
+def test_hook_path_loads_only_stdlib_msgspec_and_intentloop(env: Env, tmp_path: Path, event: str) -> None:
+    env.link(("Use PostgreSQL only",))
+    report = tmp_path / "modules.json"
+    payload = json.dumps(env.payload(event, prompt="deploy, password=hunter2", last_assistant_message="ok")).encode()
+    proc = subprocess.run(
+        [sys.executable, "-c", _MODULES, str(report)], input=payload, capture_output=True, env=env.environ()
+    )
+    assert proc.returncode == 0 and proc.stderr == b""
+    modules = json.loads(report.read_text())
+    tops = {name.split(".")[0] for name in modules}
+    assert not tops & set(FORBIDDEN), tops & set(FORBIDDEN)
+    allowed = set(sys.stdlib_module_names) | {
+        "msgspec",
+        "typing_extensions",
+        "intentloop",
+        "hooks",
+        "cli",
+        "_distutils_hack",
+        "__main__",
+    }
+    foreign = {t for t in tops if t not in allowed and not t.startswith("__editable__")}
+    assert foreign == set()
+    assert {m for m in modules if m.startswith("cli.")} == {"cli.entry"}
+    assert "intentloop.service.hookops" in modules  # positive control: the handler really ran
+    if event != "SessionStart":
+        assert len(env.hook_events()) == 1

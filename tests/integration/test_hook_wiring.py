@@ -1,0 +1,106 @@
+"""The plugin wiring shipped in the repository: manifest, MCP registration, hooks.json, and their agreement."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import intentloop
+from cli._install_edit import HOOK_ARGS
+from cli.install import hook_groups
+from hooks._payload import FORCED_EVENTS
+
+REPO = Path(__file__).resolve().parents[2]
+EVENTS = ["SessionStart", "UserPromptSubmit", "PostCompact", "Stop", "SessionEnd"]
+MATCHERS = {"SessionStart": "startup|resume|clear|compact", "PostCompact": "manual|auto", "SessionEnd": "other"}
+
+
+def _json(path: str) -> Any:
+    return json.loads((REPO / path).read_text(encoding="utf-8"))
+
+
+def test_codex_plugin_manifest() -> None:
+    manifest = _json(".codex-plugin/plugin.json")
+    assert manifest["name"] == "intent-loop"
+    assert manifest["version"] == intentloop.__version__
+    assert manifest["description"].strip()
+    for key in ("skills", "mcpServers", "hooks"):
+        assert manifest[key].startswith("./"), key
+        assert (REPO / manifest[key]).exists(), key
+    assert (manifest["mcpServers"], manifest["hooks"]) == ("./.mcp.json", "./hooks/hooks.json")
+    skill = (REPO / manifest["skills"] / "intent" / "SKILL.md").read_text(encoding="utf-8")
+    assert skill.startswith("---\n") and "\nname: intent\n" in skill
+    interface = manifest["interface"]
+    for key in ("displayName", "shortDescription", "longDescription", "developerName", "category"):
+        assert isinstance(interface[key], str) and interface[key].strip(), key
+    assert all(isinstance(c, str) for c in interface["capabilities"])
+    assert [p for p in os.listdir(REPO / ".codex-plugin")] == ["plugin.json"]  # the folder holds only the manifest
+
+
+def test_mcp_json_registers_intent_loop() -> None:
+    assert _json(".mcp.json") == {"mcpServers": {"intent_loop": {"command": "intentloop", "args": ["serve"]}}}
+
+
+def test_hooks_json_shape() -> None:
+    doc = _json("hooks/hooks.json")
+    assert set(doc) == {"description", "hooks"}
+    assert list(doc["hooks"]) == EVENTS
+    for event, groups in doc["hooks"].items():
+        assert len(groups) == 1
+        [group] = groups
+        assert group.get("matcher") == MATCHERS.get(event)
+        assert set(group) == ({"matcher", "hooks"} if event in MATCHERS else {"hooks"})
+        [handler] = group["hooks"]
+        expected = {"type": "command", "command": f"intentloop hook {HOOK_ARGS[event]}", "timeout": 3}
+        if event == "SessionStart":
+            expected["statusMessage"] = "Loading compact intent context"
+        assert handler == expected
+
+
+def test_hooks_json_ships_with_the_package() -> None:
+    shipped = resources.files("hooks").joinpath("hooks.json").read_text(encoding="utf-8")
+    assert json.loads(shipped) == _json("hooks/hooks.json")
+
+
+def test_event_tables_agree() -> None:
+    assert {v: k for k, v in FORCED_EVENTS.items()} == HOOK_ARGS
+    doc = _json("hooks/hooks.json")["hooks"]
+    installed = hook_groups(("/opt/bin/intentloop",), Path("/data"))
+    for event in EVENTS:
+        plugin_group = doc[event][0]
+        ours = installed[event]
+        assert {k: v for k, v in ours.items() if k != "hooks"} == {
+            k: v for k, v in plugin_group.items() if k != "hooks"
+        }
+        strip = lambda h: {k: v for k, v in h.items() if k != "command"}  # noqa: E731
+        assert strip(ours["hooks"][0]) == strip(plugin_group["hooks"][0])
+
+
+def test_plugin_hook_commands_run_through_a_shell(tmp_path: Path) -> None:
+    bin_dir = Path(sys.executable).parent
+    if not (bin_dir / "intentloop").exists():  # no console script: put a shim named intentloop on PATH
+        bin_dir = tmp_path / "bin"
+        bin_dir.mkdir()
+        shim = bin_dir / "intentloop"
+        shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m cli.entry "$@"\n')
+        shim.chmod(0o755)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "INTENT_LOOP_DATA_DIR": str(tmp_path / "data")}
+    for event, groups in _json("hooks/hooks.json")["hooks"].items():
+        payload = {"session_id": "s", "cwd": str(repo), "hook_event_name": event}
+        proc = subprocess.run(
+            ["/bin/sh", "-c", groups[0]["hooks"][0]["command"]],
+            input=json.dumps(payload).encode(),
+            capture_output=True,
+            env=env,
+        )
+        assert (proc.returncode, proc.stderr) == (0, b"")
+        answer = json.loads(proc.stdout)
+        assert answer["continue"] is True
+        assert ("hookSpecificOutput" in answer) == (event in ("SessionStart", "UserPromptSubmit"))

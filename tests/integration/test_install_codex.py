@@ -1,0 +1,252 @@
+"""``intentloop install codex`` against temporary Codex homes that already hold the user's own settings."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cli._install_edit import TOML_BEGIN, TOML_END, HostConfigError
+from cli.install import BACKUP_SUFFIX, install
+from intentloop.model import association_context
+
+USER_TOML = """\
+# Codex configuration: hand-written, comments matter
+model = "gpt-5-codex"
+approval_policy = "on-request"   # ask me first
+
+[features]
+hooks = true
+
+[mcp_servers.github]
+command = "npx"
+args = ["-y", "@modelcontextprotocol/server-github"]
+env = { GITHUB_TOKEN = "placeholder" }
+
+[projects."/home/me/src/app"]
+trust_level = "trusted"
+
+[hooks.state."/home/me/.codex/hooks.json:session_start:0:0"]
+trusted_hash = "sha256:0000"
+"""
+USER_HOOKS = {
+    "hooks": {
+        "SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": "echo hello"}]}],
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "./guard.sh", "timeout": 5}]}],
+    }
+}
+PROGRAM = (str(Path(sys.executable).with_name("intentloop")),)
+
+
+class Codex:
+    def __init__(self, tmp: Path) -> None:
+        self.home = tmp / "home"
+        self.dir = self.home / ".codex"
+        self.dir.mkdir(parents=True)
+        self.config = self.dir / "config.toml"
+        self.hooks = self.dir / "hooks.json"
+
+    def run(self, **kw: Any) -> Any:
+        return install("codex", env={}, home=self.home, program=PROGRAM, **kw)
+
+    def snapshot(self) -> dict[str, bytes]:
+        return {p.name: p.read_bytes() for p in sorted(self.dir.iterdir()) if p.is_file()}
+
+
+@pytest.fixture
+def codex(tmp_path: Path) -> Codex:
+    c = Codex(tmp_path)
+    c.config.write_text(USER_TOML)
+    c.hooks.write_text(json.dumps(USER_HOOKS, indent=4))
+    return c
+
+
+def _our_hooks(doc: dict[str, Any]) -> dict[str, list[str]]:
+    """Event -> our hook commands, for the events that have any."""
+    found = {
+        event: [h["command"] for g in groups for h in g["hooks"] if " hook " in h["command"]]
+        for event, groups in doc.get("hooks", {}).items()
+    }
+    return {event: commands for event, commands in found.items() if commands}
+
+
+def test_install_adds_server_and_hooks_and_keeps_every_user_byte(codex: Codex) -> None:
+    original = codex.snapshot()
+    result = codex.run()
+    assert [c.action for c in result.changes] == ["update", "update"]
+    text = codex.config.read_text()
+    assert text.startswith(USER_TOML)  # every byte of the user's file, then our block
+    assert text[len(USER_TOML) :].startswith("\n" + TOML_BEGIN + "\n")
+    doc = tomllib.loads(text)
+    root = codex.dir / "plugin-data" / "intent-loop" / "v1"
+    assert doc["mcp_servers"]["intent_loop"] == {
+        "command": PROGRAM[0],
+        "args": ["serve"],
+        "env": {"INTENT_LOOP_DATA_DIR": str(root)},
+    }
+    del doc["mcp_servers"]["intent_loop"]
+    assert doc == tomllib.loads(USER_TOML)
+    hooks = json.loads(codex.hooks.read_text())
+    assert hooks["hooks"]["SessionStart"][0] == USER_HOOKS["hooks"]["SessionStart"][0]  # user groups keep their place
+    assert hooks["hooks"]["PreToolUse"] == USER_HOOKS["hooks"]["PreToolUse"]
+    ours = _our_hooks(hooks)
+    assert set(ours) == {"SessionStart", "UserPromptSubmit", "PostCompact", "Stop", "SessionEnd"}
+    for event, arg in (("SessionStart", "session-start"), ("UserPromptSubmit", "user-prompt"), ("Stop", "stop")):
+        assert ours[event] == [f"{PROGRAM[0]} hook {arg} --data-dir {root}"]
+    ours_start = hooks["hooks"]["SessionStart"][1]
+    assert ours_start["matcher"] == "startup|resume|clear|compact"
+    assert ours_start["hooks"][0]["timeout"] == 3
+    assert ours_start["hooks"][0]["statusMessage"] == "Loading compact intent context"
+    assert (codex.dir / ("config.toml" + BACKUP_SUFFIX)).read_bytes() == original["config.toml"]
+    assert (codex.dir / ("hooks.json" + BACKUP_SUFFIX)).read_bytes() == original["hooks.json"]
+    assert any("/hooks" in note and "trust" in note for note in result.notes)
+
+
+def test_second_install_changes_nothing(codex: Codex) -> None:
+    codex.run()
+    after_first = codex.snapshot()
+    result = codex.run()
+    assert not result.changed
+    assert [c.action for c in result.changes] == ["unchanged", "unchanged"]
+    assert codex.snapshot() == after_first
+
+
+def test_uninstall_restores_the_original_bytes(codex: Codex) -> None:
+    original = codex.snapshot()
+    codex.run()
+    result = codex.run(uninstall=True)
+    assert [c.action for c in result.changes] == ["restore", "restore"]
+    assert codex.snapshot() == original  # backups are gone too
+    assert not codex.run(uninstall=True).changed
+
+
+def test_dry_run_writes_nothing(codex: Codex) -> None:
+    original = codex.snapshot()
+    result = codex.run(dry_run=True)
+    assert result.changed and codex.snapshot() == original
+    rendered = result.render()
+    assert "dry run" in rendered and "+[mcp_servers.intent_loop]" in rendered and "hook session-start" in rendered
+    codex.run()
+    installed = codex.snapshot()
+    assert codex.run(uninstall=True, dry_run=True).changed
+    assert codex.snapshot() == installed
+
+
+def test_fresh_codex_home_is_created_and_removed(tmp_path: Path) -> None:
+    codex = Codex(tmp_path)
+    result = codex.run()
+    assert [c.action for c in result.changes] == ["create", "create"]
+    assert codex.config.read_text().startswith(TOML_BEGIN)
+    assert not list(codex.dir.glob("*" + BACKUP_SUFFIX))
+    assert codex.run(uninstall=True).changed
+    assert codex.snapshot() == {}
+
+
+def test_uninstall_after_user_edits_removes_only_ours(codex: Codex) -> None:
+    codex.run()
+    with codex.config.open("a") as fh:
+        fh.write('\n[profiles.fast]\nmodel = "gpt-5-mini"\n')
+    hooks = json.loads(codex.hooks.read_text())
+    hooks["hooks"]["Stop"].append({"hooks": [{"type": "command", "command": "notify-send done"}]})
+    codex.hooks.write_text(json.dumps(hooks, indent=2))
+    result = codex.run(uninstall=True)
+    assert [c.action for c in result.changes] == ["update", "update"]
+    doc = tomllib.loads(codex.config.read_text())
+    assert "intent_loop" not in doc["mcp_servers"] and doc["profiles"]["fast"]["model"] == "gpt-5-mini"
+    assert TOML_BEGIN not in codex.config.read_text()
+    assert codex.config.read_text().startswith(USER_TOML)
+    left = json.loads(codex.hooks.read_text())
+    assert _our_hooks(left) == {}
+    assert left["hooks"]["Stop"] == [{"hooks": [{"type": "command", "command": "notify-send done"}]}]
+    assert left["hooks"]["PreToolUse"] == USER_HOOKS["hooks"]["PreToolUse"]
+
+
+def test_trust_records_codex_writes_inside_our_block_survive(codex: Codex) -> None:
+    codex.run()
+    trust = '[hooks.state."/home/me/.codex/hooks.json:user_prompt_submit:0:0"]\ntrusted_hash = "sha256:abcd"\n'
+    text = codex.config.read_text().replace(TOML_END, trust + TOML_END)
+    codex.config.write_text(text)
+    assert not codex.run().changed  # re-install keeps the table in place
+    codex.run(uninstall=True)
+    doc = tomllib.loads(codex.config.read_text())
+    assert doc["hooks"]["state"]["/home/me/.codex/hooks.json:user_prompt_submit:0:0"] == {"trusted_hash": "sha256:abcd"}
+    assert "intent_loop" not in doc["mcp_servers"]
+
+
+def test_reinstall_with_another_program_updates_in_place(codex: Codex) -> None:
+    codex.run()
+    original_backup = (codex.dir / ("config.toml" + BACKUP_SUFFIX)).read_bytes()
+    result = install("codex", env={}, home=codex.home, program=("/opt/other/bin/intentloop",))
+    assert [c.action for c in result.changes] == ["update", "update"]
+    assert (
+        tomllib.loads(codex.config.read_text())["mcp_servers"]["intent_loop"]["command"] == "/opt/other/bin/intentloop"
+    )
+    assert codex.config.read_text().count(TOML_BEGIN) == 1
+    hooks = json.loads(codex.hooks.read_text())
+    assert [len(cmds) for cmds in _our_hooks(hooks).values()] == [1, 1, 1, 1, 1]
+    assert (codex.dir / ("config.toml" + BACKUP_SUFFIX)).read_bytes() == original_backup == USER_TOML.encode()
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        pytest.param('[mcp_servers.intent_loop]\ncommand = "mine"\n', id="foreign-entry"),
+        pytest.param("model = \n", id="invalid-toml"),
+        pytest.param('mcp_servers = { github = { command = "npx" } }\n', id="inline-table"),
+    ],
+)
+def test_unsafe_configs_are_refused_and_nothing_is_written(codex: Codex, config: str) -> None:
+    codex.config.write_text(config)
+    before = codex.snapshot()
+    with pytest.raises(HostConfigError):
+        codex.run()
+    assert codex.snapshot() == before
+
+
+def test_crlf_and_missing_final_newline_are_kept(codex: Codex) -> None:
+    user = 'model = "o3"\r\n[tui]\r\nanimations = false'
+    codex.config.write_bytes(user.encode())
+    codex.run()
+    data = codex.config.read_bytes()
+    assert data.startswith(user.encode() + b"\r\n\r\n" + TOML_BEGIN.encode() + b"\r\n")
+    codex.run(uninstall=True)
+    assert codex.config.read_bytes() == user.encode()
+
+
+def test_codex_home_comes_from_the_environment(tmp_path: Path) -> None:
+    home = tmp_path / "custom-codex"
+    result = install("codex", env={"CODEX_HOME": str(home)}, home=tmp_path / "h", program=PROGRAM)
+    assert {c.path for c in result.changes} == {home / "config.toml", home / "hooks.json"}
+    assert result.data_root == home / "plugin-data" / "intent-loop" / "v1"
+
+
+def test_installed_hook_commands_run(codex: Codex, tmp_path: Path) -> None:
+    program: tuple[str, ...] = PROGRAM if Path(PROGRAM[0]).exists() else (sys.executable, "-m", "cli.entry")
+    install("codex", env={}, home=codex.home, program=program)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    hooks = json.loads(codex.hooks.read_text())["hooks"]
+    clean_env = {"PATH": "/usr/bin:/bin", "HOME": str(codex.home)}  # no data root in the environment
+    for event in ("SessionStart", "UserPromptSubmit"):
+        command = hooks[event][-1]["hooks"][0]["command"]
+        payload = {"session_id": "s-1", "cwd": str(repo), "hook_event_name": event, "prompt": "hi"}
+        proc = subprocess.run(
+            ["/bin/sh", "-c", command], input=json.dumps(payload).encode(), capture_output=True, env=clean_env
+        )
+        assert (proc.returncode, proc.stderr) == (0, b"")
+        assert json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"] == association_context("s-1")
+
+
+def test_backups_and_new_files_are_private(tmp_path: Path) -> None:
+    codex = Codex(tmp_path)
+    codex.config.write_text(USER_TOML)
+    os.chmod(codex.config, 0o640)
+    codex.run()
+    assert os.stat(codex.config).st_mode & 0o777 == 0o640  # the user's mode is kept
+    assert os.stat(codex.hooks).st_mode & 0o777 == 0o600
