@@ -1,0 +1,381 @@
+"""Low-level file-system primitives with the safety rules of CONTRACT §1 built in.
+
+Files are opened with ``O_NOFOLLOW`` and trusted only when the descriptor is the inode that ``lstat`` approved (no
+symlink or swap between check and use); every write goes to a fresh ``O_EXCL`` sibling, is fsynced, renamed into
+place and followed by a directory fsync (dulwich's ``file.py`` without the missing directory fsync).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import shutil
+import stat
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from intentloop.errors import StorageError
+
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_READ_FLAGS = os.O_RDONLY | _NOFOLLOW | _CLOEXEC | _NONBLOCK
+_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
+
+
+def storage_error(exc: OSError, action: str, *, code: str) -> StorageError:
+    """Map an ``OSError`` to a :class:`StorageError`; symlink loops and non-directories get their own codes."""
+    if exc.errno == errno.ELOOP:
+        return StorageError(f"{action}: a path is a symbolic link", code="PATH_ESCAPE")
+    if exc.errno == errno.ENOTDIR:
+        return StorageError(f"{action}: a path component is not a directory", code="INVALID_DATA_DIR")
+    name = errno.errorcode.get(exc.errno or 0, "OSError")
+    return StorageError(f"{action} failed ({name})", code=code)
+
+
+def check_regular(path: Path, st: os.stat_result) -> None:
+    """Refuse symlinks (``PATH_ESCAPE``), non-regular files and hard-linked files (``UNSAFE_DATA_FILE``).
+
+    Raises:
+        StorageError: ``PATH_ESCAPE`` or ``UNSAFE_DATA_FILE``.
+    """
+    if stat.S_ISLNK(st.st_mode):
+        raise StorageError(f"{path.name} is a symbolic link", code="PATH_ESCAPE")
+    if not stat.S_ISREG(st.st_mode):
+        raise StorageError(f"{path.name} is not a regular file", code="UNSAFE_DATA_FILE")
+    if st.st_nlink != 1:
+        raise StorageError(f"{path.name} has {st.st_nlink} hard links", code="UNSAFE_DATA_FILE")
+
+
+def check_dir(path: Path, *, missing_ok: bool) -> bool:
+    """Return whether ``path`` is a real directory; refuse symlinks and non-directories.
+
+    Raises:
+        StorageError: ``PATH_ESCAPE`` (symlink), ``INVALID_DATA_DIR`` (not a directory, or missing when required)
+            or ``STORAGE_READ_FAILED``.
+    """
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        if missing_ok:
+            return False
+        raise StorageError(f"{path.name} does not exist", code="INVALID_DATA_DIR") from None
+    except OSError as exc:
+        raise storage_error(exc, f"checking {path.name}", code="STORAGE_READ_FAILED") from exc
+    if stat.S_ISLNK(st.st_mode):
+        raise StorageError(f"{path.name} is a symbolic link", code="PATH_ESCAPE")
+    if not stat.S_ISDIR(st.st_mode):
+        raise StorageError(f"{path.name} is not a directory", code="INVALID_DATA_DIR")
+    return True
+
+
+def open_regular(path: Path) -> tuple[int, os.stat_result] | None:
+    """Open a regular, singly linked file for reading; ``None`` when it does not exist.
+
+    The descriptor is returned only if it is the inode that ``lstat`` approved.
+
+    Raises:
+        StorageError: ``PATH_ESCAPE``, ``UNSAFE_DATA_FILE``, ``TRANSIENT_FILE_RACE`` or ``STORAGE_READ_FAILED``.
+    """
+    try:
+        before = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise storage_error(exc, f"checking {path.name}", code="STORAGE_READ_FAILED") from exc
+    check_regular(path, before)
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except FileNotFoundError:
+        raise StorageError(f"{path.name} vanished while being opened", code="TRANSIENT_FILE_RACE") from None
+    except OSError as exc:
+        raise storage_error(exc, f"opening {path.name}", code="STORAGE_READ_FAILED") from exc
+    trusted = False
+    try:
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != (before.st_dev, before.st_ino):
+            raise StorageError(f"{path.name} changed while being opened", code="TRANSIENT_FILE_RACE")
+        check_regular(path, st)
+        trusted = True
+    except OSError as exc:
+        raise storage_error(exc, f"checking {path.name}", code="STORAGE_READ_FAILED") from exc
+    finally:
+        if not trusted:
+            os.close(fd)
+    return fd, st
+
+
+def read_open(path: Path, fd: int, st: os.stat_result) -> bytes:
+    """Read all of an opened file; the bytes are returned only if the file did not change meanwhile.
+
+    Raises:
+        StorageError: ``TRANSIENT_FILE_RACE`` or ``STORAGE_READ_FAILED``.
+    """
+    try:
+        chunks: list[bytes] = []
+        while chunk := os.read(fd, max(st.st_size + 1, 65536)):
+            chunks.append(chunk)
+        after = os.fstat(fd)
+    except OSError as exc:
+        raise storage_error(exc, f"reading {path.name}", code="STORAGE_READ_FAILED") from exc
+    if file_key(after) != file_key(st):
+        raise StorageError(f"{path.name} changed while being read", code="TRANSIENT_FILE_RACE")
+    return b"".join(chunks)
+
+
+def read_regular(path: Path) -> tuple[bytes, os.stat_result] | None:
+    """Read a whole regular, singly linked file; ``None`` when it does not exist.
+
+    Raises:
+        StorageError: ``PATH_ESCAPE``, ``UNSAFE_DATA_FILE``, ``TRANSIENT_FILE_RACE`` or ``STORAGE_READ_FAILED``.
+    """
+    opened = open_regular(path)
+    if opened is None:
+        return None
+    fd, st = opened
+    try:
+        return read_open(path, fd, st), st
+    finally:
+        os.close(fd)
+
+
+def read_marker(
+    path: str | Path, *, dir_fd: int | None = None, limit: int = 65536
+) -> tuple[bytes, os.stat_result] | None:
+    """Read a small lock marker (``owner.json``, ``reclaim.json``) without following symlinks or blocking on a FIFO.
+
+    Returns:
+        Its bytes and stat, or ``None`` when it is missing, a symlink or not a regular file.
+
+    Raises:
+        OSError: any other failure (e.g. ``EACCES``).
+    """
+    try:
+        fd = os.open(path, _READ_FLAGS, dir_fd=dir_fd)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        return os.read(fd, limit), st
+    finally:
+        os.close(fd)
+
+
+def file_key(st: os.stat_result) -> tuple[int, int, int, int, int]:
+    """What a cache may trust: device, inode, size, mtime and ctime (ctime cannot be set back by a normal program)."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def make_dir(path: Path) -> bool:
+    """Create one directory with mode 0700 whatever the umask; ``False`` if it already existed.
+
+    Raises:
+        StorageError: ``STORAGE_WRITE_FAILED`` (or the codes of :func:`storage_error`).
+    """
+    try:
+        os.mkdir(path, DIR_MODE)
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        raise storage_error(exc, f"creating {path.name}", code="STORAGE_WRITE_FAILED") from exc
+    try:
+        os.chmod(path, DIR_MODE, follow_symlinks=False)
+    except OSError as exc:
+        raise storage_error(exc, f"setting the mode of {path.name}", code="STORAGE_WRITE_FAILED") from exc
+    return True
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """``os.write`` until every byte is written (a short write is not an error)."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def create_exclusive(path: str | Path, data: bytes, *, dir_fd: int | None = None, sync: bool = True) -> None:
+    """Create a new 0600 file with ``O_CREAT|O_EXCL|O_NOFOLLOW``, write ``data`` and (optionally) fsync it.
+
+    Raises:
+        OSError: unchanged; callers map it (they know whether it is a lock step or a data write).
+    """
+    fd = os.open(path, _CREATE_FLAGS, FILE_MODE, dir_fd=dir_fd)
+    try:
+        os.fchmod(fd, FILE_MODE)
+        write_all(fd, data)
+        if sync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_dir(path: Path) -> None:
+    """fsync a directory so a rename or unlink inside it survives a crash.
+
+    Raises:
+        OSError: unchanged.
+    """
+    fd = os.open(path, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_replace(
+    target: Path,
+    temp_name: str,
+    data: bytes,
+    *,
+    before_replace: Callable[[], None],
+    on_commit: Callable[[os.stat_result | None], None],
+) -> None:
+    """Write ``data`` to a 0600 sibling temp file, fsync it, run ``before_replace``, rename it over ``target``,
+    report the new file's stat (``None`` if unknown) to ``on_commit`` and fsync the directory.
+
+    Until the rename nothing visible changes and the temp file is removed on failure. ``on_commit`` runs right after
+    the rename, before the directory fsync, so the caller's in-memory state matches the file even if that fsync fails.
+
+    Raises:
+        StorageError: ``STORAGE_WRITE_FAILED`` (retryable) for any ``OSError``; whatever ``before_replace`` raises.
+    """
+    directory = target.parent
+    temp = directory / temp_name
+    try:
+        fd = os.open(temp, _CREATE_FLAGS, FILE_MODE)
+    except OSError as exc:
+        raise storage_error(exc, f"creating {temp_name}", code="STORAGE_WRITE_FAILED") from exc
+    committed = False
+    try:
+        try:
+            os.fchmod(fd, FILE_MODE)
+            write_all(fd, data)
+            os.fsync(fd)
+        except OSError as exc:
+            raise storage_error(exc, f"writing {temp_name}", code="STORAGE_WRITE_FAILED") from exc
+        before_replace()
+        try:
+            os.replace(temp, target)
+        except OSError as exc:
+            raise storage_error(exc, f"replacing {target.name}", code="STORAGE_WRITE_FAILED") from exc
+        committed = True
+        st: os.stat_result | None
+        try:
+            st = os.fstat(fd)
+        except OSError:  # after the commit point nothing is reported as a failed write
+            st = None
+        on_commit(st)
+    finally:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+        if not committed:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+    try:
+        fsync_dir(directory)
+    except OSError as exc:
+        raise StorageError(
+            f"{target.name} was replaced but the directory fsync failed; the change may not survive a crash "
+            "(a retry with the same request id is safe)",
+            code="STORAGE_WRITE_FAILED",
+        ) from exc
+
+
+_RENAME_NOREPLACE = 1
+_renameat2: Any = None  # resolved on first use: a libc function, or False where there is none
+
+
+def rename_noreplace(source: Path, destination: Path) -> bool | None:
+    """Atomically rename ``source`` to ``destination`` unless ``destination`` exists (``renameat2`` with
+    ``RENAME_NOREPLACE``; a plain ``rename`` would silently replace an empty directory).
+
+    Returns:
+        ``True`` when renamed, ``False`` when ``destination`` exists, ``None`` when the platform or file system cannot
+        do it (the caller falls back to ``mkdir``).
+
+    Raises:
+        OSError: any other failure.
+    """
+    global _renameat2
+    if _renameat2 is None:
+        _renameat2 = _load_renameat2()
+    if _renameat2 is False:
+        return None
+    import ctypes
+
+    at_fdcwd = -100
+    if _renameat2(at_fdcwd, os.fsencode(source), at_fdcwd, os.fsencode(destination), _RENAME_NOREPLACE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EEXIST, errno.ENOTEMPTY):
+        return False
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        _renameat2 = False
+        return None
+    raise OSError(err, os.strerror(err), str(source))
+
+
+def _load_renameat2() -> Any:
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        function = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    function.restype = ctypes.c_int
+    return function
+
+
+def remove_tree_quietly(path: Path) -> None:
+    """Remove a directory tree without following symlinks; failures are left for the next cleanup."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return
+    if stat.S_ISDIR(st.st_mode):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
+def unlink_quietly(path: str | Path, *, dir_fd: int | None = None) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path, dir_fd=dir_fd)
+
+
+__all__ = [
+    "DIR_MODE",
+    "FILE_MODE",
+    "atomic_replace",
+    "check_dir",
+    "check_regular",
+    "create_exclusive",
+    "file_key",
+    "fsync_dir",
+    "make_dir",
+    "open_regular",
+    "read_marker",
+    "read_open",
+    "read_regular",
+    "remove_tree_quietly",
+    "rename_noreplace",
+    "storage_error",
+    "unlink_quietly",
+    "write_all",
+]

@@ -1,0 +1,318 @@
+"""The directory lock ``ledger.lock/`` (CONTRACT §3): acquire, prove ownership, heartbeat, reclaim, release.
+
+The lock appears with its owner record already inside: the record is written into a private staging directory that
+is renamed into place with ``RENAME_NOREPLACE``, so a crash never leaves an anonymous empty lock that only the stale
+window could break. Reclaim and release move the whole directory away with one rename; a ``reclaim.json`` marker
+linked into a dead lock makes sure only one waiter reclaims it, and inode checks catch the rest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import errno
+import os
+import random
+import secrets
+import stat
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from intentloop.errors import StorageError
+from intentloop.model.ids import utc_now
+from intentloop.store._config import LockConfig
+from intentloop.store._fs import (
+    DIR_MODE,
+    create_exclusive,
+    read_marker,
+    remove_tree_quietly,
+    rename_noreplace,
+    storage_error,
+    unlink_quietly,
+)
+from intentloop.store._liveness import (
+    Liveness,
+    OwnerRecord,
+    current_identity,
+    judge,
+    new_owner_record,
+    parse_owner,
+)
+from intentloop.store._names import OWNER_NAME, released_lock_name, staged_lock_name, stale_lock_name
+from intentloop.store._paths import ProjectPaths
+
+RECLAIM_NAME = "reclaim.json"
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_RETRY = object()  # the lock changed under us: look again at once
+
+
+def _read_record(name: str, dir_fd: int) -> tuple[OwnerRecord | None, float | None]:
+    marker = read_marker(name, dir_fd=dir_fd)
+    if marker is None:
+        return None, None
+    return parse_owner(marker[0]), marker[1].st_mtime
+
+
+class LockHandle:
+    """Proof of holding ``ledger.lock``: its token, and a descriptor of the very directory we created."""
+
+    def __init__(self, paths: ProjectPaths, record: OwnerRecord, dir_fd: int, dir_id: tuple[int, int]) -> None:
+        self.paths = paths
+        self.record = record
+        self.token = record.token
+        self._dir_fd = dir_fd
+        self._dir_id = dir_id
+        self._mutex = threading.Lock()  # a heartbeat thread and the releasing thread never interleave
+        self._released = False
+
+    def is_owner(self) -> bool:
+        """Whether ``ledger.lock`` is still our directory and its ``owner.json`` still carries our token."""
+        try:
+            st = os.lstat(self.paths.lock_path)
+            if (st.st_dev, st.st_ino) != self._dir_id:
+                return False
+            record, _ = _read_record(OWNER_NAME, self._dir_fd)
+        except OSError:
+            return False
+        return record is not None and record.token == self.token
+
+    def require_owner(self) -> None:
+        """The owner-token check right before a replace.
+
+        Raises:
+            StorageError: ``LOCK_COMPROMISED`` (retryable) when the lock is no longer ours.
+        """
+        if not self.is_owner():
+            raise StorageError("the ledger lock is no longer held by this writer", code="LOCK_COMPROMISED")
+
+    def heartbeat(self) -> bool:
+        """Refresh ``heartbeat_at``; ``False`` when the lock has been lost (a failed refresh alone is not a loss)."""
+        with self._mutex:
+            if self._released or not self.is_owner():
+                return False
+            record = dataclasses.replace(self.record, heartbeat_at=utc_now())
+            temp = f"owner-{uuid.uuid4()}.tmp"
+            try:
+                create_exclusive(temp, record.to_json(), dir_fd=self._dir_fd, sync=False)
+                os.replace(temp, OWNER_NAME, src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd)
+            except OSError:
+                unlink_quietly(temp, dir_fd=self._dir_fd)
+                return self.is_owner()
+            self.record = record
+            return True
+
+    def release(self) -> None:
+        """Validate the token, move the lock aside with one rename and remove it; never raises.
+
+        A lock that is no longer ours is left alone. Whatever fails here happens after the commit point, so it is
+        never reported: leftovers are strictly named and removed by the next holder.
+        """
+        with self._mutex:
+            if self._released:
+                return
+            self._released = True
+            try:
+                if self.is_owner():
+                    destination = self.paths.project_dir / released_lock_name(self.token)
+                    if _move_aside(self.paths, self._dir_id, destination):
+                        remove_tree_quietly(destination)
+            finally:
+                with contextlib.suppress(OSError):
+                    os.close(self._dir_fd)
+
+
+def _move_aside(paths: ProjectPaths, expected: tuple[int, int], destination: Path) -> bool:
+    """Rename ``ledger.lock`` to ``destination``; if what moved was not ``expected``, try to put it back."""
+    for attempt in range(3):
+        try:
+            os.rename(paths.lock_path, destination)
+            break
+        except FileNotFoundError:
+            return False
+        except OSError:
+            time.sleep(0.005 * (attempt + 1))
+    else:
+        return False
+    try:
+        moved = os.lstat(destination)
+    except OSError:
+        return False
+    if (moved.st_dev, moved.st_ino) != expected:
+        with contextlib.suppress(OSError):
+            rename_noreplace(destination, paths.lock_path)
+        return False
+    return True
+
+
+class Acquirer:
+    """One writer's attempt to take the lock, driven by a sync (``time.sleep``) or trio (``trio.sleep``) loop.
+
+    ``attempt(now)`` never sleeps: it returns the handle, ``None`` (poll again after ``delay(now)``), or raises
+    ``LOCK_TIMEOUT`` once ``wait_s`` passed without owner progress, or the ceiling or the caller's deadline is reached.
+    """
+
+    def __init__(self, paths: ProjectPaths, config: LockConfig, *, now: float, deadline: float | None) -> None:
+        self.paths = paths
+        self.config = config
+        self.me = current_identity()
+        self._limit = now + config.ceiling_s if deadline is None else min(now + config.ceiling_s, deadline)
+        self._last_progress = now
+        self._last_seen: object = None
+        self._failures = 0
+
+    def attempt(self, now: float) -> LockHandle | None:
+        """One non-blocking try.
+
+        Raises:
+            StorageError: ``LOCK_TIMEOUT`` (retryable); ``PATH_ESCAPE``/``INVALID_DATA_DIR`` for an unsafe lock path;
+                ``STORAGE_WRITE_FAILED`` when the lock cannot be created.
+        """
+        seen: object = _RETRY
+        for _ in range(4):
+            if not os.path.lexists(self.paths.lock_path):
+                handle = self._create()
+                if handle is not None:
+                    return handle
+            seen = self._inspect()
+            if seen is not _RETRY:
+                break
+        if seen != self._last_seen:
+            self._last_seen = seen
+            self._last_progress = now
+        if now >= self._limit:
+            raise StorageError("gave up waiting for the ledger lock (deadline or ceiling)", code="LOCK_TIMEOUT")
+        if now - self._last_progress >= self.config.wait_s:
+            raise StorageError("gave up waiting for the ledger lock: its owner made no progress", code="LOCK_TIMEOUT")
+        self._failures += 1
+        return None
+
+    def delay(self, now: float) -> float:
+        """Randomised, growing pause before the next attempt, never past the limit."""
+        high = min(self.config.poll_max_s, self.config.poll_min_s * 2 ** min(self._failures, 10))
+        return max(0.0, min(random.uniform(self.config.poll_min_s, high), self._limit - now))
+
+    def _create(self) -> LockHandle | None:
+        record = new_owner_record(secrets.token_hex(16), self.me)
+        staging = self.paths.project_dir / staged_lock_name()
+        try:
+            os.mkdir(staging, DIR_MODE)
+            try:
+                os.chmod(staging, DIR_MODE)
+                create_exclusive(staging / OWNER_NAME, record.to_json(), sync=False)
+                renamed = rename_noreplace(staging, self.paths.lock_path)
+            finally:
+                if os.path.lexists(staging):
+                    remove_tree_quietly(staging)
+            if renamed is None:  # no RENAME_NOREPLACE here: the original's mkdir, then the record
+                self._create_by_mkdir(record)
+            elif not renamed:
+                return None
+        except FileExistsError:
+            return None
+        except OSError as exc:
+            raise storage_error(exc, "creating the ledger lock", code="STORAGE_WRITE_FAILED") from exc
+        return self._adopt(record)
+
+    def _create_by_mkdir(self, record: OwnerRecord) -> None:
+        """The fallback: a crash between ``mkdir`` and the record leaves a lock of unknown liveness.
+
+        Raises:
+            OSError: ``FileExistsError`` when the lock exists; anything else after removing our empty directory.
+        """
+        os.mkdir(self.paths.lock_path, DIR_MODE)
+        try:
+            os.chmod(self.paths.lock_path, DIR_MODE)
+            create_exclusive(self.paths.lock_path / OWNER_NAME, record.to_json(), sync=False)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.rmdir(self.paths.lock_path)
+            raise
+
+    def _adopt(self, record: OwnerRecord) -> LockHandle | None:
+        try:
+            dir_fd = os.open(self.paths.lock_path, _DIR_FLAGS)
+        except OSError:
+            return None
+        try:
+            st = os.fstat(dir_fd)
+            current = os.lstat(self.paths.lock_path)
+            owner, _ = _read_record(OWNER_NAME, dir_fd)
+        except OSError:
+            owner = None
+        if owner is None or owner.token != record.token or (st.st_dev, st.st_ino) != (current.st_dev, current.st_ino):
+            os.close(dir_fd)
+            return None
+        return LockHandle(self.paths, record, dir_fd, (st.st_dev, st.st_ino))
+
+    def _inspect(self) -> object:
+        """Judge the current owner; reclaim a dead or stale lock. Returns what counts as owner progress."""
+        try:
+            dir_fd = os.open(self.paths.lock_path, _DIR_FLAGS)
+        except FileNotFoundError:
+            return _RETRY
+        except OSError as exc:
+            self._refuse_unsafe_lock(exc)
+            return _RETRY
+        try:
+            st = os.fstat(dir_fd)
+            record, owner_mtime = _read_record(OWNER_NAME, dir_fd)
+            verdict = judge(record, self.me)
+            if verdict is Liveness.DEAD or (
+                verdict is Liveness.UNKNOWN
+                and time.time() - max(st.st_mtime, owner_mtime or 0.0) >= self.config.stale_s
+            ):
+                self._reclaim(dir_fd, (st.st_dev, st.st_ino))
+                return _RETRY
+        except OSError as exc:
+            raise storage_error(exc, "inspecting the ledger lock", code="STORAGE_READ_FAILED") from exc
+        finally:
+            os.close(dir_fd)
+        return (st.st_ino, record.token if record else None, record.heartbeat_at if record else None, owner_mtime)
+
+    def _refuse_unsafe_lock(self, exc: OSError) -> None:
+        try:
+            st = os.lstat(self.paths.lock_path)
+        except FileNotFoundError:
+            return
+        except OSError as inner:
+            raise storage_error(inner, "inspecting the ledger lock", code="STORAGE_READ_FAILED") from exc
+        if stat.S_ISLNK(st.st_mode):
+            raise StorageError("ledger.lock is a symbolic link", code="PATH_ESCAPE")
+        if not stat.S_ISDIR(st.st_mode):
+            raise StorageError("ledger.lock is not a directory", code="INVALID_DATA_DIR")
+        raise storage_error(exc, "opening the ledger lock", code="STORAGE_READ_FAILED") from exc
+
+    def _reclaim(self, dir_fd: int, dir_id: tuple[int, int]) -> None:
+        """Move a dead (or stale, unknown) lock aside, unless another live waiter is already doing so."""
+        marker = new_owner_record(secrets.token_hex(16), self.me).to_json()
+        temp = f"reclaim-{uuid.uuid4()}.tmp"
+        try:
+            create_exclusive(temp, marker, dir_fd=dir_fd, sync=False)
+            os.link(temp, RECLAIM_NAME, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except FileExistsError:
+            other, mtime = _read_record(RECLAIM_NAME, dir_fd)
+            abandoned = judge(other, self.me) is Liveness.DEAD
+            if not abandoned and time.time() - (mtime or 0.0) < self.config.stale_s:
+                return  # a live waiter is reclaiming it right now
+        except FileNotFoundError:
+            return  # the lock directory went away meanwhile
+        except OSError as exc:
+            if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EMLINK):
+                raise
+            # no hard links on this file system: go on without the marker; the inode checks below still hold
+        finally:
+            unlink_quietly(temp, dir_fd=dir_fd)
+        try:
+            current = os.lstat(self.paths.lock_path)
+        except FileNotFoundError:
+            return
+        if (current.st_dev, current.st_ino) != dir_id:
+            return
+        destination = self.paths.project_dir / stale_lock_name()
+        if _move_aside(self.paths, dir_id, destination):
+            remove_tree_quietly(destination)
+
+
+__all__ = ["RECLAIM_NAME", "Acquirer", "LockHandle"]

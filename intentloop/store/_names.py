@@ -1,0 +1,135 @@
+"""Strict names of every transient file the store creates, and their removal under the lock.
+
+Only names matching these patterns are ever deleted by cleanup, so a stray user file next to the ledger is never
+touched. The lock-directory and temp-file names are the original implementation's, so either implementation cleans up
+after the other.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import time
+import uuid
+from pathlib import Path
+
+from intentloop.store._config import LockConfig
+from intentloop.store._fs import read_marker, remove_tree_quietly, unlink_quietly
+from intentloop.store._liveness import Liveness, ProcessIdentity, judge, parse_owner
+from intentloop.store._paths import ProjectPaths
+
+_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+LEDGER_TEMP_RE = re.compile(rf"^ledger-(?:append|repair|rewrite)-{_UUID}\.tmp$")
+STALE_LOCK_RE = re.compile(rf"^ledger\.lock\.stale-{_UUID}$")
+RELEASED_LOCK_RE = re.compile(rf"^ledger\.lock\.release-[A-Za-z0-9_-]{{1,200}}-{_UUID}$")
+STAGED_LOCK_RE = re.compile(rf"^ledger\.lock\.acquire-{_UUID}$")
+CONTROL_TEMP_RE = re.compile(rf"^control-{_UUID}\.tmp$")
+QUARANTINE_TEMP_RE = re.compile(rf"^quarantine-{_UUID}\.tmp$")
+OWNER_NAME = "owner.json"
+
+
+def ledger_temp_name(kind: str) -> str:
+    """``ledger-(append|repair|rewrite)-<uuid>.tmp``."""
+    return f"ledger-{kind}-{uuid.uuid4()}.tmp"
+
+
+def stale_lock_name() -> str:
+    return f"ledger.lock.stale-{uuid.uuid4()}"
+
+
+def released_lock_name(token: str) -> str:
+    return f"ledger.lock.release-{token}-{uuid.uuid4()}"
+
+
+def staged_lock_name() -> str:
+    return f"ledger.lock.acquire-{uuid.uuid4()}"
+
+
+def control_temp_name() -> str:
+    return f"control-{uuid.uuid4()}.tmp"
+
+
+def quarantine_temp_name() -> str:
+    return f"quarantine-{uuid.uuid4()}.tmp"
+
+
+def remove_orphans(paths: ProjectPaths, config: LockConfig, me: ProcessIdentity) -> list[str]:
+    """Remove strictly named leftovers of crashed writers; call only while holding the lock.
+
+    Temp ledgers, renamed lock directories and a quarantine directory moved aside for deletion can only belong to a
+    previous holder, so they go at once. A staging
+    directory belongs to a waiter that may still be alive: it goes only when its owner is dead or it is older than the
+    stale window. Failures are ignored (the next holder tries again).
+
+    Returns:
+        The names removed (for tests and diagnostics).
+    """
+    removed: list[str] = []
+    for name in _list(paths.project_dir):
+        path = paths.project_dir / name
+        if LEDGER_TEMP_RE.match(name):
+            unlink_quietly(path)
+        elif _moved_aside(name) or (STAGED_LOCK_RE.match(name) and _staging_abandoned(path, config, me)):
+            remove_tree_quietly(path)
+        else:
+            continue
+        removed.append(name)
+    for directory, pattern in ((paths.private_dir, CONTROL_TEMP_RE), (paths.quarantine_dir, QUARANTINE_TEMP_RE)):
+        try:
+            st = os.lstat(directory)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            continue
+        for name in _list(directory):
+            if pattern.match(name):
+                unlink_quietly(directory / name)
+                removed.append(f"{directory.name}/{name}")
+    return removed
+
+
+def _moved_aside(name: str) -> bool:
+    return bool(STALE_LOCK_RE.match(name) or RELEASED_LOCK_RE.match(name) or QUARANTINE_TEMP_RE.match(name))
+
+
+def _list(directory: Path) -> list[str]:
+    try:
+        return os.listdir(directory)
+    except OSError:
+        return []
+
+
+def _staging_abandoned(path: Path, config: LockConfig, me: ProcessIdentity) -> bool:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    if not stat.S_ISDIR(st.st_mode):
+        return True
+    if time.time() - st.st_mtime >= config.stale_s:
+        return True
+    try:
+        marker = read_marker(path / OWNER_NAME)
+    except OSError:
+        return False
+    record = parse_owner(marker[0]) if marker else None
+    return record is not None and judge(record, me) is Liveness.DEAD
+
+
+__all__ = [
+    "CONTROL_TEMP_RE",
+    "LEDGER_TEMP_RE",
+    "OWNER_NAME",
+    "QUARANTINE_TEMP_RE",
+    "RELEASED_LOCK_RE",
+    "STAGED_LOCK_RE",
+    "STALE_LOCK_RE",
+    "control_temp_name",
+    "ledger_temp_name",
+    "quarantine_temp_name",
+    "released_lock_name",
+    "remove_orphans",
+    "staged_lock_name",
+    "stale_lock_name",
+]

@@ -1,0 +1,302 @@
+"""``ProjectStore``: lock-free verified reads, and the synchronous way into the lock (hooks, CLI).
+
+Verified ledgers are cached per process by (device, inode, size, mtime_ns, ctime_ns) of the file: every write
+replaces the file, so any change shows in that key, and ctime cannot be set back. A file whose key differs is read
+again; if the cached bytes are its prefix, only the new suffix is verified.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from intentloop.errors import CorruptLedgerError
+from intentloop.store._config import LockConfig
+from intentloop.store._controls import PrivateControl, read_control, read_controls
+from intentloop.store._fs import file_key, open_regular, read_open
+from intentloop.store._ledger import LockedLedger
+from intentloop.store._liveness import current_identity
+from intentloop.store._lock import Acquirer, LockHandle
+from intentloop.store._names import remove_orphans
+from intentloop.store._paths import ProjectPaths
+from intentloop.store._verify import Verification, verify_continuation, verify_ledger_bytes
+from intentloop.store._view import EMPTY_VIEW, LedgerView
+
+_CACHE_SIZE = 16
+
+
+@dataclass(frozen=True)
+class _Verified:
+    key: tuple[int, int, int, int, int]
+    data: bytes
+    verification: Verification
+    view: LedgerView
+
+
+class _LedgerCache:
+    """A small per-process LRU of verified ledgers, shared by every ``ProjectStore`` of the same ledger path."""
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[str, _Verified] = OrderedDict()
+        self._mutex = threading.Lock()
+
+    def get(self, path: str) -> _Verified | None:
+        with self._mutex:
+            entry = self._entries.get(path)
+            if entry is not None:
+                self._entries.move_to_end(path)
+            return entry
+
+    def put(self, path: str, entry: _Verified) -> None:
+        with self._mutex:
+            self._entries[path] = entry
+            self._entries.move_to_end(path)
+            while len(self._entries) > _CACHE_SIZE:
+                self._entries.popitem(last=False)
+
+    def drop(self, path: str) -> None:
+        with self._mutex:
+            self._entries.pop(path, None)
+
+
+_cache = _LedgerCache()
+
+
+def _fresh(error: CorruptLedgerError) -> CorruptLedgerError:
+    """A new exception object per raise, so tracebacks of cached errors do not pile up."""
+    return CorruptLedgerError(error.message, line=error.line, reason=error.reason, code=error.code)
+
+
+class _Heartbeat:
+    """The sync face's heartbeat: a daemon thread refreshing ``owner.json`` every ``interval`` seconds."""
+
+    def __init__(self, handle: LockHandle, interval: float) -> None:
+        self._handle = handle
+        self._interval = interval
+        self._stop = threading.Event()
+        self.lost = False
+        self._thread = threading.Thread(target=self._run, name="intentloop-lock-heartbeat", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            if not self._handle.heartbeat():
+                self.lost = True
+                return
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+class ProjectStore:
+    """The storage of one project under a data root.
+
+    Args:
+        data_root: the storage root ``R`` (see :func:`resolve_data_root`).
+        project_id: 64 lowercase hex digits.
+        config: lock timings (default :meth:`LockConfig.from_env`).
+
+    Raises:
+        StorageError: ``INVALID_PROJECT_ID``.
+    """
+
+    def __init__(self, data_root: str | os.PathLike[str], project_id: str, config: LockConfig | None = None) -> None:
+        self.paths = ProjectPaths(Path(data_root), project_id)
+        self.config = LockConfig.from_env() if config is None else config
+
+    @property
+    def data_root(self) -> Path:
+        return self.paths.data_root
+
+    @property
+    def project_id(self) -> str:
+        return self.paths.project_id
+
+    @property
+    def project_dir(self) -> Path:
+        return self.paths.project_dir
+
+    @property
+    def ledger_path(self) -> Path:
+        return self.paths.ledger_path
+
+    @property
+    def lock_path(self) -> Path:
+        return self.paths.lock_path
+
+    @property
+    def private_dir(self) -> Path:
+        return self.paths.private_dir
+
+    @property
+    def quarantine_dir(self) -> Path:
+        return self.paths.quarantine_dir
+
+    def exists(self) -> bool:
+        """Whether the project directory exists (creates nothing).
+
+        Raises:
+            StorageError: ``PATH_ESCAPE``, ``INVALID_DATA_DIR``.
+        """
+        return self.paths.check_project()
+
+    def verify(self) -> Verification:
+        """Verify the ledger without raising for damage (recovery, ``intentloop verify``); lock-free, creates nothing.
+
+        Raises:
+            StorageError: path-safety refusals (``PATH_ESCAPE``, ``UNSAFE_DATA_FILE``, ``INVALID_DATA_DIR``), I/O.
+        """
+        return self._load()[1]
+
+    def read(self) -> LedgerView:
+        """The verified ledger; lock-free and creates nothing. A missing ledger is an empty view.
+
+        Raises:
+            CorruptLedgerError: ``CORRUPT_LEDGER`` (with the line), ``CORRUPT_TRAILING_EVENT`` (retryable; the next
+                write repairs it), ``FUTURE_SCHEMA``, ``MIGRATION_UNAVAILABLE``.
+            StorageError: ``PATH_ESCAPE``, ``UNSAFE_DATA_FILE``, ``INVALID_DATA_DIR``, ``TRANSIENT_FILE_RACE``.
+        """
+        _data, verification, view = self._load()
+        if verification.error is not None:
+            raise _fresh(verification.error)
+        return view
+
+    def read_controls(self) -> list[PrivateControl]:
+        """Every private-mode control of the project (lock-free).
+
+        Raises:
+            StorageError: ``CORRUPT_PRIVATE_CONTROL``, ``INVALID_SESSION_HASH``, ``PATH_ESCAPE``, ``UNSAFE_DATA_FILE``.
+        """
+        return read_controls(self.paths)
+
+    def read_control(self, session_hash: str) -> PrivateControl | None:
+        """The control of one session, or ``None`` (lock-free).
+
+        Raises:
+            InvalidInputError: ``INVALID_SESSION_HASH``.
+            StorageError: ``CORRUPT_PRIVATE_CONTROL``, ``PATH_ESCAPE``, ``UNSAFE_DATA_FILE``.
+        """
+        return read_control(self.paths, session_hash)
+
+    @contextmanager
+    def locked(self, deadline: float | None = None, *, verify: bool = True) -> Iterator[LockedLedger]:
+        """Hold the ledger lock (synchronously) for one mutation.
+
+        Without a ``deadline`` (or one further away than the heartbeat interval) a daemon thread keeps the heartbeat;
+        a caller whose deadline is closer than one heartbeat interval (a hook: 2.5 s against 10 s) finishes before a
+        heartbeat would be due, so none is started. Either way the owner token is checked right before every replace
+        and before release.
+
+        Args:
+            deadline: a ``time.monotonic()`` value at which to give up waiting.
+            verify: when false (recovery), a damaged ledger is opened instead of refused and a torn tail is left as
+                it is: ``ledger.damage`` holds the first error, ``ledger.view`` the verified prefix, ``append`` is
+                refused and ``rewrite`` is the way out.
+
+        Raises:
+            StorageError: ``LOCK_TIMEOUT`` (retryable), path-safety refusals, ``STORAGE_WRITE_FAILED``.
+            CorruptLedgerError: the ledger is damaged (unless ``verify`` is false).
+        """
+        self.paths.ensure()
+        acquirer = self._acquirer(now=time.monotonic(), deadline=deadline)
+        while (handle := acquirer.attempt(time.monotonic())) is None:
+            time.sleep(acquirer.delay(time.monotonic()))
+        heartbeat: _Heartbeat | None = None
+        try:
+            if deadline is None or deadline - time.monotonic() >= self.config.heartbeat_s:
+                heartbeat = _Heartbeat(handle, self.config.heartbeat_s)
+            ledger = self._enter(handle, verify=verify)
+            try:
+                yield ledger
+            finally:
+                ledger.close()
+        finally:
+            if heartbeat is not None:
+                heartbeat.stop()
+            handle.release()
+
+    def _acquirer(self, *, now: float, deadline: float | None) -> Acquirer:
+        return Acquirer(self.paths, self.config, now=now, deadline=deadline)
+
+    def _enter(self, handle: LockHandle, *, verify: bool) -> LockedLedger:
+        """Inside the lock: remove orphans, verify the whole chain, repair a torn tail (all unless ``verify`` is false).
+
+        Raises:
+            CorruptLedgerError: a damaged ledger, unless ``verify`` is false.
+            StorageError: path-safety refusals and I/O failures (mapped).
+        """
+        remove_orphans(self.paths, self.config, current_identity())
+        data, verification, view = self._load()
+        ledger = LockedLedger(self.paths, handle, data, verification, view, self._remember)
+        error = verification.error
+        if error is None or not verify:
+            return ledger
+        if error.code != "CORRUPT_TRAILING_EVENT":
+            raise _fresh(error)
+        ledger.repair_torn_tail()
+        return ledger
+
+    def _remember(self, st: os.stat_result | None, data: bytes, view: LedgerView) -> None:
+        path = str(self.paths.ledger_path)
+        if st is None:
+            _cache.drop(path)
+            return
+        verification = Verification(view.events, view.head_hash, len(data), len(view), None, None)
+        _cache.put(path, _Verified(file_key(st), data, verification, view))
+
+    def _load(self) -> tuple[bytes, Verification, LedgerView]:
+        """Read and verify the ledger, trusting the cache only for an unchanged file.
+
+        Raises:
+            StorageError: path-safety refusals, ``TRANSIENT_FILE_RACE``, ``STORAGE_READ_FAILED``.
+        """
+        empty = Verification((), None, 0, 0, None, None)
+        if not self.paths.check_project():
+            return b"", empty, EMPTY_VIEW
+        path = str(self.paths.ledger_path)
+        opened = open_regular(self.paths.ledger_path)
+        if opened is None:
+            return b"", empty, EMPTY_VIEW
+        fd, st = opened
+        try:
+            key = file_key(st)
+            cached = _cache.get(path)
+            if cached is not None and cached.key == key:
+                return cached.data, cached.verification, cached.view
+            data = read_open(self.paths.ledger_path, fd, st)
+        finally:
+            os.close(fd)
+        verification, view = self._verify(data, cached)
+        _cache.put(path, _Verified(key, data, verification, view))
+        return data, verification, view
+
+    def _verify(self, data: bytes, cached: _Verified | None) -> tuple[Verification, LedgerView]:
+        pid = self.paths.project_id
+        if cached is not None and cached.verification.ok and data.startswith(cached.data):
+            base = cached.verification
+            more = verify_continuation(
+                data[len(cached.data) :], project_id=pid, prev_hash=base.head_hash, first_line=base.line_count + 1
+            )
+            verification = Verification(
+                events=base.events + more.events,
+                head_hash=more.head_hash,
+                byte_length=base.byte_length + more.byte_length,
+                line_count=base.line_count + more.line_count,
+                error=more.error,
+                torn_tail=more.torn_tail,
+            )
+            view = cached.view.extended(more.events, verification.byte_length)
+        else:
+            verification = verify_ledger_bytes(data, project_id=pid)
+            view = LedgerView(verification.events, verification.head_hash, verification.byte_length)
+        return verification, view
+
+
+__all__ = ["ProjectStore"]

@@ -1,0 +1,39 @@
+"""Fixtures shared by every test package: an isolated data root and an environment that points at it."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+
+@pytest.fixture
+def data_root(tmp_path: Path) -> Path:
+    """A storage root that does not exist yet (reads must not create it; the first write does)."""
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def data_env(data_root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``INTENT_LOOP_DATA_DIR`` set to :func:`data_root`, the other data-root sources and lock timings unset."""
+    for name in ("CODEX_HOME", "PLUGIN_DATA"):
+        monkeypatch.delenv(name, raising=False)
+    for name in ("HEARTBEAT", "STALE", "WAIT", "CEILING"):
+        monkeypatch.delenv(f"INTENT_LOOP_LOCK_{name}_S", raising=False)
+    monkeypatch.setenv("INTENT_LOOP_DATA_DIR", str(data_root))
+    return data_root
+
+
+@pytest.fixture(scope="session")
+def ledger_kit() -> ModuleType:
+    """``tests/fixtures/ledgers/ledger_kit.py``: ledgers and lock records built from the format description alone."""
+    path = Path(__file__).parent / "fixtures" / "ledgers" / "ledger_kit.py"
+    spec = importlib.util.spec_from_file_location("ledger_kit", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("ledger_kit", module)
+    spec.loader.exec_module(module)
+    return module

@@ -1,0 +1,271 @@
+"""The lock with real processes: dead owners go at once, live owners never, unknown ones after the stale window."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+import pytest
+
+from intentloop.errors import StorageError
+from intentloop.model import EventDraft, project_id_for
+from intentloop.store import LockConfig, ProjectStore
+
+PID = project_id_for("/lock/tests")
+TASK = str(uuid.uuid4())
+# Default stale window: a dead owner must be reclaimed at once, not because the window passed.
+PATIENT = LockConfig(heartbeat_s=10, stale_s=30, wait_s=5, ceiling_s=30)
+QUICK = LockConfig(heartbeat_s=10, stale_s=1.0, wait_s=0.3, ceiling_s=3.0)
+
+
+def append(store: ProjectStore, request_id: str, deadline: float | None = None) -> float:
+    started = time.monotonic()
+    with store.locked(deadline) as ledger:
+        ledger.append(
+            [EventDraft(event_type="claim_added", task_id=TASK, actor="user", request_id=request_id, payload={})]
+        )
+    return time.monotonic() - started
+
+
+@pytest.fixture
+def sleeper():
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    yield process
+    process.kill()
+    process.wait()
+
+
+@pytest.fixture
+def dead_pid():
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+def snapshot(store: ProjectStore) -> dict[str, bytes | None]:
+    state: dict[str, bytes | None] = {}
+    for path in sorted(store.project_dir.rglob("*")):
+        state[str(path.relative_to(store.project_dir))] = path.read_bytes() if path.is_file() else None
+    return state
+
+
+def test_owner_record_identifies_this_process(data_root, ledger_kit):
+    store = ProjectStore(data_root, PID, config=PATIENT)
+    with store.locked():
+        record = json.loads((store.lock_path / "owner.json").read_bytes())
+    assert set(record) == {"acquired_at", "boot_id", "heartbeat_at", "host", "pid", "start_time", "token"}
+    assert record["pid"] == os.getpid() and record["start_time"] == ledger_kit.process_start_time(os.getpid())
+    assert record["boot_id"] == ledger_kit.boot_id() and record["host"] == os.uname().nodename
+    assert len(record["token"]) >= 32
+    assert sorted(os.listdir(store.project_dir)) == []  # released: no lock, no remnants
+
+
+@pytest.mark.parametrize("style", ["ours", "legacy"])
+def test_owner_with_a_gone_pid_is_reclaimed_at_once(data_root, ledger_kit, dead_pid, style):
+    store = ProjectStore(data_root, PID, config=PATIENT)
+    append(store, "before")
+    owner = ledger_kit.owner_record(dead_pid, start_time=1) if style == "ours" else ledger_kit.legacy_owner(dead_pid)
+    ledger_kit.plant_lock(store.project_dir, owner)
+    assert append(store, "after") < 1.0
+    assert [e.request_id for e in store.read().events] == ["before", "after"]
+    assert sorted(os.listdir(store.project_dir)) == ["ledger.jsonl"]
+
+
+def test_live_pid_with_another_start_time_is_a_reused_pid_and_reclaimed(data_root, ledger_kit, sleeper):
+    store = ProjectStore(data_root, PID, config=PATIENT)
+    real = ledger_kit.process_start_time(sleeper.pid)
+    ledger_kit.plant_lock(store.project_dir, ledger_kit.owner_record(sleeper.pid, start_time=real + 4242))
+    assert append(store, "after") < 1.0
+    assert sleeper.poll() is None  # the unrelated process is untouched
+
+
+def test_owner_from_a_previous_boot_is_dead(data_root, ledger_kit, sleeper):
+    store = ProjectStore(data_root, PID, config=PATIENT)
+    record = json.loads(ledger_kit.owner_record(sleeper.pid))
+    record["boot_id"] = str(uuid.uuid4())
+    ledger_kit.plant_lock(store.project_dir, ledger_kit.canonical(record))
+    assert append(store, "after") < 1.0
+
+
+@pytest.mark.parametrize("style", ["ours", "legacy"])
+def test_live_owner_is_never_robbed(data_root, ledger_kit, sleeper, style):
+    store = ProjectStore(data_root, PID, config=QUICK)
+    append(store, "before")
+    owner = ledger_kit.owner_record(sleeper.pid) if style == "ours" else ledger_kit.legacy_owner(sleeper.pid)
+    lock = ledger_kit.plant_lock(store.project_dir, owner)
+    ledger_kit.age(lock, 3600)  # long past the stale window: liveness still wins
+    before = snapshot(store)
+    started = time.monotonic()
+    with pytest.raises(StorageError) as info:
+        append(store, "after")
+    elapsed = time.monotonic() - started
+    assert info.value.code == "LOCK_TIMEOUT" and info.value.retryable
+    assert QUICK.wait_s <= elapsed < QUICK.wait_s + 0.5
+    assert snapshot(store) == before
+
+
+@pytest.mark.parametrize(
+    "owner", [b"", b"{garbage", b'{"pid":"x","token":5}', None], ids=["empty", "garbled", "wrong-types", "no-record"]
+)
+def test_owner_of_unknown_liveness_is_broken_only_after_the_stale_window(data_root, ledger_kit, owner):
+    store = ProjectStore(data_root, PID, config=QUICK)
+    append(store, "before")
+    lock = ledger_kit.plant_lock(store.project_dir, owner)
+    before = snapshot(store)
+    with pytest.raises(StorageError) as info:
+        append(store, "too-early")
+    assert info.value.code == "LOCK_TIMEOUT"
+    assert snapshot(store) == before
+    ledger_kit.age(lock, QUICK.stale_s + 0.5)
+    assert append(store, "after") < 1.0
+    assert [e.request_id for e in store.read().events] == ["before", "after"]
+    assert sorted(os.listdir(store.project_dir)) == ["ledger.jsonl"]
+
+
+def test_owner_on_another_host_is_broken_only_after_the_stale_window(data_root, ledger_kit, dead_pid):
+    store = ProjectStore(data_root, PID, config=QUICK)
+    lock = ledger_kit.plant_lock(store.project_dir, ledger_kit.owner_record(os.getpid(), host="another-host"))
+    with pytest.raises(StorageError):
+        append(store, "too-early")
+    assert lock.exists()
+    ledger_kit.age(lock, QUICK.stale_s + 0.5)
+    append(store, "after")
+
+
+def test_waiter_keeps_waiting_while_the_owner_makes_progress_until_the_ceiling(data_root, ledger_kit, sleeper):
+    config = LockConfig(heartbeat_s=10, stale_s=30, wait_s=0.3, ceiling_s=1.5)
+    store = ProjectStore(data_root, PID, config=config)
+    lock = ledger_kit.plant_lock(store.project_dir, ledger_kit.owner_record(sleeper.pid))
+    stop = threading.Event()
+
+    def heartbeat() -> None:
+        while not stop.wait(0.1):
+            record = json.loads((lock / "owner.json").read_bytes())
+            record["heartbeat_at"] = f"2026-11-30T01:02:{time.time() % 60:06.3f}Z"
+            (lock / "owner.json").write_bytes(ledger_kit.canonical(record))
+
+    beater = threading.Thread(target=heartbeat)
+    beater.start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(StorageError) as info:
+            append(store, "x")
+    finally:
+        stop.set()
+        beater.join()
+    assert info.value.code == "LOCK_TIMEOUT"
+    assert config.ceiling_s <= time.monotonic() - started < config.ceiling_s + 0.5  # not after wait_s: progress
+
+
+def test_a_progressing_queue_of_owners_is_not_a_stuck_lock(data_root, ledger_kit):
+    config = LockConfig(heartbeat_s=10, stale_s=30, wait_s=0.4, ceiling_s=5)
+    store = ProjectStore(data_root, PID, config=config)
+    sleepers = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) for _ in range(2)]
+    lock = ledger_kit.plant_lock(store.project_dir, ledger_kit.owner_record(sleepers[0].pid))
+
+    def hand_over() -> None:  # a new owner takes over every 0.25 s (each one alive), then the queue drains
+        for index in range(6):
+            time.sleep(0.25)
+            (lock / "owner.json").write_bytes(ledger_kit.owner_record(sleepers[index % 2].pid))
+        time.sleep(0.25)
+        for path in lock.iterdir():
+            path.unlink()
+        lock.rmdir()
+
+    mover = threading.Thread(target=hand_over)
+    mover.start()
+    try:
+        elapsed = append(store, "x")
+    finally:
+        mover.join()
+        for process in sleepers:
+            process.kill()
+            process.wait()
+    assert 1.5 < elapsed < 3.0  # outlived several wait_s periods because owners kept changing
+
+
+def test_deadline_bounds_the_wait(data_root, ledger_kit, sleeper):
+    store = ProjectStore(data_root, PID, config=PATIENT)
+    ledger_kit.plant_lock(store.project_dir, ledger_kit.owner_record(sleeper.pid))
+    started = time.monotonic()
+    with pytest.raises(StorageError) as info:
+        append(store, "x", deadline=time.monotonic() + 0.25)
+    assert info.value.code == "LOCK_TIMEOUT"
+    assert time.monotonic() - started < 0.6
+
+
+def test_live_reclaimer_marker_is_respected_and_a_dead_one_is_not(data_root, ledger_kit, sleeper, dead_pid):
+    store = ProjectStore(data_root, PID, config=QUICK)
+    lock = ledger_kit.plant_lock(store.project_dir, ledger_kit.legacy_owner(dead_pid))
+    (lock / "reclaim.json").write_bytes(ledger_kit.owner_record(sleeper.pid))
+    with pytest.raises(StorageError) as info:
+        append(store, "x")
+    assert info.value.code == "LOCK_TIMEOUT" and lock.exists()
+    (lock / "reclaim.json").write_bytes(ledger_kit.owner_record(dead_pid, start_time=1))
+    assert append(store, "x") < 1.0
+
+
+def test_orphans_are_removed_by_strict_name_only(data_root, ledger_kit, sleeper, dead_pid):
+    store = ProjectStore(data_root, PID, config=PATIENT)
+    append(store, "first")
+    project = store.project_dir
+    u = lambda: str(uuid.uuid4())  # noqa: E731
+    orphans = [f"ledger-append-{u()}.tmp", f"ledger-repair-{u()}.tmp", f"ledger-rewrite-{u()}.tmp"]
+    for name in orphans:
+        (project / name).write_bytes(b"partial")
+    for name in (f"ledger.lock.stale-{u()}", f"ledger.lock.release-{uuid.uuid4().hex}-{u()}"):
+        (project / name).mkdir()
+        (project / name / "owner.json").write_bytes(b"{}")
+        orphans.append(name)
+    dead_stage, live_stage = project / f"ledger.lock.acquire-{u()}", project / f"ledger.lock.acquire-{u()}"
+    for stage, pid in ((dead_stage, dead_pid), (live_stage, sleeper.pid)):
+        stage.mkdir()
+        (stage / "owner.json").write_bytes(ledger_kit.owner_record(pid, start_time=1 if pid == dead_pid else None))
+    orphans.append(dead_stage.name)
+    store.private_dir.mkdir()
+    (store.private_dir / f"control-{u()}.tmp").write_bytes(b"x")
+    keep = ["notes.txt", "ledger-append-not-a-uuid.tmp", "ledger.lock.stale-abc", "ledger-append-x.tmp.bak"]
+    for name in keep:
+        (project / name).write_bytes(b"user data")
+    append(store, "second")
+    assert sorted(os.listdir(project)) == sorted([*keep, "ledger.jsonl", "private-sessions", live_stage.name])
+    assert os.listdir(store.private_dir) == []
+
+
+def test_sync_heartbeat_refreshes_the_owner_record(data_root):
+    store = ProjectStore(data_root, PID, config=LockConfig(heartbeat_s=0.1, stale_s=1, wait_s=1, ceiling_s=2))
+    with store.locked():
+        first = json.loads((store.lock_path / "owner.json").read_bytes())
+        time.sleep(0.35)
+        later = json.loads((store.lock_path / "owner.json").read_bytes())
+        assert any(t.name == "intentloop-lock-heartbeat" for t in threading.enumerate())
+    assert later["token"] == first["token"] and later["heartbeat_at"] > first["heartbeat_at"]
+    assert not any(t.name == "intentloop-lock-heartbeat" for t in threading.enumerate())
+
+
+def test_no_heartbeat_thread_for_a_deadline_below_the_heartbeat_interval(data_root):
+    store = ProjectStore(data_root, PID, config=PATIENT)
+    with store.locked(deadline=time.monotonic() + 2.5):
+        assert not any(t.name == "intentloop-lock-heartbeat" for t in threading.enumerate())
+    with store.locked():  # control: no deadline, heartbeat thread running
+        assert any(t.name == "intentloop-lock-heartbeat" for t in threading.enumerate())
+
+
+def test_lock_config_from_environment():
+    env = {
+        "INTENT_LOOP_LOCK_HEARTBEAT_S": "2",
+        "INTENT_LOOP_LOCK_STALE_S": "12.5",
+        "INTENT_LOOP_LOCK_WAIT_S": "1",
+        "INTENT_LOOP_LOCK_CEILING_S": "8",
+    }
+    assert LockConfig.from_env(env) == LockConfig(heartbeat_s=2, stale_s=12.5, wait_s=1, ceiling_s=8)
+    assert LockConfig.from_env({}) == LockConfig(heartbeat_s=10, stale_s=30, wait_s=5, ceiling_s=30)
+    bad = {key: value for key, value in zip(env, ["x", "-1", "nan", "0"], strict=True)}
+    assert LockConfig.from_env(bad) == LockConfig()
+    assert LockConfig(heartbeat_s=20, stale_s=10).heartbeat_s == 5  # heartbeat stays below half the stale window
+    assert LockConfig(wait_s=9, ceiling_s=1).ceiling_s == 9

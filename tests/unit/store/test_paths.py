@@ -1,0 +1,293 @@
+"""CONTRACT §1: where data lives, canonical roots, modes, and every path-safety refusal beside a positive control."""
+
+from __future__ import annotations
+
+import os
+import stat
+import uuid
+from pathlib import Path
+
+import pytest
+
+from intentloop.errors import InvalidInputError, StorageError
+from intentloop.model import EventDraft, project_id_for
+from intentloop.store import (
+    LockConfig,
+    PrivateControl,
+    ProjectStore,
+    canonicalize_project_root,
+    resolve_data_root,
+)
+
+FAST = LockConfig(heartbeat_s=0.5, stale_s=1.0, wait_s=0.3, ceiling_s=2.0)
+PID = project_id_for("/some/project")
+TASK = str(uuid.uuid4())
+
+
+def draft(request_id: str = "r-1") -> EventDraft:
+    return EventDraft(event_type="claim_added", task_id=TASK, actor="user", request_id=request_id, payload={"n": 1})
+
+
+def write_one(store: ProjectStore, request_id: str = "r-1") -> None:
+    with store.locked() as ledger:
+        ledger.append([draft(request_id)])
+
+
+def control(store: ProjectStore, session: str = "a" * 64) -> PrivateControl:
+    return PrivateControl(
+        created_at="2026-11-30T01:02:03.456Z", host_session_hash=session, project_id=store.project_id, task_id=TASK
+    )
+
+
+# --- data root ---------------------------------------------------------------------------------------------------
+
+
+def test_data_root_sources_in_order(tmp_path):
+    env = {"INTENT_LOOP_DATA_DIR": "/d", "CODEX_HOME": "/c", "PLUGIN_DATA": "/p"}
+    assert resolve_data_root(env, argv0="") == Path("/d")
+    del env["INTENT_LOOP_DATA_DIR"]
+    assert resolve_data_root(env, argv0="") == Path("/c/plugin-data/intent-loop/v1")
+    del env["CODEX_HOME"]
+    assert resolve_data_root(env, argv0="") == Path("/p/intent-loop/v1")
+    del env["PLUGIN_DATA"]
+    program = "/home/u/.codex/plugins/cache/intent-loop/0.2/.venv/bin/intentloop"
+    assert resolve_data_root(env, argv0=program) == Path("/home/u/.codex/plugin-data/intent-loop/v1")
+
+
+def test_data_root_required_when_nothing_applies(tmp_path):
+    with pytest.raises(StorageError) as info:
+        resolve_data_root({}, argv0="/usr/local/bin/intentloop")
+    assert info.value.code == "DATA_DIR_REQUIRED"
+    with pytest.raises(StorageError):  # empty values do not count
+        resolve_data_root({"INTENT_LOOP_DATA_DIR": "", "CODEX_HOME": "", "PLUGIN_DATA": ""}, argv0="")
+    assert not (tmp_path / "plugin-data").exists()
+
+
+def test_data_root_defaults_to_the_process_environment(data_env):
+    assert resolve_data_root(argv0="") == data_env
+    assert not data_env.exists()  # resolving creates nothing
+
+
+def test_relative_data_dir_is_made_absolute(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert resolve_data_root({"INTENT_LOOP_DATA_DIR": "rel"}, argv0="") == tmp_path / "rel"
+
+
+# --- project roots -----------------------------------------------------------------------------------------------
+
+
+def test_project_root_is_the_realpath_of_an_existing_directory(tmp_path):
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    assert canonicalize_project_root(str(tmp_path / "link")) == os.path.realpath(real)
+    assert canonicalize_project_root(str(real) + "/./") == os.path.realpath(real)
+
+
+@pytest.mark.parametrize("raw", ["", "relative/path", "/does/not/exist", 42, None, "/tmp/\0x"])
+def test_invalid_project_roots_are_refused(raw):
+    with pytest.raises(InvalidInputError) as info:
+        canonicalize_project_root(raw)
+    assert info.value.code == "PROJECT_ROOT_INVALID"
+
+
+def test_a_file_is_not_a_project_root(tmp_path):
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(InvalidInputError):
+        canonicalize_project_root(str(tmp_path / "f"))
+
+
+@pytest.mark.parametrize("bad", ["../escape", "A" * 64, "a" * 63, "..\\escape", "a" * 64 + "/x"])
+def test_invalid_project_ids_are_refused(data_root, bad):
+    with pytest.raises(StorageError) as info:
+        ProjectStore(data_root, bad)
+    assert info.value.code == "INVALID_PROJECT_ID"
+    ProjectStore(data_root, "a" * 64)  # control
+
+
+# --- reads create nothing; modes -----------------------------------------------------------------------------------
+
+
+def test_reads_never_create_anything(data_root):
+    store = ProjectStore(data_root, PID, config=FAST)
+    assert store.read().events == ()
+    assert store.verify().ok
+    assert store.read_controls() == [] and store.read_control("b" * 64) is None
+    assert not store.exists()
+    assert not data_root.exists()
+
+
+def test_modes_are_0700_and_0600_even_under_umask_000(data_root):
+    old = os.umask(0)
+    try:
+        store = ProjectStore(data_root, PID, config=FAST)
+        with store.locked() as ledger:
+            ledger.append([draft()])
+            ledger.write_control(control(store))
+            assert stat.S_IMODE(os.stat(store.lock_path).st_mode) == 0o700
+            assert stat.S_IMODE(os.stat(store.lock_path / "owner.json").st_mode) == 0o600
+            ledger.write_quarantine("note.json", b"{}\n")
+    finally:
+        os.umask(old)
+    for directory in (data_root, data_root / "projects", store.project_dir, store.private_dir, store.quarantine_dir):
+        assert stat.S_IMODE(os.stat(directory).st_mode) == 0o700, directory
+    for path in (store.ledger_path, store.private_dir / f"{'a' * 64}.json", store.quarantine_dir / "note.json"):
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600, path
+
+
+# --- refusals, each with its positive control ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def store(data_root):
+    store = ProjectStore(data_root, PID, config=FAST)
+    write_one(store)
+    return store
+
+
+def test_symlinked_ledger_is_refused(store, tmp_path):
+    assert len(store.read()) == 1  # control
+    outside = tmp_path / "outside.jsonl"
+    outside.write_bytes(store.ledger_path.read_bytes())
+    store.ledger_path.unlink()
+    store.ledger_path.symlink_to(outside)
+    for action in (store.read, lambda: write_one(store, "r-2")):
+        with pytest.raises(StorageError) as info:
+            action()
+        assert info.value.code == "PATH_ESCAPE"
+    assert outside.read_bytes().count(b"\n") == 1
+
+
+def test_hard_linked_ledger_is_refused(store, tmp_path):
+    assert len(store.read()) == 1  # control
+    os.link(store.ledger_path, tmp_path / "second-name")
+    for action in (store.read, lambda: write_one(store, "r-2")):
+        with pytest.raises(StorageError) as info:
+            action()
+        assert info.value.code == "UNSAFE_DATA_FILE"
+    (tmp_path / "second-name").unlink()
+    write_one(store, "r-2")  # control again: once singly linked it works
+    assert len(store.read()) == 2
+
+
+def test_fifo_ledger_is_refused_without_blocking(store):
+    store.ledger_path.unlink()
+    os.mkfifo(store.ledger_path, 0o600)
+    for action in (store.read, lambda: write_one(store, "r-2")):
+        with pytest.raises(StorageError) as info:
+            action()
+        assert info.value.code == "UNSAFE_DATA_FILE"
+
+
+def test_directory_as_ledger_is_refused(store):
+    store.ledger_path.unlink()
+    store.ledger_path.mkdir()
+    with pytest.raises(StorageError) as info:
+        store.read()
+    assert info.value.code == "UNSAFE_DATA_FILE"
+
+
+def test_symlinked_lock_is_refused(store, tmp_path):
+    (tmp_path / "elsewhere").mkdir()
+    store.lock_path.symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(StorageError) as info:
+        write_one(store, "r-2")
+    assert info.value.code == "PATH_ESCAPE"
+    assert os.listdir(tmp_path / "elsewhere") == []
+    store.lock_path.unlink()
+    write_one(store, "r-2")  # control
+    assert len(store.read()) == 2
+
+
+def test_lock_that_is_a_file_is_refused(store):
+    store.lock_path.write_text("not a directory")
+    with pytest.raises(StorageError) as info:
+        write_one(store, "r-2")
+    assert info.value.code == "INVALID_DATA_DIR"
+
+
+def test_symlinked_quarantine_is_refused(store, tmp_path):
+    (tmp_path / "q").mkdir()
+    store.quarantine_dir.symlink_to(tmp_path / "q")
+    with store.ledger_path.open("ab") as handle:
+        handle.write(b'{"torn')  # the next write must quarantine this, and refuses the symlinked quarantine
+    with pytest.raises(StorageError) as info:
+        write_one(store, "r-2")
+    assert info.value.code == "PATH_ESCAPE"
+    assert os.listdir(tmp_path / "q") == []
+    with pytest.raises(StorageError) as info, store.locked(verify=False) as ledger:
+        ledger.remove_quarantine()
+    assert info.value.code == "PATH_ESCAPE"
+    store.quarantine_dir.unlink()
+    write_one(store, "r-2")  # control: a real quarantine directory works
+    assert len(store.read()) == 2 and len(os.listdir(store.quarantine_dir)) == 1
+
+
+def test_symlinked_private_sessions_is_refused(store, tmp_path):
+    with store.locked() as ledger:
+        ledger.write_control(control(store))  # control
+    assert store.read_controls() == [control(store)]
+    outside = tmp_path / "private"
+    store.private_dir.rename(outside)
+    store.private_dir.symlink_to(outside)
+    for action in (store.read_controls, lambda: store.read_control("a" * 64)):
+        with pytest.raises(StorageError) as info:
+            action()
+        assert info.value.code == "PATH_ESCAPE"
+    with pytest.raises(StorageError) as info, store.locked() as ledger:
+        ledger.write_control(control(store, "b" * 64))
+    assert info.value.code == "PATH_ESCAPE"
+    assert sorted(os.listdir(outside)) == [f"{'a' * 64}.json"]
+
+
+def test_symlinked_control_file_is_refused(store, tmp_path):
+    with store.locked() as ledger:
+        ledger.write_control(control(store))
+    target = store.private_dir / f"{'a' * 64}.json"
+    (tmp_path / "c.json").write_bytes(target.read_bytes())
+    target.unlink()
+    target.symlink_to(tmp_path / "c.json")
+    with pytest.raises(StorageError) as info:
+        store.read_controls()
+    assert info.value.code == "PATH_ESCAPE"
+
+
+def test_symlinked_projects_directory_is_refused(data_root, tmp_path):
+    store = ProjectStore(data_root, PID, config=FAST)
+    write_one(store)  # control
+    (data_root / "projects").rename(tmp_path / "real-projects")
+    (data_root / "projects").symlink_to(tmp_path / "real-projects")
+    for action in (store.read, store.exists, lambda: write_one(store, "r-2")):
+        with pytest.raises(StorageError) as info:
+            action()
+        assert info.value.code == "PATH_ESCAPE"
+
+
+def test_symlinked_project_directory_is_a_path_escape(data_root, tmp_path):
+    store = ProjectStore(data_root, PID, config=FAST)
+    write_one(store)
+    elsewhere = tmp_path / "elsewhere"
+    store.project_dir.rename(elsewhere)
+    store.project_dir.symlink_to(elsewhere)
+    for action in (store.read, lambda: write_one(store, "r-2")):
+        with pytest.raises(StorageError) as info:
+            action()
+        assert info.value.code == "PATH_ESCAPE"
+    assert elsewhere.joinpath("ledger.jsonl").read_bytes().count(b"\n") == 1
+
+
+def test_projects_that_is_a_file_is_refused(data_root):
+    data_root.mkdir()
+    (data_root / "projects").write_text("x")
+    store = ProjectStore(data_root, PID, config=FAST)
+    with pytest.raises(StorageError) as info:
+        store.read()
+    assert info.value.code == "INVALID_DATA_DIR"
+
+
+def test_data_root_may_itself_be_a_symlink(tmp_path):
+    (tmp_path / "real-root").mkdir()
+    (tmp_path / "root-link").symlink_to(tmp_path / "real-root")
+    store = ProjectStore(tmp_path / "root-link", PID, config=FAST)
+    write_one(store)
+    assert len(store.read()) == 1
