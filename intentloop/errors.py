@@ -148,9 +148,7 @@ class CorruptLedgerError(StorageError):
 
     code: ClassVar[str] = "CORRUPT_LEDGER"
 
-    def __init__(
-        self, message: str, *, line: int | None = None, reason: str = "", code: str | None = None
-    ) -> None:
+    def __init__(self, message: str, *, line: int | None = None, reason: str = "", code: str | None = None) -> None:
         super().__init__(message, code=code)
         self.line = line
         self.reason = reason or message
