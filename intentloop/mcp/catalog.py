@@ -1,0 +1,148 @@
+"""The 15 tools as published: names, titles, annotations, input schemas and the envelope output schema.
+
+The schemas are data (``tool_schemas.json``, the original's published structure plus titles and descriptions), not
+code, so a reviewer can diff them against the original; loading enforces ``additionalProperties: false`` on every
+object schema so no edit of the file can quietly make an input lenient. Standard library only.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+SCHEMA_FILE = "tool_schemas.json"
+
+TOOL_NAMES: tuple[str, ...] = (
+    "intent_status",
+    "intent_start_task",
+    "intent_get_snapshot",
+    "intent_add_explicit",
+    "intent_add_inference",
+    "intent_add_evidence",
+    "intent_mark_unknown",
+    "intent_mark_dispute",
+    "intent_replace_claim",
+    "intent_invalidate",
+    "intent_list_candidates",
+    "intent_export",
+    "intent_import",
+    "intent_delete",
+    "intent_set_mode",
+)
+
+_ANNOTATION_KEYS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """One published tool.
+
+    Attributes:
+        name: the wire name, e.g. ``intent_status``.
+        title: the human title the original shows.
+        description: what the tool does, for the model.
+        annotations: ``readOnlyHint``, ``destructiveHint``, ``idempotentHint``, ``openWorldHint`` (always false).
+        input_schema: the JSON Schema of the arguments (every object closed).
+        properties: the top-level argument names, in schema order.
+    """
+
+    name: str
+    title: str
+    description: str
+    annotations: Mapping[str, bool]
+    input_schema: Mapping[str, Any]
+    properties: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Catalog:
+    """All tools plus the envelope schema every tool declares as ``outputSchema``."""
+
+    tools: tuple[ToolSpec, ...]
+    envelope_schema: Mapping[str, Any]
+
+    def get(self, name: str) -> ToolSpec | None:
+        """The tool called ``name``, or ``None``."""
+        for tool in self.tools:
+            if tool.name == name:
+                return tool
+        return None
+
+
+def iter_object_schemas(schema: Any, path: str = "$") -> Iterator[tuple[str, dict[str, Any]]]:
+    """Yield ``(path, schema)`` for every schema node that describes a JSON object, at any depth."""
+    if isinstance(schema, dict):
+        if schema.get("type") == "object" or "properties" in schema:
+            yield path, schema
+        for key, value in schema.items():
+            if key == "properties" and isinstance(value, dict):
+                for prop, sub in value.items():
+                    yield from iter_object_schemas(sub, f"{path}.{prop}")
+            elif key in ("items", "additionalProperties"):
+                yield from iter_object_schemas(value, f"{path}[]")
+            elif key in ("anyOf", "oneOf", "allOf") and isinstance(value, list):
+                for index, sub in enumerate(value):
+                    yield from iter_object_schemas(sub, f"{path}|{index}")
+
+
+def close_object_schemas(schema: dict[str, Any]) -> dict[str, Any]:
+    """Return a copy of ``schema`` in which every object schema has ``additionalProperties: false``."""
+    closed = copy.deepcopy(schema)
+    for _, node in iter_object_schemas(closed):
+        node["additionalProperties"] = False
+    return closed
+
+
+def parse_catalog(document: Mapping[str, Any]) -> Catalog:
+    """Build the catalog from the JSON document.
+
+    Raises:
+        ValueError: the document does not list exactly :data:`TOOL_NAMES` with complete annotations.
+    """
+    tools: list[ToolSpec] = []
+    for entry in document["tools"]:
+        annotations = {key: bool(entry["annotations"][key]) for key in _ANNOTATION_KEYS}
+        if annotations["openWorldHint"]:
+            raise ValueError(f"{entry['name']}: openWorldHint must be false")
+        schema = close_object_schemas(entry["inputSchema"])
+        if schema.get("type") != "object":
+            raise ValueError(f"{entry['name']}: input schema must describe an object")
+        tools.append(
+            ToolSpec(
+                name=entry["name"],
+                title=entry["title"],
+                description=entry["description"],
+                annotations=annotations,
+                input_schema=schema,
+                properties=tuple(schema.get("properties", {})),
+            )
+        )
+    names = tuple(tool.name for tool in tools)
+    if sorted(names) != sorted(TOOL_NAMES) or len(set(names)) != len(names):
+        raise ValueError(f"the schema file must list exactly the 15 tools, got {names}")
+    by_name = {tool.name: tool for tool in tools}
+    envelope = close_object_schemas(document["envelope"])
+    return Catalog(tools=tuple(by_name[name] for name in TOOL_NAMES), envelope_schema=envelope)
+
+
+@cache
+def load_catalog() -> Catalog:
+    """The packaged catalog, parsed once per process."""
+    text = resources.files(__package__ or "intentloop.mcp").joinpath(SCHEMA_FILE).read_text(encoding="utf-8")
+    return parse_catalog(json.loads(text))
+
+
+__all__ = [
+    "TOOL_NAMES",
+    "Catalog",
+    "ToolSpec",
+    "close_object_schemas",
+    "iter_object_schemas",
+    "load_catalog",
+    "parse_catalog",
+]

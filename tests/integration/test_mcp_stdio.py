@@ -1,0 +1,316 @@
+"""The real stdio server as a subprocess (``python -m intentloop.mcp``), driven by the official MCP client and by raw
+JSON-RPC lines: capabilities in both eras, the tool list, the resource, every project-root branch, a clean stdout,
+and a prompt exit on stdin EOF, SIGINT and SIGTERM.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import pytest
+import trio
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from intentloop.mcp import TOOL_NAMES
+from intentloop.model import project_id_for
+
+META_KEY = "codex/sandbox-state-meta"
+SERVE = [sys.executable, "-m", "intentloop.mcp"]
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
+}
+# The real service behind a wrapper that writes to stdout in every way a careless library could.
+NOISY_SERVER = """
+import os, subprocess, sys
+from intentloop.mcp.server import build_server
+from intentloop.mcp.stdio import serve_stdio
+from intentloop.service import IntentService
+
+class Noisy:
+    def __init__(self):
+        self.inner = IntentService()
+
+    async def dispatch(self, tool, arguments, **kwargs):
+        print("stray print from a handler")
+        sys.stdout.flush()
+        os.write(1, b"stray write to fd 1\\n")
+        subprocess.run(["echo", "stray output of a child"], check=True)
+        return await self.inner.dispatch(tool, arguments, **kwargs)
+
+raise SystemExit(serve_stdio(build_server(Noisy())))
+"""
+
+
+@pytest.fixture
+def data_root(tmp_path: Path) -> Path:
+    root = tmp_path / "data"
+    root.mkdir(mode=0o700)
+    return root
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def other_project(tmp_path: Path) -> Path:
+    root = tmp_path / "other"
+    root.mkdir()
+    return root
+
+
+def _params(data_root: Path, command: list[str] = SERVE) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=command[0], args=command[1:], env={"INTENT_LOOP_DATA_DIR": str(data_root)}, cwd=str(data_root)
+    )
+
+
+def _roots(*uris: str) -> Callable[[Any], Any]:
+    async def callback(ctx: Any) -> types.ListRootsResult:
+        return types.ListRootsResult(roots=[types.Root(uri=uri) for uri in uris])
+
+    return callback
+
+
+async def _status(client: Client, arguments: dict[str, Any], meta: Any = None) -> dict[str, Any]:
+    result = await client.call_tool("intent_status", arguments, meta=meta)
+    envelope = result.structured_content
+    assert isinstance(envelope, dict)
+    assert json.loads(result.content[0].text) == envelope  # type: ignore[union-attr]
+    assert result.is_error is (not envelope["ok"])
+    return envelope
+
+
+def _code(envelope: dict[str, Any]) -> str:
+    assert envelope["ok"] is False, envelope
+    return str(envelope["error"]["code"])
+
+
+# ---------------------------------------------------------------------------------------- through the SDK client
+async def test_handshake_era_capabilities_tools_and_resource(data_root: Path) -> None:
+    async with Client(_params(data_root), mode="legacy") as client:
+        assert client.protocol_version == "2025-11-25"
+        assert client.server_capabilities.experimental == {META_KEY: {}}
+        assert client.server_info is not None and client.server_info.name == "intent-loop"
+        tools = (await client.list_tools()).tools
+        assert [tool.name for tool in tools] == list(TOOL_NAMES)
+        for tool in tools:
+            _assert_closed(tool.input_schema, tool.name)
+            assert tool.output_schema is not None and tool.output_schema["additionalProperties"] is False
+            assert set(tool.output_schema["required"]) == {"ok", "schema_version", "operation", "project_id", "task_id"}
+            hints = tool.annotations
+            assert hints is not None and hints.open_world_hint is False
+            assert isinstance(hints.read_only_hint, bool) and isinstance(hints.destructive_hint, bool)
+            assert isinstance(hints.idempotent_hint, bool)
+        (content,) = (await client.read_resource("intent-loop://skill/intent")).contents
+        assert isinstance(content, types.TextResourceContents) and content.mime_type == "text/markdown"
+        assert "/intent forget" in content.text
+
+
+def _assert_closed(schema: Any, where: str) -> None:
+    if isinstance(schema, dict):
+        if schema.get("type") == "object" or "properties" in schema:
+            assert schema.get("additionalProperties") is False, where
+        for key, value in schema.items():
+            _assert_closed(value, f"{where}/{key}")
+    elif isinstance(schema, list):
+        for index, value in enumerate(schema):
+            _assert_closed(value, f"{where}[{index}]")
+
+
+async def test_discover_era_capabilities_and_a_call(data_root: Path, project: Path) -> None:
+    async with Client(_params(data_root)) as client:  # mode "auto": server/discover, then the 2026-07-28 era
+        assert client.protocol_version == "2026-07-28"
+        assert client.server_capabilities.experimental == {META_KEY: {}}
+        envelope = await _status(client, {}, meta={META_KEY: {"sandboxCwd": project.as_uri()}})
+        assert envelope["ok"] is True
+        assert envelope["project_id"] == project_id_for(str(project.resolve()))
+
+
+async def test_root_from_sandbox_metadata(data_root: Path, project: Path, other_project: Path, tmp_path: Path) -> None:
+    expected = project_id_for(str(project.resolve()))
+    async with Client(_params(data_root), mode="legacy") as client:
+        for cwd in (project.as_uri(), str(project)):
+            meta = {META_KEY: {"sandboxCwd": cwd, "permissionProfile": {}, "useLegacyLandlock": False, "new": 1}}
+            envelope = await _status(client, {}, meta=meta)
+            assert envelope["ok"] is True and envelope["project_id"] == expected, cwd
+        uri_meta = {META_KEY: {"sandboxCwd": project.as_uri()}}
+        assert (await _status(client, {"project_root": str(project)}, meta=uri_meta))["ok"] is True
+        # rejections, each beside the positive controls above
+        for bad in ({"sandboxCwd": "relative"}, {"sandboxCwd": "https://x/y"}, {"permissionProfile": {}}, "file:///"):
+            assert _code(await _status(client, {}, meta={META_KEY: bad})) == "PROJECT_ROOT_METADATA_INVALID"
+        mismatch = await _status(client, {"project_root": str(other_project)}, meta=uri_meta)
+        assert _code(mismatch) == "PROJECT_ROOT_MISMATCH"
+        invalid = await _status(client, {"project_root": str(tmp_path / "missing")}, meta=uri_meta)
+        assert _code(invalid) == "PROJECT_ROOT_INVALID"
+
+
+async def test_root_from_argument_and_none(data_root: Path, project: Path, tmp_path: Path) -> None:
+    async with Client(_params(data_root), mode="legacy") as client:
+        envelope = await _status(client, {"project_root": str(project)})
+        assert envelope["ok"] is True and envelope["project_id"] == project_id_for(str(project.resolve()))
+        assert _code(await _status(client, {"project_root": str(tmp_path / "missing")})) == "PROJECT_ROOT_INVALID"
+        assert _code(await _status(client, {"project_root": 5})) == "INVALID_ARGUMENTS"
+        with trio.fail_after(1):  # no roots capability: answered at once, not after the roots timeout
+            none = await _status(client, {})
+        assert _code(none) == "PROJECT_ROOT_REQUIRED" and none["project_id"] is None
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_root_from_exactly_one_client_root(
+    data_root: Path, project: Path, other_project: Path, mode: str
+) -> None:
+    async with Client(_params(data_root), mode=mode, list_roots_callback=_roots(project.as_uri())) as client:
+        envelope = await _status(client, {})
+        assert envelope["ok"] is True and envelope["project_id"] == project_id_for(str(project.resolve()))
+    two = _roots(project.as_uri(), other_project.as_uri())
+    async with Client(_params(data_root), mode=mode, list_roots_callback=two) as client:
+        assert _code(await _status(client, {})) == "PROJECT_ROOT_REQUIRED"
+
+
+# ------------------------------------------------------------------------------------------------- raw wire
+class RawServer:
+    """A server subprocess spoken to with raw JSON-RPC lines; keeps every stdout byte it reads."""
+
+    def __init__(self, command: list[str], data_root: Path) -> None:
+        env = {**os.environ, "INTENT_LOOP_DATA_DIR": str(data_root)}
+        self.proc = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=data_root
+        )
+        self.stdout_lines: list[bytes] = []
+
+    def send(self, message: dict[str, Any] | bytes) -> None:
+        assert self.proc.stdin is not None
+        data = message if isinstance(message, bytes) else json.dumps(message).encode() + b"\n"
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def answer(self, request_id: int, timeout: float = 10) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([self.proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                break
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            self.stdout_lines.append(line)
+            message = json.loads(line)
+            if message.get("id") == request_id:
+                return dict(message)
+        raise AssertionError(f"no answer to request {request_id}")
+
+    def initialize(self) -> None:
+        self.send(INIT)
+        assert "result" in self.answer(1)
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def finish(self, timeout: float = 5) -> tuple[int, bytes]:
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        code = self.proc.wait(timeout)
+        self.stdout_lines.extend(self.proc.stdout.read().splitlines(keepends=True))
+        return code, self.proc.stderr.read()
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
+@pytest.fixture
+def raw_server(data_root: Path) -> Any:
+    started: list[RawServer] = []
+
+    def start(command: list[str] = SERVE) -> RawServer:
+        server = RawServer(command, data_root)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.kill()
+
+
+def _call(name: str, arguments: Any, request_id: int) -> dict[str, Any]:
+    params: dict[str, Any] = {"name": name}
+    if arguments is not None:
+        params["arguments"] = arguments
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+
+
+def test_stdout_carries_only_json_rpc_even_when_a_handler_prints(raw_server: Any, project: Path) -> None:
+    server = raw_server([sys.executable, "-c", NOISY_SERVER])
+    server.initialize()
+    server.send(_call("intent_status", {"project_root": str(project)}, 2))
+    envelope = server.answer(2)["result"]["structuredContent"]
+    assert envelope["ok"] is True
+    server.proc.stdin.close()
+    code, stderr = server.finish()
+    assert code == 0
+    for line in server.stdout_lines:
+        message = json.loads(line)
+        assert message["jsonrpc"] == "2.0" and ("id" in message or "method" in message), line
+    # positive control: the handler really printed, and it all went to stderr
+    assert b"stray print from a handler" in stderr
+    assert b"stray write to fd 1" in stderr and b"stray output of a child" in stderr
+
+
+@pytest.mark.parametrize("arguments", [[1], "x", 3, None])
+def test_arguments_that_are_not_an_object_over_the_wire(raw_server: Any, project: Path, arguments: Any) -> None:
+    server = raw_server()
+    server.initialize()
+    server.send(_call("intent_status", arguments, 2))
+    envelope = server.answer(2)["result"]["structuredContent"]
+    expected = "PROJECT_ROOT_REQUIRED" if arguments is None else "INVALID_ARGUMENTS"
+    assert _code(envelope) == expected
+    server.send(_call("intent_status", {"project_root": str(project)}, 3))
+    assert server.answer(3)["result"]["structuredContent"]["ok"] is True
+
+
+def test_a_malformed_line_does_not_end_the_session(raw_server: Any, project: Path) -> None:
+    server = raw_server()
+    server.initialize()
+    server.send(b"this is not json\n")
+    server.send(_call("intent_status", {"project_root": str(project)}, 2))
+    assert server.answer(2)["result"]["structuredContent"]["ok"] is True
+
+
+@pytest.mark.parametrize("how", ["eof", "SIGINT", "SIGTERM", "SIGINT+SIGTERM"])
+def test_server_exits_within_one_second(raw_server: Any, how: str) -> None:
+    server = raw_server()
+    server.initialize()
+    started = time.monotonic()
+    if how == "eof":
+        server.proc.stdin.close()
+    else:
+        for index, name in enumerate(how.split("+")):
+            if index:
+                time.sleep(0.1)  # Claude Code sends SIGINT, then SIGTERM about 100 ms later
+            if server.proc.poll() is None:
+                server.proc.send_signal(getattr(signal, name))
+    code, stderr = server.finish(timeout=5)
+    elapsed = time.monotonic() - started
+    assert elapsed < 1.0, f"{how}: exited after {elapsed:.2f} s"
+    assert code == 0, stderr
+    assert b"Traceback" not in stderr

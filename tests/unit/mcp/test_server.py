@@ -1,0 +1,409 @@
+"""The server in memory, over real JSON-RPC framing, in both protocol eras, with a fake service."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import pytest
+import trio
+from mcp import Client
+from mcp.server import Server
+from mcp.shared.exceptions import MCPError
+
+from intentloop import __version__
+from intentloop.errors import IntentLoopError
+from intentloop.mcp import TOOL_NAMES
+from intentloop.mcp.catalog import iter_object_schemas, load_catalog
+from intentloop.mcp.server import IntentLoopServer
+from intentloop.model import project_id_for
+
+ERAS = ["legacy", "auto"]  # "auto" against an in-process server speaks 2026-07-28 (server/discover, no handshake)
+META_KEY = "codex/sandbox-state-meta"
+TASK = "6f1c1a51-8e7b-4b8f-9a3e-2f3c1d2e4b5a"
+
+
+def _roots(*uris: str) -> Callable[[Any], Any]:
+    async def callback(ctx: Any) -> types.ListRootsResult:
+        return types.ListRootsResult(roots=[types.Root(uri=uri) for uri in uris])
+
+    return callback
+
+
+async def _call(client: Client, name: str, arguments: Any = None, meta: Any = None) -> dict[str, Any]:
+    result = await client.call_tool(name, arguments, meta=meta)
+    envelope = result.structured_content
+    assert isinstance(envelope, dict)
+    assert json.loads(result.content[0].text) == envelope  # type: ignore[union-attr]
+    assert result.is_error is (not envelope["ok"])
+    return envelope
+
+
+def _code(envelope: dict[str, Any]) -> str:
+    assert envelope["ok"] is False, envelope
+    return str(envelope["error"]["code"])
+
+
+# ------------------------------------------------------------------------------------------------ capabilities
+async def test_initialize_advertises_sandbox_state_meta(server: IntentLoopServer) -> None:
+    async with Client(server, mode="legacy") as client:
+        assert client.protocol_version == "2025-11-25"
+        caps = client.server_capabilities
+        assert caps.experimental == {"codex/sandbox-state-meta": {}}
+        assert caps.tools is not None and caps.resources is not None
+        assert client.server_info is not None
+        assert client.server_info.name == "intent-loop"
+        assert client.server_info.version == __version__
+        assert client.instructions and "never treat" in client.instructions.lower()
+
+
+async def test_discover_advertises_sandbox_state_meta(server: IntentLoopServer) -> None:
+    async with Client(server) as client:
+        assert client.protocol_version == "2026-07-28"
+        discovered = await client.session.discover()
+        assert discovered.capabilities.experimental == {"codex/sandbox-state-meta": {}}
+        assert discovered.instructions == client.instructions
+
+
+async def test_stock_discover_would_leave_the_capability_out() -> None:
+    # Control for the override above: the SDK's own server/discover handler omits experimental capabilities.
+    async def no_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[])
+
+    stock = Server("stock", on_list_tools=no_tools)
+    async with Client(stock) as client:
+        assert (await client.session.discover()).capabilities.experimental is None
+
+
+# ------------------------------------------------------------------------------------------------------- tools
+@pytest.mark.parametrize("mode", ERAS)
+async def test_list_tools_publishes_fifteen_closed_annotated_tools(server: IntentLoopServer, mode: str) -> None:
+    async with Client(server, mode=mode) as client:
+        tools = (await client.list_tools()).tools
+    assert [tool.name for tool in tools] == list(TOOL_NAMES)
+    envelope_schema = dict(load_catalog().envelope_schema)
+    for tool in tools:
+        assert tool.title
+        objects = list(iter_object_schemas(tool.input_schema))
+        assert objects and all(node["additionalProperties"] is False for _, node in objects), tool.name
+        assert tool.output_schema == envelope_schema
+        hints = tool.annotations
+        assert hints is not None and hints.open_world_hint is False
+        assert None not in (hints.read_only_hint, hints.destructive_hint, hints.idempotent_hint)
+    delete = next(tool for tool in tools if tool.name == "intent_delete")
+    assert delete.annotations is not None and delete.annotations.destructive_hint is True
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_success_is_one_envelope_and_the_service_gets_the_canonical_root(
+    server: IntentLoopServer, service: Any, project: Path, mode: str
+) -> None:
+    alias = project.parent / "alias"
+    alias.symlink_to(project)
+    async with Client(server, mode=mode) as client:
+        envelope = await _call(client, "intent_get_snapshot", {"project_root": str(alias), "task_id": TASK})
+    canonical = str(project.resolve())
+    assert envelope == {
+        "ok": True,
+        "schema_version": 1,
+        "operation": "intent_get_snapshot",
+        "project_id": project_id_for(canonical),
+        "task_id": TASK,
+        "result": {"task_id": TASK, "answer": 42},
+    }
+    (call,) = service.calls
+    assert call == {
+        "tool": "intent_get_snapshot",
+        "arguments": {"task_id": TASK},
+        "project_root": canonical,
+        "project_id": project_id_for(canonical),
+    }
+
+
+async def test_task_id_falls_back_to_the_result(server: IntentLoopServer, service: Any, project: Path) -> None:
+    async with Client(server, mode="legacy") as client:
+        envelope = await _call(client, "intent_start_task", {"project_root": str(project)})
+        assert envelope["task_id"] == TASK
+        service.result = [{"task_id": TASK}]
+        envelope = await _call(client, "intent_status", {"project_root": str(project)})
+        assert envelope["task_id"] is None and envelope["result"] == [{"task_id": TASK}]
+
+
+async def test_service_errors_keep_their_code_and_the_project(
+    server: IntentLoopServer, service: Any, project: Path
+) -> None:
+    service.raises = IntentLoopError("lock busy", code="LOCK_TIMEOUT")
+    async with Client(server, mode="legacy") as client:
+        envelope = await _call(client, "intent_status", {"project_root": str(project), "task_id": TASK})
+    assert envelope["error"] == {"code": "LOCK_TIMEOUT", "message": "lock busy", "retryable": True}
+    assert envelope["project_id"] == project_id_for(str(project.resolve()))
+    assert envelope["task_id"] == TASK
+
+
+async def test_unexpected_exceptions_are_internal_errors_without_details(
+    server: IntentLoopServer, service: Any, project: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    service.raises = RuntimeError("secret detail /home/u/.ssh")
+    async with Client(server, mode="legacy") as client:
+        envelope = await _call(client, "intent_status", {"project_root": str(project)})
+    assert _code(envelope) == "INTERNAL_ERROR"
+    assert "secret" not in json.dumps(envelope) and "Traceback" not in json.dumps(envelope)
+    assert "secret detail" in caplog.text  # the operator still finds it in the server log
+
+
+async def test_unknown_tool_is_invalid_arguments(server: IntentLoopServer, service: Any, project: Path) -> None:
+    async with Client(server, mode="legacy") as client:
+        envelope = await _call(client, "intent_frobnicate", {"project_root": str(project)})
+        assert _code(envelope) == "INVALID_ARGUMENTS"
+        assert "intent_frobnicate" in envelope["error"]["message"]
+        assert envelope["operation"] == "intent_frobnicate"
+        assert service.calls == []
+        assert (await _call(client, "intent_status", {"project_root": str(project)}))["ok"] is True
+
+
+@pytest.mark.parametrize("arguments", [[1, 2], "text", 7, True])
+async def test_arguments_that_are_not_an_object(
+    server: IntentLoopServer, service: Any, raw: Any, project: Path, arguments: Any
+) -> None:
+    async with raw(server) as session:
+        answer = await session.request("tools/call", {"name": "intent_status", "arguments": arguments})
+        envelope = answer["result"]["structuredContent"]
+        assert answer["result"]["isError"] is True
+        assert _code(envelope) == "INVALID_ARGUMENTS"
+        assert envelope["error"]["message"].startswith("Expected `object`, got `")
+        assert service.calls == []
+        # positive control on the same connection: an object goes through
+        answer = await session.request(
+            "tools/call", {"name": "intent_status", "arguments": {"project_root": str(project)}}
+        )
+        assert answer["result"]["structuredContent"]["ok"] is True
+
+
+async def test_absent_arguments_count_as_empty(server: IntentLoopServer, raw: Any, project: Path) -> None:
+    async with raw(server) as session:
+        answer = await session.request("tools/call", {"name": "intent_status"})
+        assert _code(answer["result"]["structuredContent"]) == "PROJECT_ROOT_REQUIRED"
+        meta = {META_KEY: {"sandboxCwd": project.as_uri()}}
+        answer = await session.request("tools/call", {"name": "intent_status", "_meta": meta})
+        assert answer["result"]["structuredContent"]["ok"] is True
+
+
+@pytest.mark.parametrize("tool", TOOL_NAMES)
+async def test_unknown_top_level_key_on_every_tool(server: IntentLoopServer, service: Any, tool: str) -> None:
+    async with Client(server, mode="legacy") as client:
+        # no project root at all: the unknown key is still what gets reported
+        envelope = await _call(client, tool, {"definitely_not_a_field": 1})
+        assert _code(envelope) == "INVALID_ARGUMENTS"
+        assert "`definitely_not_a_field`" in envelope["error"]["message"]
+        assert envelope["project_id"] is None
+        assert service.calls == []
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_arguments_are_decoded_before_the_root_is_resolved(
+    server: IntentLoopServer, service: Any, project: Path, mode: str
+) -> None:
+    bad = {"task_id": TASK, "max_characters": "600"}
+    async with Client(server, mode=mode, list_roots_callback=_roots(project.as_uri())) as client:
+        # neither a missing root, nor malformed metadata, nor a client round trip comes first
+        envelope = await _call(client, "intent_get_snapshot", bad)
+        assert _code(envelope) == "INVALID_ARGUMENTS"
+        assert "`$.max_characters`" in envelope["error"]["message"]
+        envelope = await _call(client, "intent_get_snapshot", bad, meta={META_KEY: {"sandboxCwd": 1}})
+        assert _code(envelope) == "INVALID_ARGUMENTS"
+        nested = {"task_id": TASK, "request_id": "r", "statement": "s", "facets": ["outcome"], "confidence": 0.5}
+        envelope = await _call(client, "intent_add_inference", {**nested, "source_ref": {"kind": "x", "event_id": "e"}})
+        assert _code(envelope) == "INVALID_ARGUMENTS" and "`$.source_ref.kind`" in envelope["error"]["message"]
+        assert service.calls == []
+        # positive control: the same call with a valid value reaches the service through the client's root
+        good = await _call(client, "intent_get_snapshot", {"task_id": TASK, "max_characters": 600})
+        assert good["ok"] is True and service.calls[0]["project_root"] == str(project.resolve())
+
+
+async def test_a_custom_decoder_is_used(make_server: Callable[..., IntentLoopServer], project: Path) -> None:
+    seen: list[tuple[str, Any]] = []
+
+    def decode(tool: str, arguments: Any) -> object:
+        seen.append((tool, arguments))
+        if "veto" in arguments:
+            raise IntentLoopError("vetoed - at `$.veto`", code="INVALID_ARGUMENTS")
+        return arguments
+
+    server = make_server(decode=decode)
+    async with Client(server, mode="legacy") as client:
+        assert _code(await _call(client, "intent_status", {"veto": 1})) == "INVALID_ARGUMENTS"
+        assert (await _call(client, "intent_status", {"project_root": str(project)}))["ok"] is True
+    assert seen == [("intent_status", {"veto": 1}), ("intent_status", {"project_root": str(project)})]
+
+
+@pytest.mark.parametrize("tool", TOOL_NAMES)
+async def test_wrong_project_root_type_on_every_tool(server: IntentLoopServer, service: Any, tool: str) -> None:
+    async with Client(server, mode="legacy") as client:
+        meta = {META_KEY: {"sandboxCwd": "file:///"}}
+        envelope = await _call(client, tool, {"project_root": 42}, meta=meta)
+        assert _code(envelope) == "INVALID_ARGUMENTS"
+        assert "`$.project_root`" in envelope["error"]["message"]
+        assert service.calls == []
+
+
+# ----------------------------------------------------------------------------------------------- project root
+@pytest.mark.parametrize("mode", ERAS)
+async def test_sandbox_cwd_as_uri_and_as_path(server: IntentLoopServer, service: Any, project: Path, mode: str) -> None:
+    expected = project_id_for(str(project.resolve()))
+    async with Client(server, mode=mode) as client:
+        for cwd in (project.as_uri(), str(project)):
+            meta = {META_KEY: {"sandboxCwd": cwd, "permissionProfile": {"kind": "x"}, "futureKey": [1]}}
+            envelope = await _call(client, "intent_status", {}, meta=meta)
+            assert envelope["ok"] is True and envelope["project_id"] == expected
+        fallback = {"codex/sandbox-state": {"sandboxCwd": project.as_uri()}}
+        assert (await _call(client, "intent_status", {}, meta=fallback))["project_id"] == expected
+    assert [call["project_root"] for call in service.calls] == [str(project.resolve())] * 3
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_malformed_sandbox_metadata_is_refused_before_the_service(
+    server: IntentLoopServer, service: Any, project: Path, mode: str
+) -> None:
+    async with Client(server, mode=mode) as client:
+        for bad in ({"sandboxCwd": "relative/dir"}, {"sandboxPolicy": {}}, "file:///x", {"sandboxCwd": 3}):
+            envelope = await _call(client, "intent_status", {"project_root": str(project)}, meta={META_KEY: bad})
+            assert _code(envelope) == "PROJECT_ROOT_METADATA_INVALID", bad
+            assert envelope["project_id"] is None
+    assert service.calls == []
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_explicit_root_must_match_the_sandbox(
+    server: IntentLoopServer, service: Any, project: Path, other_project: Path, tmp_path: Path, mode: str
+) -> None:
+    meta = {META_KEY: {"sandboxCwd": project.as_uri()}}
+    async with Client(server, mode=mode) as client:
+        mismatch = await _call(client, "intent_status", {"project_root": str(other_project)}, meta=meta)
+        assert _code(mismatch) == "PROJECT_ROOT_MISMATCH"
+        invalid = await _call(client, "intent_status", {"project_root": str(tmp_path / "nope")}, meta=meta)
+        assert _code(invalid) == "PROJECT_ROOT_INVALID"
+        assert service.calls == []
+        same = await _call(client, "intent_status", {"project_root": str(project) + "/"}, meta=meta)
+        assert same["ok"] is True
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_project_root_argument(
+    server: IntentLoopServer, service: Any, project: Path, tmp_path: Path, mode: str
+) -> None:
+    async with Client(server, mode=mode) as client:
+        assert (await _call(client, "intent_status", {"project_root": str(project)}))["ok"] is True
+        missing = await _call(client, "intent_status", {"project_root": str(tmp_path / "nope")})
+        assert _code(missing) == "PROJECT_ROOT_INVALID"
+        relative = await _call(client, "intent_status", {"project_root": "relative/dir"})
+        assert _code(relative) == "PROJECT_ROOT_INVALID"
+    assert len(service.calls) == 1
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_exactly_one_client_root(server: IntentLoopServer, service: Any, project: Path, mode: str) -> None:
+    async with Client(server, mode=mode, list_roots_callback=_roots(project.as_uri())) as client:
+        envelope = await _call(client, "intent_status", {})
+    assert envelope["ok"] is True
+    assert envelope["project_id"] == project_id_for(str(project.resolve()))
+    assert service.calls[0]["project_root"] == str(project.resolve())
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_two_client_roots_are_ambiguous(
+    server: IntentLoopServer, service: Any, project: Path, other_project: Path, mode: str
+) -> None:
+    callback = _roots(project.as_uri(), other_project.as_uri())
+    async with Client(server, mode=mode, list_roots_callback=callback) as client:
+        assert _code(await _call(client, "intent_status", {})) == "PROJECT_ROOT_REQUIRED"
+        # the argument still works beside ambiguous roots
+        assert (await _call(client, "intent_status", {"project_root": str(other_project)}))["ok"] is True
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_sandbox_beats_client_roots(
+    server: IntentLoopServer, service: Any, project: Path, other_project: Path, mode: str
+) -> None:
+    meta = {META_KEY: {"sandboxCwd": project.as_uri()}}
+    async with Client(server, mode=mode, list_roots_callback=_roots(other_project.as_uri())) as client:
+        envelope = await _call(client, "intent_status", {}, meta=meta)
+    assert envelope["project_id"] == project_id_for(str(project.resolve()))
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_no_root_anywhere_is_required_and_does_not_wait(server: IntentLoopServer, mode: str) -> None:
+    async with Client(server, mode=mode) as client:
+        with trio.fail_after(1):
+            envelope = await _call(client, "intent_status", {})
+    assert _code(envelope) == "PROJECT_ROOT_REQUIRED"
+    assert envelope["project_id"] is None
+
+
+async def test_a_client_that_never_answers_roots_is_bounded(
+    make_server: Callable[..., IntentLoopServer], project: Path
+) -> None:
+    async def never(ctx: Any) -> types.ListRootsResult:
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    server = make_server(roots_timeout=0.2)
+    async with Client(server, mode="legacy", list_roots_callback=never) as client:
+        with trio.fail_after(2):
+            envelope = await _call(client, "intent_status", {})
+            assert _code(envelope) == "PROJECT_ROOT_REQUIRED"
+            # positive control: the same connection still serves an explicit root
+            assert (await _call(client, "intent_status", {"project_root": str(project)}))["ok"] is True
+
+
+async def test_a_client_whose_roots_fail_gets_root_required(server: IntentLoopServer) -> None:
+    async def refuse(ctx: Any) -> types.ErrorData:
+        return types.ErrorData(code=-32603, message="no roots here")
+
+    async with Client(server, mode="legacy", list_roots_callback=refuse) as client:
+        assert _code(await _call(client, "intent_status", {})) == "PROJECT_ROOT_REQUIRED"
+
+
+# ---------------------------------------------------------------------------------------------------- outputs
+async def test_the_client_validates_answers_against_the_envelope_schema(
+    server: IntentLoopServer, project: Path
+) -> None:
+    async with Client(server, mode="legacy") as client:
+        good = await client.call_tool("intent_status", {"project_root": str(project)})  # validated by the client
+        await client.session.validate_tool_result("intent_status", good)
+        bad = types.CallToolResult(content=[], structured_content={"ok": True, "schema_version": 2})
+        with pytest.raises(RuntimeError, match="Invalid structured content"):
+            await client.session.validate_tool_result("intent_status", bad)
+
+
+# --------------------------------------------------------------------------------------------------- resource
+@pytest.mark.parametrize("mode", ERAS)
+async def test_skill_resource_is_listed_and_served(server: IntentLoopServer, mode: str) -> None:
+    async with Client(server, mode=mode) as client:
+        (resource,) = (await client.list_resources()).resources
+        assert str(resource.uri) == "intent-loop://skill/intent"
+        assert resource.name == "intent-skill" and resource.mime_type == "text/markdown"
+        (content,) = (await client.read_resource("intent-loop://skill/intent")).contents
+    assert isinstance(content, types.TextResourceContents)
+    assert content.mime_type == "text/markdown"
+    assert content.text.startswith("---\nname: intent\n")
+    repo_skill = Path(__file__).resolve().parents[3] / "skills" / "intent" / "SKILL.md"
+    assert content.text == repo_skill.read_text(encoding="utf-8")
+
+
+async def test_missing_skill_is_skill_not_found(make_server: Callable[..., IntentLoopServer], tmp_path: Path) -> None:
+    server = make_server(skill_paths=[tmp_path / "nowhere" / "SKILL.md"])
+    async with Client(server, mode="legacy") as client:
+        with pytest.raises(MCPError) as exc:
+            await client.read_resource("intent-loop://skill/intent")
+        assert exc.value.error.data["code"] == "SKILL_NOT_FOUND"
+        assert "SKILL_NOT_FOUND" in exc.value.error.message
+
+
+async def test_unknown_resource_uri(server: IntentLoopServer) -> None:
+    async with Client(server, mode="legacy") as client:
+        with pytest.raises(MCPError) as exc:
+            await client.read_resource("intent-loop://skill/other")
+        assert exc.value.error.code == -32002
