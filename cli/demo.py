@@ -104,10 +104,8 @@ async def _tour(out: Output, setup: _Setup) -> None:
     _step(out, 1, "Start `intentloop serve` and connect the official MCP client over stdio")
     async with open_demo_session([*setup.program, "serve"], setup.env) as session:
         facts = session.facts
-        out.line(
-            f"   connected to {facts.name} {facts.version} (protocol {facts.protocol_version}), "
-            f"{len(facts.tools)} tools: {', '.join(t.removeprefix('intent_') for t in facts.tools)}"
-        )
+        out.line(f"   connected to {facts.name} {facts.version} over MCP {facts.protocol_version}")
+        out.line(f"   {len(facts.tools)} tools, intent_status ... intent_delete; this tour uses five of them")
         task_id, project_id = await _start_task(out, session, setup)
         await _add_agent_records(out, session, setup, task_id)
         await _show_snapshot(out, session, setup, task_id)
@@ -287,8 +285,10 @@ async def _crash_and_repair(out: Output, session: DemoSession, setup: _Setup, ta
     raw_kept = [p for p in store.quarantine_dir.iterdir() if p.suffix != ".json"] if records else []
     summaries = [json.loads(p.read_bytes()) for p in records]
     for summary in summaries:
-        shown = {k: summary.get(k) for k in ("byte_length", "sha256", "observed_at") if k in summary}
-        out.line(f"   quarantine/ summary: {json.dumps(shown)}")
+        out.line(
+            f"   quarantine/ holds a summary: byte_length {summary.get('byte_length')}, "
+            f"sha256 {str(summary.get('sha256'))[:16]}..., observed_at {summary.get('observed_at')}"
+        )
     _checks(
         out,
         [

@@ -8,8 +8,7 @@ and acts on exactly the prefix the store verified.
 from recovery.export import ExportResult, export_verified_prefix
 from recovery.inventory import (
     ProjectSummary,
-    count_candidates,
-    count_tasks,
+    count_tasks_and_candidates,
     list_project_ids,
     summarize_all,
     summarize_project,
@@ -26,8 +25,7 @@ __all__ = [
     "VerifyReport",
     "check_bytes",
     "check_ledger",
-    "count_candidates",
-    "count_tasks",
+    "count_tasks_and_candidates",
     "export_verified_prefix",
     "list_project_ids",
     "quarantine_damaged_suffix",

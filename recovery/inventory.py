@@ -112,15 +112,15 @@ def summarize_project(store: ProjectStore) -> ProjectSummary:
             code=exc.code,
         )
     report = check.report
-    events = check.verification.events
+    tasks, candidates = count_tasks_and_candidates(check.verification.events)
     return ProjectSummary(
         project_id=store.project_id,
         project_exists=report.project_exists,
         status=report.status,
         intact=report.intact,
         events=report.events,
-        tasks=count_tasks(events),
-        candidates=count_candidates(events),
+        tasks=tasks,
+        candidates=candidates,
         private_controls=controls,
         lock_held=lock_held,
         quarantine_records=report.quarantine_records,
@@ -138,22 +138,13 @@ def summarize_all(data_root: Path, project_ids: Iterable[str]) -> Iterator[Proje
         yield summarize_project(ProjectStore(data_root, project_id))
 
 
-def count_tasks(events: Iterable[Event]) -> int:
-    """Distinct tasks started in ``events`` (deleted tasks are gone from the ledger, so they do not count)."""
-    return len({e.task_id for e in events if e.event_type == "task_started"})
+def count_tasks_and_candidates(events: Iterable[Event]) -> tuple[int, int]:
+    """Started tasks and their candidates (hook observations, long-term candidates, imports), counted on the
+    service's own projection of ``events`` so ``status`` and ``intent_status`` agree."""
+    from intentloop.model import project
 
-
-def count_candidates(events: Iterable[Event]) -> int:
-    """Candidates recorded in ``events``: hook observations, long-term candidates and imported candidates."""
-    total = 0
-    for event in events:
-        payload = event.payload
-        if isinstance(payload.get("candidate"), dict):
-            total += 1
-        imported = payload.get("candidates")
-        if event.event_type == "graph_imported" and isinstance(imported, list):
-            total += len(imported)
-    return total
+    tasks = project(events).tasks.values()
+    return sum(1 for task in tasks if task.started), sum(len(task.candidates) for task in tasks)
 
 
 def _count_json(directory: Path) -> int:
@@ -175,8 +166,7 @@ def _count_json(directory: Path) -> int:
 
 __all__ = [
     "ProjectSummary",
-    "count_candidates",
-    "count_tasks",
+    "count_tasks_and_candidates",
     "list_project_ids",
     "summarize_all",
     "summarize_project",

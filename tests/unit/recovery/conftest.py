@@ -36,10 +36,13 @@ class Project:
                 event_type, payload = "task_started", {"mode": "on", "label": f"task {index}", "initial_claims": []}
             elif index < tasks + candidates:
                 event_type = "source_observed"
-                payload = {
-                    "candidate": {"candidate_id": new_uuid(), "candidate_type": "prompt_update"},
-                    "char_count": 3,
+                candidate = {
+                    "candidate_id": new_uuid(),
+                    "candidate_type": "prompt_update",
+                    "source_ref": {"kind": "user_event", "sha256": sha256_hex(f"turn {index}")},
+                    "created_at": "2026-11-30T01:02:03.456Z",
                 }
+                payload = {"candidate": candidate, "char_count": 3}
             else:
                 event_type, payload = "claim_added", {"claim": {"statement": f"claim number {index}"}}
             draft = EventDraft(
