@@ -11,7 +11,7 @@ from typing import Any
 
 from intentloop.errors import IntentLoopError
 from intentloop.model import Event, EventDraft, ProjectState, TaskState, event_line, new_uuid, rechain
-from intentloop.service._aio_claims import semantic_write
+from intentloop.service._aio_txn import semantic_write
 from intentloop.service._delete import REWRITTEN_BY_DELETE, remove_claim, remove_task, scan_project_files
 from intentloop.service._engine import Ctx, Engine, task_not_found
 from intentloop.service._graph import import_payload, validate_graph
@@ -96,7 +96,7 @@ async def delete(engine: Engine, ctx: Ctx, args: DeleteArgs) -> dict[str, Any]:
         _rewrite(locked, ctx, remove_claim(locked.view.events, task_id, claim_id), claim_id)
         locked.remove_quarantine()
         scanned = scan_project_files(ctx.store.project_dir, [claim_id])
-        engine.state(ctx.project_id, locked.view)
+        engine.state(ctx, locked.view)
     if private is not None:
         events = engine.private.get(ctx.project_id, task_id) or []
         engine.private.replace(ctx.project_id, task_id, remove_claim(events, task_id, claim_id))
@@ -121,7 +121,7 @@ async def _delete_task(engine: Engine, ctx: Ctx, task_id: str, confirmation: str
             locked.remove_control(control.host_session_hash)
         locked.remove_quarantine()
         scanned = scan_project_files(ctx.store.project_dir, [task_id])
-        engine.state(ctx.project_id, locked.view)
+        engine.state(ctx, locked.view)
     engine.private.drop(ctx.project_id, task_id)
     return {"deleted": "task", "task_id": task_id, "persistent_files_scanned": scanned}
 

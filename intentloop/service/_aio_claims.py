@@ -1,19 +1,17 @@
 """The claim operations: add explicit / inference / evidence, mark unknown / dispute, replace, invalidate.
 
-Every one follows the same transaction (:func:`semantic_write`): everything that depends only on the input is checked
-before the lock; under the lock the task's current state decides (idempotency first, then the rules), and at most
-one event is appended. A private task takes the same path against its in-memory ledger.
+Everything that depends only on the input is checked before the lock (a rejected call costs no I/O); the checks that
+need the task's current state run inside :func:`~intentloop.service._aio_txn.semantic_write`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from typing import Any
 
 from intentloop.errors import ConflictError, IntentLoopError
 from intentloop.model import (
     Claim,
-    Event,
     EventDraft,
     ProjectState,
     TaskState,
@@ -27,7 +25,8 @@ from intentloop.model import (
     validate_signal_key,
 )
 from intentloop.model.redaction import js_trim
-from intentloop.service._engine import Ctx, Engine, guard_durable, mode_off, private_active, signal_task_ids
+from intentloop.service._aio_txn import semantic_write
+from intentloop.service._engine import Ctx, Engine, signal_task_ids
 from intentloop.service._rules import (
     OP_INVALIDATE,
     OP_LONG_TERM,
@@ -48,75 +47,6 @@ from intentloop.service.args import (
     opt,
 )
 from intentloop.store import LedgerView
-from intentloop.store.aio import open_locked_ledger
-
-Decide = Callable[[TaskState, ProjectState | None, Callable[[], LedgerView]], list[EventDraft]]
-
-
-def find_duplicate(task: TaskState | None, request_id: str, types: Collection[str], fingerprint: str) -> Event | None:
-    """The event an earlier call with ``request_id`` wrote in this task, when its parameters match.
-
-    Raises:
-        ConflictError: ``REQUEST_ID_REUSED`` when the request id was used with another operation or other parameters.
-    """
-    if task is None:
-        return None
-    event = task.requests.get(request_id)
-    if event is None:
-        return None
-    if event.event_type not in types or event.payload.get("request_fingerprint") != fingerprint:
-        raise ConflictError("request_id was already used with different operation parameters", code="REQUEST_ID_REUSED")
-    return event
-
-
-def require_writable(task: TaskState | None) -> TaskState:
-    """Raises: IntentLoopError ``TASK_NOT_FOUND`` or ``MODE_OFF``."""
-    if task is None or not task.started:
-        raise IntentLoopError("task is not associated with this project", code="TASK_NOT_FOUND")
-    if task.mode == "off":
-        raise mode_off(read=False)
-    return task
-
-
-async def semantic_write(
-    engine: Engine,
-    ctx: Ctx,
-    task_id: str,
-    request_id: str,
-    types: Collection[str],
-    fingerprint: str,
-    decide: Decide,
-) -> Event:
-    """Run one semantic mutation of ``task_id``; returns the event that carries the result (new or original).
-
-    ``decide(task, state, durable_view)`` validates against the current task and returns the drafts to append.
-
-    Raises:
-        IntentLoopError: ``REQUEST_ID_REUSED``, ``TASK_NOT_FOUND``, ``MODE_OFF``, ``PRIVATE_SESSION_ACTIVE``,
-            ``PRIVATE_CONTROL_MISSING``, ``CORRUPT_PRIVATE_STATE``, whatever ``decide`` raises; storage errors.
-    """
-    private = engine.private_task(ctx, task_id)
-    if private is not None:
-        duplicate = find_duplicate(private, request_id, types, fingerprint)
-        if duplicate is not None:
-            return duplicate
-        drafts = decide(require_writable(private), None, ctx.store.read)
-        appended = [engine.private.append(ctx.project_id, task_id, draft) for draft in drafts]
-        return appended[-1]
-    async with open_locked_ledger(ctx.store) as locked:
-        state = engine.state(ctx.project_id, locked.view)
-        task = state.tasks.get(task_id)
-        guard_durable(task)
-        if engine.controls_for(ctx.store.read_controls(), task_id):
-            raise private_active()
-        duplicate = find_duplicate(task, request_id, types, fingerprint)
-        if duplicate is not None:
-            return duplicate
-        view = locked.view
-        drafts = decide(require_writable(task), state, lambda: view)
-        events = locked.append(drafts)
-        engine.state(ctx.project_id, locked.view)
-    return events[-1]
 
 
 def _claim_ids(values: list[str], field: str) -> list[str]:
@@ -393,11 +323,8 @@ __all__ = [
     "add_evidence",
     "add_explicit",
     "add_inference",
-    "find_duplicate",
     "invalidate",
     "mark_dispute",
     "mark_unknown",
     "replace_claim",
-    "require_writable",
-    "semantic_write",
 ]

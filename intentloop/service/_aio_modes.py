@@ -29,7 +29,7 @@ from intentloop.model import (
     validate_source_ref,
 )
 from intentloop.model.redaction import js_trim
-from intentloop.service._aio_claims import find_duplicate
+from intentloop.service._aio_txn import find_duplicate
 from intentloop.service._engine import Ctx, Engine, guard_durable, private_active, task_not_found
 from intentloop.service._rules import OP_SET_MODE, OP_START, check_request_id, check_uuid, start_fingerprint_input
 from intentloop.service.args import InitialExplicitItem, SetModeArgs, StartTaskArgs, opt
@@ -134,7 +134,7 @@ async def start_task(engine: Engine, ctx: Ctx, args: StartTaskArgs) -> dict[str,
     if mode == "private":
         return await _start_private(engine, ctx, task_id, request_id, session, claims, payload)
     async with open_locked_ledger(ctx.store) as locked:
-        state = engine.state(ctx.project_id, locked.view)
+        state = engine.state(ctx, locked.view)
         if session is not None:
             owner = task_for_session(state, session)
             if owner is not None and owner.task_id != task_id:
@@ -166,7 +166,7 @@ async def start_task(engine: Engine, ctx: Ctx, args: StartTaskArgs) -> dict[str,
         locked.append(drafts)
         if holds and session is not None:
             locked.remove_control(session)
-        result = engine.state(ctx.project_id, locked.view).tasks[task_id]
+        result = engine.state(ctx, locked.view).tasks[task_id]
     if session is not None:
         engine.private.drop_session(ctx.project_id, session)
     return engine.snapshot(ctx, result)
@@ -194,7 +194,7 @@ async def _start_private(
             )
         return engine.snapshot(ctx, existing)
     async with open_locked_ledger(ctx.store) as locked:
-        state = engine.state(ctx.project_id, locked.view)
+        state = engine.state(ctx, locked.view)
         task = state.tasks.get(task_id)
         guard_durable(task)
         if task is not None and claims:
@@ -296,8 +296,10 @@ async def _leave_private(
     session: str | None,
 ) -> bool:
     """Append the durable ``mode_set`` (or the recovered ``task_started``) and clear the control; True if recovered."""
+    if not ctx.store.exists():
+        raise task_not_found()
     async with open_locked_ledger(ctx.store) as locked:
-        task = engine.state(ctx.project_id, locked.view).tasks.get(task_id)
+        task = engine.state(ctx, locked.view).tasks.get(task_id)
         guard_durable(task)
         recovered = False
         drafts: list[EventDraft] = []
@@ -327,7 +329,7 @@ async def _leave_private(
         locked.append(drafts)
         if session is not None:
             locked.remove_control(session)
-        engine.state(ctx.project_id, locked.view)
+        engine.state(ctx, locked.view)
     return recovered
 
 
@@ -351,7 +353,7 @@ async def _enter_private(engine: Engine, ctx: Ctx, task_id: str, request_id: str
             "private control does not match the current host session", code="PRIVATE_CONTROL_MISMATCH"
         )
     async with open_locked_ledger(ctx.store) as locked:
-        current = engine.state(ctx.project_id, locked.view).tasks.get(task_id)
+        current = engine.state(ctx, locked.view).tasks.get(task_id)
         guard_durable(current)
         if not (current is not None and current.started) and control is None:
             raise task_not_found()

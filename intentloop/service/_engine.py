@@ -70,7 +70,7 @@ class Engine:
     def __init__(self, data_root_resolver: Callable[[], os.PathLike[str] | str]) -> None:
         self._resolver = data_root_resolver
         self._stores: dict[tuple[str, str], ProjectStore] = {}
-        self._states: dict[str, ProjectState] = {}
+        self._states: dict[ProjectStore, ProjectState] = {}
         self.private = PrivateLedgers()
 
     # ----------------------------------------------------------------------------------------------- stores, views
@@ -83,9 +83,9 @@ class Engine:
             store = self._stores[key] = ProjectStore(root, project_id)
         return Ctx(project_root=project_root, project_id=project_id, store=store)
 
-    def state(self, project_id: str, view: LedgerView) -> ProjectState:
-        """The projection of ``view``, folding only events the cached projection has not seen."""
-        cached = self._states.get(project_id)
+    def state(self, ctx: Ctx, view: LedgerView) -> ProjectState:
+        """The projection of ``view`` (a view of ``ctx.store``), folding only events the cache has not seen."""
+        cached = self._states.get(ctx.store)
         count = len(view.events)
         if cached is not None:
             if cached.event_count == count and cached.head_hash == view.head_hash:
@@ -93,16 +93,12 @@ class Engine:
             if cached.event_count < count and view.events[cached.event_count].prev_hash == cached.head_hash:
                 return project(view.events[cached.event_count :], cached)
         fresh = project(view.events)
-        self._states[project_id] = fresh
+        self._states[ctx.store] = fresh
         return fresh
-
-    def forget(self, project_id: str) -> None:
-        """Drop the cached projection (after a rewrite the next read folds afresh)."""
-        self._states.pop(project_id, None)
 
     def read_state(self, ctx: Ctx) -> tuple[LedgerView, ProjectState]:
         view = ctx.store.read()
-        return view, self.state(ctx.project_id, view)
+        return view, self.state(ctx, view)
 
     # ----------------------------------------------------------------------------------------------- private mode
     def private_state(self, ctx: Ctx, task_id: str) -> ProjectState | None:

@@ -491,3 +491,30 @@ async def test_lock_timeout(h: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: P
         assert (await fresh.snapshot(task))["task_id"] == task  # reads never wait for the lock
     assert await fresh.call("intent_mark_unknown", **_unknown(fresh, task))
     assert os.path.isdir(h.project_dir)
+
+
+async def test_corrupt_trailing_event_is_retryable_and_the_next_write_repairs_it(h: Any) -> None:
+    task = await h.start("x")
+    h.ledger.write_bytes(h.ledger.read_bytes() + b'{"torn')
+    error = await h.fails("CORRUPT_TRAILING_EVENT", "intent_get_snapshot", task_id=task)
+    assert error.retryable
+    assert await h.call("intent_mark_unknown", **_unknown(h, task))
+    assert len((await h.snapshot(task))["unknowns"]) == 1
+
+
+async def test_calls_on_unknown_tasks_create_no_storage(h: Any) -> None:
+    for tool in ("intent_get_snapshot", "intent_list_candidates", "intent_export", "intent_status"):
+        await h.fails("TASK_NOT_FOUND", tool, task_id=UNKNOWN_TASK)
+    for mode in ("private", "on", "off"):
+        await h.fails("TASK_NOT_FOUND", "intent_set_mode", task_id=UNKNOWN_TASK, request_id="m", mode=mode)
+    await h.fails("TASK_NOT_FOUND", "intent_mark_unknown", **_unknown(h, UNKNOWN_TASK))
+    await h.fails(
+        "TASK_NOT_FOUND",
+        "intent_delete",
+        task_id=UNKNOWN_TASK,
+        target="task",
+        confirmation=f"DELETE TASK {UNKNOWN_TASK}",
+    )
+    assert not h.data_root.exists()
+    await h.start()
+    assert h.ledger.exists()  # positive control: a write does create it

@@ -25,6 +25,12 @@ def folded(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return counts
 
 
+def _state_of(h: Any) -> ProjectState:
+    engine = h.service._engine
+    (state,) = (s for store, s in engine._states.items() if store.project_id == h.project_id)
+    return state
+
+
 async def test_reads_and_writes_fold_only_new_events(h: Any, folded: list[int]) -> None:
     task = await h.start("a")
     for i in range(5):
@@ -36,7 +42,7 @@ async def test_reads_and_writes_fold_only_new_events(h: Any, folded: list[int]) 
     await h.inferred(task, "one more")
     await h.snapshot(task)
     assert sum(folded) == 1
-    state = h.service._engine._states[h.project_id]
+    state = _state_of(h)
     assert (
         state.event_count == 7
         and state.head_hash == h.service._engine._stores[(str(h.data_root), h.project_id)].read().head_hash
@@ -59,7 +65,7 @@ async def test_a_rewritten_chain_is_projected_afresh(h: Any, folded: list[int]) 
     task = await h.start("a")
     doomed = await h.inferred(task, "doomed")
     await h.inferred(task, "kept")
-    before = h.service._engine._states[h.project_id]
+    before = _state_of(h)
     other = h.restarted()
     await other.call(
         "intent_delete",
@@ -72,4 +78,4 @@ async def test_a_rewritten_chain_is_projected_afresh(h: Any, folded: list[int]) 
     snap = await h.snapshot(task)
     assert [c["statement"] for c in snap["active_claims"]] == ["a", "kept"]
     assert folded == [2]
-    assert h.service._engine._states[h.project_id] is not before
+    assert _state_of(h) is not before
