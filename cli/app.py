@@ -14,8 +14,8 @@ from collections.abc import Sequence
 import typer
 
 from cli import demo, hook, install_cmd, recover_export, recover_quarantine, serve, status, verify
-from cli._exit import DAMAGED, USAGE, exit_code_for
-from cli._output import error_dict, print_error
+from cli._exit import USAGE
+from cli._output import Output
 from intentloop.errors import IntentLoopError, InvalidInputError
 
 HELP = (
@@ -96,17 +96,7 @@ def _command_name(argv: Sequence[str]) -> str | None:
 
 
 def _report(error: IntentLoopError, json_mode: bool, command: str | None) -> int:
-    code = exit_code_for(error.code)
-    if error.code == "INVALID_ARGUMENTS":
-        code = USAGE
-    if json_mode:
-        import json
-
-        body = {"ok": False, "command": command, "exit_code": code, "error": error_dict(error)}
-        sys.stdout.write(json.dumps(body, ensure_ascii=False, indent=2) + "\n")
-    else:
-        print_error(error)
-    return code if code else DAMAGED
+    return Output(command or "intentloop", json_mode=json_mode).failure(error)
 
 
 def run_app() -> None:

@@ -281,3 +281,41 @@ def test_status_shows_a_lock_held_by_a_live_process(world: World) -> None:
         holder.wait(timeout=10)
         holder.stdout.close()
     assert world.json("status")[1]["projects"][0]["lock_held"] is False
+
+
+# ------------------------------------------------------------------------------- agreement with intent_status
+
+
+async def test_status_counts_agree_with_the_servers_intent_status(world: World) -> None:
+    """Tasks and candidates written through the real server and a real prompt hook: the CLI's `status` (a
+    lock-free read of the file) and the server's `intent_status` see the same numbers."""
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    root, pid, _ledger = world.project()
+    params = StdioServerParameters(command=INTENTLOOP[0], args=[*INTENTLOOP[1:], "serve"], env=world.env())
+    async with Client(params, mode="legacy") as client:
+        for n in range(2):
+            started = await client.call_tool(
+                "intent_start_task",
+                {"project_root": str(root), "request_id": f"start-{n}", "host_session_id": f"session-{n}"},
+            )
+            assert started.structured_content["ok"], started.structured_content
+        prompt = {
+            "hook_event_name": "UserPromptSubmit",
+            "session_id": "session-0",
+            "cwd": str(root),
+            "turn_id": "turn-1",
+            "prompt": "please keep the API stable",
+        }
+        hooked = subprocess.run(
+            [*INTENTLOOP, "hook"], input=json.dumps(prompt), capture_output=True, text=True, env=world.env(), timeout=30
+        )
+        assert hooked.returncode == 0
+        served = (await client.call_tool("intent_status", {"project_root": str(root)})).structured_content
+    assert served["ok"], served
+    code, body = world.json("status", "--project-root", str(root))
+    [project] = body["projects"]
+    assert code == 0 and project["project_id"] == pid and project["intact"]
+    assert (project["tasks"], project["candidates"]) == (2, 1)
+    assert (served["result"]["task_count"], served["result"]["candidate_count"]) == (2, 1)
