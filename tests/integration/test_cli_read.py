@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import select
 import subprocess
 import sys
 from pathlib import Path
@@ -319,3 +321,37 @@ async def test_status_counts_agree_with_the_servers_intent_status(world: World) 
     assert code == 0 and project["project_id"] == pid and project["intact"]
     assert (project["tasks"], project["candidates"]) == (2, 1)
     assert (served["result"]["task_count"], served["result"]["candidate_count"]) == (2, 1)
+
+
+# ------------------------------------------------------------------------------------------------- progress
+
+
+def _stderr_on_a_terminal(world: World, *args: str) -> tuple[int, bytes]:
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [*INTENTLOOP, *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave, env=world.env()
+    )
+    os.close(slave)
+    proc.communicate(timeout=60)
+    drawn = b""
+    while select.select([master], [], [], 0.2)[0]:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # EIO once the child has closed its end
+            break
+        if not chunk:
+            break
+        drawn += chunk
+    os.close(master)
+    return proc.returncode, drawn
+
+
+def test_progress_is_drawn_on_a_terminal_only(world: World) -> None:
+    _root, pid, ledger = world.project()
+    world.write(ledger, b"".join(world.lines(pid, 3)))
+    code, drawn = _stderr_on_a_terminal(world, "status")
+    assert code == 0 and b"Verifying projects" in drawn
+    code, drawn = _stderr_on_a_terminal(world, "status", "--json")
+    assert code == 0 and drawn == b""
+    piped = world.run("status")
+    assert piped.returncode == 0 and piped.stderr == ""
