@@ -234,6 +234,17 @@ TOOL_ARGS: dict[str, type[ToolArgs]] = {
 TOOL_NAMES: tuple[str, ...] = tuple(TOOL_ARGS)
 
 
+def _js_numbers(value: Any) -> Any:
+    """JSON has one number type: ``600.0`` is the integer 600 to a JavaScript client, so integral floats become ints."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _js_numbers(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_js_numbers(item) for item in value]
+    return value
+
+
 def decode_arguments(tool: str, arguments: Any) -> ToolArgs:
     """Decode one tool's ``arguments`` strictly into its struct.
 
@@ -257,7 +268,7 @@ def decode_arguments(tool: str, arguments: Any) -> ToolArgs:
     if not isinstance(arguments, dict):
         raise InvalidInputError("arguments must be a JSON object - at `$`", code="INVALID_ARGUMENTS")
     try:
-        return msgspec.convert(arguments, struct_type, strict=True)
+        return msgspec.convert(_js_numbers(arguments), struct_type, strict=True)
     except msgspec.ValidationError as exc:
         raise InvalidInputError(str(exc), code="INVALID_ARGUMENTS") from exc
 

@@ -118,10 +118,21 @@ def test_max_characters_type_error_message_is_exact() -> None:
     assert (code, message) == ("INVALID_ARGUMENTS", "Expected `int`, got `str` - at `$.max_characters`")
 
 
-@pytest.mark.parametrize("value", [499, 8001, 600.0, True])
+@pytest.mark.parametrize("value", [499, 8001, 600.5, True, math.nan])
 def test_max_characters_range_and_type(value: Any) -> None:
     assert _code("intent_get_snapshot", {"task_id": TASK, "max_characters": value})[0] == "INVALID_ARGUMENTS"
     assert decode_arguments("intent_get_snapshot", {"task_id": TASK, "max_characters": 500})
+
+
+def test_integral_floats_are_integers_as_in_javascript() -> None:
+    decoded = decode_arguments("intent_get_snapshot", {"task_id": TASK, "max_characters": 600.0})
+    assert decoded.max_characters == 600  # type: ignore[attr-defined]
+    graph = decode_arguments(
+        "intent_import", {"task_id": TASK, "request_id": "r", "graph": {**GRAPH, "schema_version": 1.0}}
+    )
+    assert graph.graph.schema_version == 1  # type: ignore[attr-defined]
+    inference = decode_arguments("intent_add_inference", {**BASE, "confidence": 1})
+    assert inference.confidence == 1.0  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, -0.1, 1.01, "0.5", None])
