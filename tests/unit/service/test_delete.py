@@ -153,3 +153,20 @@ async def test_deleting_a_claim_of_a_private_task(h: Any) -> None:
     assert base_claim["claim_id"].encode() not in h.disk_bytes()
     events = h.service._engine.private.get(h.project_id, task)
     assert all(b.prev_hash == a.event_hash for a, b in itertools.pairwise(events))
+
+
+async def test_the_deletion_scan_refuses_symlinks_and_hard_links(h: Any, tmp_path: Any) -> None:
+    task = await h.start("x")
+    outside = tmp_path / "outside.txt"
+    outside.write_text("nothing to see")
+    link = h.project_dir / "sneaky"
+    link.symlink_to(outside)
+    await h.fails("PATH_ESCAPE", "intent_delete", task_id=task, target="task", confirmation=f"DELETE TASK {task}")
+    link.unlink()
+    hard = h.project_dir / "twin"
+    hard.hardlink_to(outside)
+    await h.fails("UNSAFE_DATA_FILE", "intent_delete", task_id=task, target="task", confirmation=f"DELETE TASK {task}")
+    hard.unlink()
+    assert (await h.snapshot(task))["active_claims"]  # refused before anything changed
+    result = await h.call("intent_delete", task_id=task, target="task", confirmation=f"DELETE TASK {task}")
+    assert result["deleted"] == "task"
