@@ -1,0 +1,291 @@
+"""The current state of every task, folded from ledger events (reference/event-types.md "Projection").
+
+Why incremental: a long-running server keeps one :class:`ProjectState` per verified ledger and folds only the events
+appended since (:func:`apply_event`, or :func:`project` with ``state=``), so a read of a 10,000-event ledger costs no
+re-projection. The fold follows the original exactly: later records of a claim id overwrite earlier ones in place,
+``mode_set`` moves the session only when it carries ``host_session_hash``, malformed records are skipped (counted).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+from intentloop.model.claims import MODES, Candidate, Claim, SourceRef
+from intentloop.model.events import Event
+from intentloop.model.ids import parse_time
+from intentloop.model.validation import LONG_TERM_STALE
+
+_CANDIDATE_EVENTS = frozenset({"candidate_added", "source_observed", "result_signal_observed", "compaction_observed"})
+
+
+class Invalidation(msgspec.Struct, frozen=True, kw_only=True):
+    """Why and when a claim left the current view by ``claim_invalidated`` (or an imported invalidation)."""
+
+    claim_id: str
+    invalidated_at: str
+    reason: str | None
+    source_ref: SourceRef | None
+    event_id: str
+    occurred_at: str
+
+
+class TaskState:
+    """Everything the projection knows about one task. Mutated only by :func:`apply_event`; read it, don't write it.
+
+    Attributes:
+        claims: every claim of the task by id, in first-recorded order (active, superseded and invalidated).
+        invalidations: invalidated claim id → :class:`Invalidation`.
+        superseded_by: claim id → ids of the claims whose ``supersedes`` name it, in record order.
+        requests: request id → the first event of this task that used it (idempotency look-ups).
+        malformed: records skipped because they did not decode (a verified ledger written by a buggy writer).
+    """
+
+    __slots__ = (
+        "candidates",
+        "claims",
+        "event_count",
+        "host_session_hash",
+        "invalidations",
+        "label",
+        "last_event_at",
+        "malformed",
+        "mode",
+        "recovered_from_private",
+        "requests",
+        "started_at",
+        "superseded_by",
+        "task_id",
+    )
+
+    def __init__(self, task_id: str) -> None:
+        self.task_id = task_id
+        self.mode = "on"
+        self.label: str | None = None
+        self.host_session_hash: str | None = None
+        self.started_at: str | None = None
+        self.last_event_at: str | None = None
+        self.recovered_from_private = False
+        self.claims: dict[str, Claim] = {}
+        self.invalidations: dict[str, Invalidation] = {}
+        self.superseded_by: dict[str, list[str]] = {}
+        self.candidates: list[Candidate] = []
+        self.requests: dict[str, Event] = {}
+        self.event_count = 0
+        self.malformed = 0
+
+    @property
+    def started(self) -> bool:
+        return self.started_at is not None
+
+    @property
+    def invalidated_claim_ids(self) -> list[str]:
+        """Invalidated claim ids, sorted (the export's ``invalidated_claim_ids``)."""
+        return sorted(self.invalidations)
+
+    def is_active(self, claim_id: str) -> bool:
+        """Recorded, not invalidated and not named in any claim's ``supersedes``."""
+        return claim_id in self.claims and claim_id not in self.invalidations and claim_id not in self.superseded_by
+
+    def active_claims(self) -> list[Claim]:
+        """Active claims in record order."""
+        return [c for cid, c in self.claims.items() if cid not in self.invalidations and cid not in self.superseded_by]
+
+    def __repr__(self) -> str:
+        return f"TaskState(task_id={self.task_id!r}, mode={self.mode!r}, claims={len(self.claims)})"
+
+
+class ProjectState:
+    """All tasks of one project ledger (or one private in-memory ledger) and how far the fold has got."""
+
+    __slots__ = ("event_count", "head_hash", "tasks")
+
+    def __init__(self) -> None:
+        self.tasks: dict[str, TaskState] = {}
+        self.event_count = 0
+        self.head_hash: str | None = None
+
+    def task(self, task_id: str) -> TaskState | None:
+        return self.tasks.get(task_id)
+
+    def started_task(self, task_id: str) -> TaskState | None:
+        """The task when it has a ``task_started`` event (else it does not exist for readers)."""
+        state = self.tasks.get(task_id)
+        return state if state is not None and state.started else None
+
+
+def _claim(task: TaskState, data: Any) -> Claim | None:
+    if not isinstance(data, dict) or not isinstance(data.get("claim_id"), str):
+        return None  # the original ignores these silently too
+    try:
+        return msgspec.convert(data, Claim)
+    except msgspec.ValidationError:
+        task.malformed += 1
+        return None
+
+
+def _candidate(task: TaskState, data: Any) -> Candidate | None:
+    if not isinstance(data, dict) or not isinstance(data.get("candidate_id"), str):
+        return None
+    try:
+        return msgspec.convert(data, Candidate)
+    except msgspec.ValidationError:
+        task.malformed += 1
+        return None
+
+
+def _put_claim(task: TaskState, claim: Claim) -> None:
+    previous = task.claims.get(claim.claim_id)
+    if previous is not None:
+        for old in previous.supersedes:
+            by = task.superseded_by.get(old)
+            if by is not None and claim.claim_id in by:
+                by.remove(claim.claim_id)
+                if not by:
+                    del task.superseded_by[old]
+    task.claims[claim.claim_id] = claim
+    for old in claim.supersedes:
+        task.superseded_by.setdefault(old, []).append(claim.claim_id)
+
+
+def _put_claims(task: TaskState, items: Any) -> None:
+    if isinstance(items, list):
+        for item in items:
+            claim = _claim(task, item)
+            if claim is not None:
+                _put_claim(task, claim)
+
+
+def _source_ref(data: Any) -> SourceRef | None:
+    if not isinstance(data, dict):
+        return None
+    try:
+        return msgspec.convert(data, SourceRef)
+    except msgspec.ValidationError:
+        return None
+
+
+def _invalidate(task: TaskState, event: Event, claim_id: Any, payload: Mapping[str, Any] | None) -> None:
+    if not isinstance(claim_id, str) or claim_id in task.invalidations:
+        return
+    at = payload.get("invalidated_at") if payload is not None else None
+    reason = payload.get("reason") if payload is not None else None
+    task.invalidations[claim_id] = Invalidation(
+        claim_id=claim_id,
+        invalidated_at=at if isinstance(at, str) else event.occurred_at,
+        reason=reason if isinstance(reason, str) else None,
+        source_ref=_source_ref(payload.get("source_ref")) if payload is not None else None,
+        event_id=event.event_id,
+        occurred_at=event.occurred_at,
+    )
+
+
+def apply_event(state: ProjectState, event: Event) -> TaskState:
+    """Fold one event into ``state`` (in ledger order) and return the task it touched."""
+    task = state.tasks.get(event.task_id)
+    if task is None:
+        task = state.tasks[event.task_id] = TaskState(event.task_id)
+    state.event_count += 1
+    state.head_hash = event.event_hash
+    task.event_count += 1
+    task.last_event_at = event.occurred_at
+    task.requests.setdefault(event.request_id, event)
+    payload = event.payload
+    kind = event.event_type
+    if kind in ("claim_added", "claim_replaced"):
+        claim = _claim(task, payload.get("claim"))
+        if claim is not None:
+            _put_claim(task, claim)
+    elif kind in _CANDIDATE_EVENTS:
+        candidate = _candidate(task, payload.get("candidate"))
+        if candidate is not None:
+            task.candidates.append(candidate)
+    elif kind == "task_started":
+        task.started_at = event.occurred_at
+        mode = payload.get("mode")
+        if mode in MODES:
+            task.mode = mode
+        label = payload.get("label")
+        task.label = label if isinstance(label, str) else None
+        session = payload.get("host_session_hash")
+        task.host_session_hash = session if isinstance(session, str) else None
+        task.recovered_from_private = payload.get("recovered_from_private") is True
+        _put_claims(task, payload.get("initial_claims"))
+    elif kind == "mode_set":
+        mode = payload.get("mode")
+        if mode in MODES:
+            task.mode = mode
+        if "host_session_hash" in payload:
+            session = payload["host_session_hash"]
+            task.host_session_hash = session if isinstance(session, str) else None
+    elif kind == "claim_invalidated":
+        _invalidate(task, event, payload.get("claim_id"), payload)
+    elif kind == "graph_imported":
+        _put_claims(task, payload.get("claims"))
+        invalidated = payload.get("invalidated_claim_ids")
+        if isinstance(invalidated, list):
+            for claim_id in invalidated:
+                _invalidate(task, event, claim_id, None)
+        candidates = payload.get("candidates")
+        if isinstance(candidates, list):
+            for item in candidates:
+                candidate = _candidate(task, item)
+                if candidate is not None:
+                    task.candidates.append(candidate)
+    return task
+
+
+def project(events: Iterable[Event], state: ProjectState | None = None) -> ProjectState:
+    """Fold ``events`` into ``state`` (a new one when ``None``) and return it.
+
+    To extend a cached state, pass only the events after ``state.event_count`` and check first that the next event's
+    ``prev_hash`` is ``state.head_hash`` (a rewritten ledger — deletion — must be projected from scratch).
+    """
+    if state is None:
+        state = ProjectState()
+    for event in events:
+        apply_event(state, event)
+    return state
+
+
+def project_task(events: Iterable[Event], task_id: str) -> TaskState:
+    """The state of one task (an empty, unstarted one when it has no events)."""
+    state = project(event for event in events if event.task_id == task_id)
+    return state.tasks.get(task_id) or TaskState(task_id)
+
+
+def task_for_session(state: ProjectState, session_hash: str) -> TaskState | None:
+    """The started task bound to ``session_hash``: newest ``last_event_at`` first, then the larger task id."""
+    best: TaskState | None = None
+    for task in state.tasks.values():
+        if task.started_at is None or task.host_session_hash != session_hash:
+            continue
+        if best is None or (task.last_event_at or "", task.task_id) > (best.last_event_at or "", best.task_id):
+            best = task
+    return best
+
+
+def is_stale_long_term(claim: Claim, now: datetime) -> bool:
+    """An inferred long-term claim unconfirmed for more than 90 days (an unreadable time counts as stale)."""
+    if claim.scope != "long_term" or claim.epistemic_status != "inferred":
+        return False
+    try:
+        confirmed = parse_time(claim.last_confirmed if claim.last_confirmed is not None else claim.valid_from)
+    except ValueError:
+        return True
+    return now - confirmed > LONG_TERM_STALE
+
+
+__all__ = [
+    "Invalidation",
+    "ProjectState",
+    "TaskState",
+    "apply_event",
+    "is_stale_long_term",
+    "project",
+    "project_task",
+    "task_for_session",
+]

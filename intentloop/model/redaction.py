@@ -1,0 +1,273 @@
+"""Redaction of credentials before anything is stored (CONTRACT §8 and §9.4), and the text shapes built on it.
+
+Why this shape: rules 1–8 keep the original's kinds, order and ``[REDACTED:<kind>]`` text so a known credential is
+treated exactly as before (only widened: more PEM labels, unterminated PEM blocks, ``client_secret``/``DB_PASSWORD``
+style keys, JSON-escaped quotes); rule 9 is replaced by the shape-aware rule of :mod:`intentloop.model._entropy`.
+
+Rules, each applied to the output of the previous one (ASCII word boundaries, JavaScript whitespace, as the original):
+
+1. ``private-key``   PEM ``-----BEGIN … PRIVATE KEY-----`` … ``-----END … PRIVATE KEY-----`` (or to the end of the text
+   when the END line is missing).
+2. ``bearer``        ``Bearer <12+ token chars>`` (the word is consumed too; case-insensitive).
+3. ``openai-key``    ``sk-``, ``sk-proj-``, ``sk-svcacct-`` + 16 or more ``[A-Za-z0-9_-]``.
+4. ``github-token``  ``gh[pousr]_`` + 20 alphanumerics, ``github_pat_`` + 20 ``[A-Za-z0-9_]``.
+5. ``aws-key``       ``AKIA``/``ASIA`` + 16 ``[A-Z0-9]`` (access key ids).
+6. ``jwt``           ``eyJ…`` three dot-separated base64url parts of 8 or more characters.
+7. ``credential``    a quoted key (``"password"``, ``'api_key'``, ``\\"secret\\"``, ``"client_secret"``…) ``:`` value.
+8. ``credential``    a bare key (``password=``, ``API-KEY:``, ``DB_PASSWORD =``, ``secret =>``…) and its value.
+9. ``high-entropy-token``  see :mod:`intentloop.model._entropy`.
+
+Keys are ``password``, ``passwd``, ``secret``, ``secret_key``, ``secret_access_key``, ``api_key``, ``access_token``,
+``auth_token``, ``refresh_token`` (``_``/``-``/nothing between the parts, any case, any ``prefix_`` before). A
+value is a double- or single-quoted string with backslash escapes, a JSON-escaped ``\\"…\\"`` string, or one bare
+run up to whitespace, ``,``, ``;`` or a quote — so ``password: "correct horse battery staple", keep this suffix``
+keeps the suffix.
+
+JSON mode (as the original): when the trimmed text starts with ``{`` or ``[`` and parses as JSON, values under a
+credential key become ``"[REDACTED:credential]"`` (counted once), every other string (and key) gets rules 1–6 and 9,
+and the tree is written back compactly as JavaScript's ``JSON.stringify`` would.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from intentloop.errors import InvalidInputError
+from intentloop.model._entropy import high_entropy_spans
+from intentloop.model._jsjson import js_stringify
+
+# JavaScript's String.prototype.trim() and regex \s: WhiteSpace plus LineTerminator.
+JS_WHITESPACE = (
+    "\t\n\x0b\x0c\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+_WS = "[" + JS_WHITESPACE + "]"
+_WS_RUN = re.compile(_WS + "+")
+# Everything str.splitlines() breaks on: a statement or label containing one is not "one line".
+_LINE_BREAK = re.compile("[\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+_A = re.ASCII
+_AI = re.ASCII | re.IGNORECASE
+
+_KEY = r"(?:password|passwd|secret(?:[_-]?access)?(?:[_-]?key)?|api[_-]?key|(?:access|auth|refresh)[_-]?token)"
+_VALUE = (
+    r"(?:\"(?:\\.|[^\"\\\r\n])*\""  # "double-quoted \" escapes"
+    r"|'(?:\\.|[^'\\\r\n])*'"  # 'single-quoted'
+    # \"json-escaped\": runs of plain characters, backslashes and inner escaped quotes, then a closing \" before a
+    # delimiter; possessive so a long backslash run costs linear time.
+    r"|\\+\"(?:[^\"\\\r\n]++|\\++(?!\")|\\++\"(?![,;}\]\s)]|$))*+(?:\\+\"|(?=[\r\n])|\Z)"
+    rf"|[^,;\"'{JS_WHITESPACE}]+)"  # bare run
+)
+
+_Rule = tuple[str, re.Pattern[str]]
+_PATTERN_RULES: tuple[_Rule, ...] = (
+    (
+        "private-key",
+        re.compile(
+            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
+            r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+            _AI,
+        ),
+    ),
+    ("bearer", re.compile(rf"\bBearer{_WS}+[A-Za-z0-9._~+/-]{{12,}}={{0,2}}\b", _AI)),
+    ("openai-key", re.compile(r"\bsk-(?:proj-|svcacct-)?[A-Za-z0-9_-]{16,}\b", _A)),
+    ("github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})\b", _A)),
+    ("aws-key", re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b", _A)),
+    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b", _A)),
+)
+_CREDENTIAL_RULES: tuple[_Rule, ...] = (
+    (
+        "credential",
+        re.compile(rf"(?<!\\)\\*+[\"'](?:[A-Za-z0-9]+[_.-])*{_KEY}\\*[\"']{_WS}*:{_WS}*{_VALUE}", _AI),
+    ),
+    ("credential", re.compile(rf"(?<![A-Za-z0-9]){_KEY}{_WS}*(?::=|=>|[:=]){_WS}*{_VALUE}", _AI)),
+)
+_JSON_CREDENTIAL_KEY = re.compile(rf"(?:[A-Za-z0-9]+[_.-])*{_KEY}", _AI)
+
+HIGH_ENTROPY = "high-entropy-token"
+KINDS: tuple[str, ...] = (
+    "aws-key",
+    "bearer",
+    "credential",
+    "github-token",
+    HIGH_ENTROPY,
+    "jwt",
+    "openai-key",
+    "private-key",
+)
+
+
+class Redaction(msgspec.Struct, frozen=True):
+    """The redacted text, the number of replacements and the sorted distinct kinds replaced."""
+
+    text: str
+    count: int
+    kinds: tuple[str, ...]
+
+
+def js_trim(text: str) -> str:
+    """``String.prototype.trim()``: strip JavaScript whitespace and line terminators from both ends."""
+    return text.strip(JS_WHITESPACE)
+
+
+def _marker(kind: str) -> str:
+    return f"[REDACTED:{kind}]"
+
+
+class _Counter:
+    __slots__ = ("count", "kinds")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.kinds: set[str] = set()
+
+    def replacer(self, kind: str) -> Callable[[re.Match[str]], str]:
+        def replace(_match: re.Match[str]) -> str:
+            self.count += 1
+            self.kinds.add(kind)
+            return _marker(kind)
+
+        return replace
+
+    def result(self, text: str) -> Redaction:
+        return Redaction(text, self.count, tuple(sorted(self.kinds)))
+
+
+def _apply_rules(text: str, counter: _Counter, *, credential_rules: bool) -> str:
+    rules = _PATTERN_RULES + _CREDENTIAL_RULES if credential_rules else _PATTERN_RULES
+    for kind, pattern in rules:
+        text = pattern.sub(counter.replacer(kind), text)
+    spans = high_entropy_spans(text)
+    if spans:
+        pieces: list[str] = []
+        last = 0
+        for start, end in spans:
+            pieces.append(text[last:start])
+            pieces.append(_marker(HIGH_ENTROPY))
+            last = end
+        pieces.append(text[last:])
+        text = "".join(pieces)
+        counter.count += len(spans)
+        counter.kinds.add(HIGH_ENTROPY)
+    return text
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _redact_json(text: str) -> Redaction | None:
+    trimmed = js_trim(text)
+    if not trimmed.startswith(("{", "[")):
+        return None
+    counter = _Counter()
+
+    def visit(value: Any) -> Any:
+        if isinstance(value, str):
+            return _apply_rules(value, counter, credential_rules=False)
+        if isinstance(value, list):
+            return [visit(item) for item in value]
+        if isinstance(value, dict):
+            out: dict[str, Any] = {}
+            for key, child in value.items():
+                if _JSON_CREDENTIAL_KEY.fullmatch(key):
+                    counter.count += 1
+                    counter.kinds.add("credential")
+                    out[_apply_rules(key, counter, credential_rules=False)] = _marker("credential")
+                else:
+                    out[_apply_rules(key, counter, credential_rules=False)] = visit(child)
+            return out
+        return value
+
+    try:
+        tree = json.loads(trimmed, parse_int=float, parse_constant=_reject_constant)
+        return counter.result(js_stringify(visit(tree)))
+    except (ValueError, RecursionError):
+        return None
+
+
+def redact(text: str) -> Redaction:
+    """Replace every credential in ``text`` with ``[REDACTED:<kind>]``.
+
+    Idempotent: ``redact(redact(t).text).text == redact(t).text``.
+    """
+    as_json = _redact_json(text)
+    if as_json is not None:
+        return as_json
+    counter = _Counter()
+    return counter.result(_apply_rules(text, counter, credential_rules=True))
+
+
+def known_credential_kinds(text: str) -> tuple[str, ...]:
+    """The kinds found in ``text`` except ``high-entropy-token`` (used to reject opaque ids)."""
+    return tuple(kind for kind in redact(text).kinds if kind != HIGH_ENTROPY)
+
+
+def atomic_statement(text: str, max_len: int = 500) -> str:
+    """Validate and redact one atomic statement (claims, reasons, summaries).
+
+    Returns:
+        The trimmed, redacted statement.
+
+    Raises:
+        InvalidInputError: ``INVALID_STATEMENT`` when blank or longer than ``max_len`` after redaction;
+            ``RAW_PROMPT_REJECTED`` when longer than 4000 characters or not one line (CR, LF or any other line
+            break — a stricter reading than the original's CR/LF, so no stored line can start a new one).
+    """
+    if not isinstance(text, str) or not js_trim(text):
+        raise InvalidInputError("statement must be non-empty", code="INVALID_STATEMENT")
+    if len(text) > 4000:
+        raise InvalidInputError("statement is too long for an atomic intent claim", code="RAW_PROMPT_REJECTED")
+    if _LINE_BREAK.search(text):
+        raise InvalidInputError("an atomic intent claim must be a single line", code="RAW_PROMPT_REJECTED")
+    redacted = redact(js_trim(text)).text
+    if len(redacted) > max_len:
+        raise InvalidInputError(f"statement exceeds {max_len} characters after redaction", code="INVALID_STATEMENT")
+    return redacted
+
+
+def minimal_excerpt(text: str | None) -> str | None:
+    """Trim → redact → collapse whitespace → at most 160 characters (159 and ``…``); ``None`` when blank."""
+    if text is None or not js_trim(text):
+        return None
+    collapsed = _WS_RUN.sub(" ", redact(js_trim(text)).text)
+    return collapsed if len(collapsed) <= 160 else collapsed[:159] + "…"
+
+
+def sanitize_label(label: str | None) -> str | None:
+    """A task label: trimmed, redacted, one line of at most 120 characters; ``None`` when absent or blank.
+
+    Raises:
+        InvalidInputError: ``INVALID_LABEL`` when longer than 120 characters after redaction or not one line.
+    """
+    if label is None or not js_trim(label):
+        return None
+    redacted = redact(js_trim(label)).text
+    if len(redacted) > 120 or _LINE_BREAK.search(redacted):
+        raise InvalidInputError("task label must be one redacted line of at most 120 characters", code="INVALID_LABEL")
+    return redacted
+
+
+def has_line_break(text: str) -> bool:
+    """True when ``text`` contains CR, LF or another line break (``str.splitlines`` semantics)."""
+    return bool(_LINE_BREAK.search(text))
+
+
+__all__ = [
+    "HIGH_ENTROPY",
+    "JS_WHITESPACE",
+    "KINDS",
+    "Redaction",
+    "atomic_statement",
+    "has_line_break",
+    "js_trim",
+    "known_credential_kinds",
+    "minimal_excerpt",
+    "redact",
+    "sanitize_label",
+]
