@@ -92,3 +92,20 @@ def test_rechain_rebuilds_links_after_a_removal() -> None:
     assert kept[0] == evs[0]
     assert kept[1].prev_hash == evs[0].event_hash and kept[1].event_id == evs[2].event_id
     assert kept[1].event_hash != evs[2].event_hash
+
+
+@pytest.mark.parametrize(
+    ("pattern", "good"),
+    [
+        ("UUID_RE", "123e4567-e89b-42d3-a456-426614174000"),
+        ("HEX64_RE", "a" * 64),
+        ("OPAQUE_ID_RE", "turn-1:abc@x"),
+        ("RFC3339_UTC_RE", "2026-11-30T01:02:03.456Z"),
+    ],
+)
+def test_id_patterns_refuse_a_trailing_newline(pattern: str, good: str) -> None:
+    from intentloop.model import ids
+
+    regex = getattr(ids, pattern)
+    assert regex.match(good)
+    assert not regex.match(good + "\n")
