@@ -296,6 +296,25 @@ def test_a_malformed_line_does_not_end_the_session(raw_server: Any, project: Pat
     assert server.answer(2)["result"]["structuredContent"]["ok"] is True
 
 
+def test_intentloop_serve_is_the_same_server(raw_server: Any, project: Path) -> None:
+    console_script = Path(sys.executable).with_name("intentloop")
+    assert console_script.exists(), "the project must be installed (pip install -e .) for its console script"
+    server = raw_server([str(console_script), "serve"])
+    server.send(INIT)
+    init = server.answer(1)["result"]
+    assert init["serverInfo"]["name"] == "intent-loop"
+    assert init["capabilities"]["experimental"] == {META_KEY: {}}
+    server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    server.send(_call("intent_status", {"project_root": str(project)}, 2))
+    assert server.answer(2)["result"]["structuredContent"]["ok"] is True
+    started = time.monotonic()
+    server.proc.stdin.close()
+    code, stderr = server.finish()
+    assert time.monotonic() - started < 1.0
+    assert code == 0, stderr
+    assert all(json.loads(line)["jsonrpc"] == "2.0" for line in server.stdout_lines)
+
+
 @pytest.mark.parametrize("how", ["eof", "SIGINT", "SIGTERM", "SIGINT+SIGTERM"])
 def test_server_exits_within_one_second(raw_server: Any, how: str) -> None:
     server = raw_server()
