@@ -111,6 +111,12 @@ BENIGN = [
     "Use intent_get_snapshot for remaining active records.",
     "[REDACTED:credential] was already redacted upstream",
     '{"statement":"keep JSON","count":3,"nested":{"ok":true,"id":"550e8400-e29b-41d4-a716-446655440000"}}',
+    "arn:aws:iam::123456789012:role/MyRoleName-ServiceAccess2024",
+    "/subscriptions/0b1f6471-1bf0-4dda-aec3-111122223333/resourceGroups/MyResourceGroup/providers/Microsoft.Web/sites/X",
+    "docker.io/library/postgres:16.2-alpine3.19@sha256:4aea012537edfad80f98d870a36e6b90b4c09b27be7f4b4759d72db863baeebb",
+    "cryptography-42.0.5-cp39-abi3-manylinux_2_28_x86_64.whl from 01ARZ3NDEKTSV4RRFFQ69G5FAV",
+    "jane.doe+filter@example-company.co.uk asked for https://example.com/search?q=intent+loop&sort=desc_by_updated_at",
+    "src/components/UserProfileSettings/UserProfileSettingsForm.test.tsx and useEffectCleanupOnUnmountV2Hook",
     "¡Olá! Überprüfe die Datei über /tmp/größe.txt — 漢字 and emoji 🎉 stay.",
 ]
 
