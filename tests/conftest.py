@@ -8,6 +8,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from hypothesis import settings
 
 
 @pytest.fixture
@@ -37,3 +38,8 @@ def ledger_kit() -> ModuleType:
     sys.modules.setdefault("ledger_kit", module)
     spec.loader.exec_module(module)
     return module
+
+
+# Shared 2-core machines are noisy: hypothesis must judge properties, never wall time.
+settings.register_profile("intentloop", deadline=None)
+settings.load_profile("intentloop")

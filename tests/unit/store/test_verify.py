@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 import uuid
 
 import pytest
@@ -224,15 +223,12 @@ def test_torn_tail_after_a_middle_error_reports_the_middle_error(ledger, pid):
     assert result.torn_tail == b"{"
 
 
-def test_ten_thousand_events_verify_in_well_under_100_ms(ledger_kit, pid):
+def test_ten_thousand_events_verify_with_the_right_head(ledger_kit, pid):
+    """Correctness at the benchmark's largest size; its speed is measured by tools/bench, not asserted here."""
     data, _ = ledger_kit.build_ledger(pid, 10_000)
-    timings = []
-    for _ in range(5):
-        started = time.perf_counter()
-        result = verify_ledger_bytes(data, project_id=pid)
-        timings.append(time.perf_counter() - started)
-        assert result.ok and result.line_count == 10_000
-    assert min(timings) < 0.1, f"best of 5: {min(timings) * 1000:.1f} ms"
+    result = verify_ledger_bytes(data, project_id=pid)
+    assert result.ok and result.line_count == 10_000 and result.byte_length == len(data)
+    assert result.head_hash == result.events[-1].event_hash
 
 
 def _load_kit():
