@@ -46,6 +46,7 @@ from cli._install_edit import (
     toml_uninstall,
 )
 from intentloop.errors import IntentLoopError, StorageError
+from intentloop.store import resolve_data_root
 
 Host = Literal["codex", "claude"]
 HOSTS: Final = ("codex", "claude")
@@ -129,15 +130,13 @@ def default_program() -> tuple[str, ...]:
 def default_data_root(host: Host, env: Mapping[str, str], home: Path) -> Path:
     """The data root to pin: whatever CONTRACT §1 resolves in this environment, else the host's default.
 
-    Codex: ``$CODEX_HOME`` (or ``~/.codex``) ``/plugin-data/intent-loop/v1``, the place Codex's own plugin route uses;
-    Claude Code: ``$CLAUDE_CONFIG_DIR`` (or ``~/.claude``) ``/plugin-data/intent-loop/v1``.
+    Codex: ``~/.codex/plugin-data/intent-loop/v1``, the place Codex's own plugin route uses; Claude Code:
+    ``$CLAUDE_CONFIG_DIR`` (or ``~/.claude``) ``/plugin-data/intent-loop/v1``.
     """
-    if env.get("INTENT_LOOP_DATA_DIR"):
-        return Path(env["INTENT_LOOP_DATA_DIR"]).expanduser().absolute()
-    if env.get("CODEX_HOME"):
-        return Path(env["CODEX_HOME"]).expanduser().absolute() / "plugin-data" / "intent-loop" / "v1"
-    if env.get("PLUGIN_DATA"):
-        return Path(env["PLUGIN_DATA"]).expanduser().absolute() / "intent-loop" / "v1"
+    try:
+        return resolve_data_root(env)
+    except StorageError:
+        pass
     if host == "codex":
         return home / ".codex" / "plugin-data" / "intent-loop" / "v1"
     base = Path(env["CLAUDE_CONFIG_DIR"]).expanduser() if env.get("CLAUDE_CONFIG_DIR") else home / ".claude"

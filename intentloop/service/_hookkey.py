@@ -75,7 +75,7 @@ def load_hook_key(data_root: Path) -> bytes | None:
             if st.st_nlink > 1:
                 time.sleep(0.002)
                 continue
-            if st.st_uid != os.getuid() or st.st_mode & 0o077:
+            if os.name == "posix" and (st.st_uid != os.getuid() or st.st_mode & 0o077):
                 raise StorageError("the hook key is not a private (0600) file of this user", code="UNSAFE_DATA_FILE")
             data = os.read(fd, KEY_BYTES + 1)
         except OSError as exc:

@@ -66,6 +66,7 @@ class Env:
         )
         elapsed = time.monotonic() - started
         assert proc.returncode == 0, proc.stderr
+        assert elapsed < float((env or {}).get("INTENT_LOOP_HOOK_DEADLINE_S", "2.5"))
         return proc.stdout, proc.stderr, elapsed
 
     def answer(self, stdin: bytes | Mapping[str, Any], *args: str, **kw: Any) -> dict[str, Any]:
