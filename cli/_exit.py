@@ -57,7 +57,7 @@ _REMEDIES: Final[dict[str, str]] = {
     "LOCK_COMPROMISED": "the ledger lock changed hands while waiting: retry",
     "LOCK_RELEASE_TIMEOUT": "the ledger lock could not be released in time: retry",
     "TRANSIENT_FILE_RACE": "the ledger changed while the command ran: run it again",
-    "INTERNAL_ERROR": "this is a bug: re-run with INTENTLOOP_DEBUG=1 for a traceback and report it",
+    "INTERNAL_ERROR": "this is a bug: re-run with INTENT_LOOP_DEBUG=1 for a traceback and report it",
 }
 _DEFAULT_REMEDY: Final = "see docs/CLI.md for this code, or re-run with --json for the details"
 

@@ -80,7 +80,7 @@ def run(argv: Sequence[str]) -> int:
     except IntentLoopError as exc:
         return _report(exc, json_mode, _command_name(argv))
     except Exception as exc:  # a bug: still print a stable code and a remedy, not a bare traceback
-        if os.environ.get("INTENTLOOP_DEBUG"):
+        if os.environ.get("INTENT_LOOP_DEBUG"):
             traceback.print_exc()
         return _report(IntentLoopError(f"{type(exc).__name__}: {exc}"), json_mode, _command_name(argv))
     if isinstance(result, int):
