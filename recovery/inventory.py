@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from intentloop.errors import StorageError
-from recovery.report import check_ledger
+from recovery.report import check_ledger, count_json_records
 
 if TYPE_CHECKING:
     from intentloop.model import Event
@@ -94,7 +94,7 @@ def summarize_project(store: ProjectStore) -> ProjectSummary:
     lock_held = os.path.lexists(store.lock_path)
     try:
         check = check_ledger(store)
-        controls = _count_json(store.private_dir)
+        controls = count_json_records(store.private_dir)
     except StorageError as exc:
         return ProjectSummary(
             project_id=store.project_id,
@@ -145,23 +145,6 @@ def count_tasks_and_candidates(events: Iterable[Event]) -> tuple[int, int]:
 
     tasks = project(events).tasks.values()
     return sum(1 for task in tasks if task.started), sum(len(task.candidates) for task in tasks)
-
-
-def _count_json(directory: Path) -> int:
-    try:
-        st = os.lstat(directory)
-    except FileNotFoundError:
-        return 0
-    except OSError as exc:
-        raise StorageError(f"cannot inspect {directory.name}/: {exc.strerror}", code="STORAGE_READ_FAILED") from exc
-    if stat.S_ISLNK(st.st_mode):
-        raise StorageError(f"{directory.name}/ is a symbolic link", code="PATH_ESCAPE")
-    if not stat.S_ISDIR(st.st_mode):
-        raise StorageError(f"{directory.name} is not a directory", code="INVALID_DATA_DIR")
-    try:
-        return sum(1 for name in os.listdir(directory) if name.endswith(".json"))
-    except OSError as exc:
-        raise StorageError(f"cannot list {directory.name}/: {exc.strerror}", code="STORAGE_READ_FAILED") from exc
 
 
 __all__ = [

@@ -11,6 +11,7 @@ import hashlib
 import os
 import stat
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -161,23 +162,31 @@ def count_quarantine_records(store: ProjectStore) -> int:
     """How many summary records ``quarantine/`` holds (``*.json``); 0 when it does not exist.
 
     Raises:
-        StorageError: ``PATH_ESCAPE`` (a symlink) or ``INVALID_DATA_DIR`` (not a directory).
+        StorageError: as :func:`count_json_records`.
     """
-    path = store.quarantine_dir
+    return count_json_records(store.quarantine_dir)
+
+
+def count_json_records(directory: Path) -> int:
+    """How many ``*.json`` records a data directory (``quarantine/``, ``private-sessions/``) holds; 0 when absent.
+
+    Raises:
+        StorageError: ``PATH_ESCAPE`` (a symlink), ``INVALID_DATA_DIR`` (not a directory), ``STORAGE_READ_FAILED``.
+    """
     try:
-        st = os.lstat(path)
+        st = os.lstat(directory)
     except FileNotFoundError:
         return 0
     except OSError as exc:
-        raise StorageError(f"cannot inspect quarantine/: {exc.strerror}", code="STORAGE_READ_FAILED") from exc
+        raise StorageError(f"cannot inspect {directory.name}/: {exc.strerror}", code="STORAGE_READ_FAILED") from exc
     if stat.S_ISLNK(st.st_mode):
-        raise StorageError("quarantine/ is a symbolic link", code="PATH_ESCAPE")
+        raise StorageError(f"{directory.name}/ is a symbolic link", code="PATH_ESCAPE")
     if not stat.S_ISDIR(st.st_mode):
-        raise StorageError("quarantine is not a directory", code="INVALID_DATA_DIR")
+        raise StorageError(f"{directory.name} is not a directory", code="INVALID_DATA_DIR")
     try:
-        return sum(1 for name in os.listdir(path) if name.endswith(".json"))
+        return sum(1 for name in os.listdir(directory) if name.endswith(".json"))
     except OSError as exc:
-        raise StorageError(f"cannot list quarantine/: {exc.strerror}", code="STORAGE_READ_FAILED") from exc
+        raise StorageError(f"cannot list {directory.name}/: {exc.strerror}", code="STORAGE_READ_FAILED") from exc
 
 
 __all__ = [
@@ -186,6 +195,7 @@ __all__ = [
     "VerifyReport",
     "check_bytes",
     "check_ledger",
+    "count_json_records",
     "count_quarantine_records",
     "verify_project",
 ]
