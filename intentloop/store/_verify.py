@@ -1,9 +1,10 @@
 """The pure ledger verifier (CONTRACT §2): bytes in, verified prefix and first error out; no I/O.
 
-Speed comes from three facts: all lines decode in one msgspec call into :class:`Event`; one sorted re-encode of the
-whole batch proves every line canonical at once (a batch holding an integral float, which JavaScript writes as an
-integer, goes line by line through ``canonical_bytes``); and the hash input of a canonical line is the line itself
-minus its ``,"event_hash":"<64 hex>"`` segment, which sits right after the ``actor`` value because keys are sorted.
+Speed comes from three facts: all lines decode in one msgspec call (``decode_lines``) into :class:`Event`; one sorted
+re-encode (``encode_lines``) byte-identical with the input proves every line canonical at once, without joining or
+copying the lines (a ledger holding an integral float, which JavaScript writes as an integer, goes line by line
+through ``canonical_bytes``); and the hash input of a canonical line is the line itself minus its
+``,"event_hash":"<64 hex>"`` segment, which sits right after the ``actor`` value because keys are sorted.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import gc
 import hashlib
 import re
 from dataclasses import dataclass
-from operator import attrgetter
 from typing import Any
 
 import msgspec
@@ -21,7 +21,7 @@ from intentloop.errors import CorruptLedgerError
 from intentloop.model.canonical import canonical_bytes
 from intentloop.model.events import ACTORS, EVENT_TYPES, Event
 from intentloop.model.ids import HEX64_RE, RFC3339_UTC_RE
-from intentloop.store._migrate import migrate, schema_error
+from intentloop.store._migrate import MIGRATIONS, migrate, migrate_v1, schema_error
 
 # Grows whenever the decoder meets a float that msgspec and JavaScript would write differently (integral or not
 # finite); only ever compared for change, so a lost update between threads cannot hide one.
@@ -36,31 +36,21 @@ def _float_hook(text: str) -> float:
 
 
 _decoder = msgspec.json.Decoder(Event, float_hook=_float_hook)
-_batch_decoder = msgspec.json.Decoder(list[Event], float_hook=_float_hook)
 _any_decoder = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder(order="sorted")
 _ACTOR_PREFIX = b'{"actor":"'
 _HASH_KEY = b',"event_hash":"'
 _HASH_CUT = len(_ACTOR_PREFIX) + 1  # + len(actor): where ',"event_hash":"' starts in a canonical line
 _HASH_SEGMENT = len(_HASH_KEY) + 64 + 1
+_CUTS = {actor: _HASH_CUT + len(actor) for actor in ACTORS}
 # Shapes checked in bulk with str.translate (C speed); anything else goes through the line-by-line regexes.
 _HEX_TO_X = str.maketrans(dict.fromkeys("0123456789abcdefABCDEF", "x"))
 _UUID_SHAPE = "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
 _DIGIT_TO_D = str.maketrans(dict.fromkeys("0123456789", "d"))
 _TIME_SHAPE = "dddd-dd-ddTdd:dd:dd.dddZ"
-_get_version = attrgetter("schema_version")
-_get_project = attrgetter("project_id")
-_get_type = attrgetter("event_type")
-_get_actor = attrgetter("actor")
-_get_request = attrgetter("request_id")
-_get_event_id = attrgetter("event_id")
-_get_task_id = attrgetter("task_id")
-_get_time = attrgetter("occurred_at")
-_get_hash = attrgetter("event_hash")
-_get_prev = attrgetter("prev_hash")
 _FIELDS = frozenset(Event.__struct_fields__)
 # Any 8-4-4-4-12 hex UUID, as the original's JSON schema ("format": "uuid") accepts.
-_UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$")
+_UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}\Z")
 _DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 
 
@@ -104,12 +94,17 @@ def verify_continuation(data: bytes, *, project_id: str, prev_hash: str | None, 
     end = data.rfind(b"\n") + 1
     torn = data[end:] or None
     body = data if end == len(data) else data[:end]
-    lines = body.split(b"\n")
-    lines.pop()  # the empty string after the last newline
-    events: list[Event] = []
-    error = _verify_lines(lines, events, project_id, prev_hash, first_line)
+    events = _verify_intact(body, project_id, prev_hash)
+    error: CorruptLedgerError | None = None
+    length = len(body)
+    if events is None:  # something is unusual: line by line, so the first error is the one reported
+        lines = body.split(b"\n")
+        lines.pop()  # the empty string after the last newline
+        events = []
+        error = _verify_each(lines, events, project_id, prev_hash, first_line)
+        if error is not None:
+            length = sum(len(line) + 1 for line in lines[: len(events)])
     count = len(events)
-    length = sum(len(line) + 1 for line in lines[:count]) if error is not None else len(body)
     head = events[-1].event_hash if events else prev_hash
     if error is None and torn is not None:
         line_no = first_line + count
@@ -124,58 +119,66 @@ def verify_continuation(data: bytes, *, project_id: str, prev_hash: str | None, 
     )
 
 
-def _verify_lines(
-    lines: list[bytes], out: list[Event], project_id: str, prev: str | None, first_line: int
-) -> CorruptLedgerError | None:
-    if not lines:
-        return None
+def _verify_intact(body: bytes, project_id: str, prev: str | None) -> list[Event] | None:
+    """Every check at once for the common case of intact v1 lines; ``None`` means "look line by line"."""
+    if not body:
+        return []
     gc_was_enabled = gc.isenabled()
     gc.disable()  # msgspec's advice for bulk decoding: the cyclic GC finds nothing in fresh payload dicts
     try:
-        if _verify_batch(lines, out, project_id, prev):
-            return None
+        return _verify_batch(body, project_id, prev)
     finally:
         if gc_was_enabled:
             gc.enable()
-    out.clear()
-    return _verify_each(lines, out, project_id, prev, first_line)
 
 
-def _verify_batch(lines: list[bytes], out: list[Event], project_id: str, prev: str | None) -> bool:
-    """All checks at once for the common case of an intact v1 ledger; ``False`` means "look line by line"."""
+def _verify_batch(body: bytes, project_id: str, prev: str | None) -> list[Event] | None:
+    """The bulk path over ``body`` (whole lines, each ending in ``"\\n"``); ``None`` when anything is unusual.
+
+    ``encode_lines(decode_lines(body)) == body`` proves at once that every line is the canonical encoding of the
+    event decoded from it (an encoded event holds no raw newline, so the lines correspond one to one). Each check
+    below accepts only what ``_check_event`` accepts; the hash of a line is taken over the line itself minus its
+    ``event_hash`` segment, and all hashes are compared in one list comparison.
+    """
     floats_before = _float_count[0]
-    joined = b"[" + b",".join(lines) + b"]"
     try:
-        events = _batch_decoder.decode(joined)
+        events: list[Event] = _decoder.decode_lines(body)
     except _DECODE_ERRORS:
-        return False
-    count = len(events)
-    if count != len(lines) or _float_count[0] != floats_before:
-        return False
-    if set(map(_get_version, events)) != {1} or set(map(_get_project, events)) != {project_id}:
-        return False
-    if not set(map(_get_type, events)) <= EVENT_TYPES or not set(map(_get_actor, events)) <= ACTORS:
-        return False
-    request_lengths = list(map(len, map(_get_request, events)))
+        return None
+    if not events or _float_count[0] != floats_before:
+        return None
+    if {e.schema_version for e in events} != {1} or {e.project_id for e in events} != {project_id}:
+        return None
+    actors = [e.actor for e in events]
+    if not {e.event_type for e in events} <= EVENT_TYPES or not set(actors) <= ACTORS:
+        return None
+    request_lengths = {len(e.request_id) for e in events}
     if min(request_lengths) < 1 or max(request_lengths) > 200:
-        return False
-    uuids = "".join(map(_get_event_id, events)) + "".join(map(_get_task_id, events))
-    if uuids.translate(_HEX_TO_X) != _UUID_SHAPE * (2 * count):
-        return False
-    if "".join(map(_get_time, events)).translate(_DIGIT_TO_D) != _TIME_SHAPE * count:
-        return False
-    hashes = list(map(_get_hash, events))
-    if list(map(_get_prev, events)) != [prev, *hashes[:-1]]:
-        return False
-    if _encoder.encode(events) != joined:
-        return False
+        return None
+    uuids = [e.event_id for e in events] + [e.task_id for e in events]
+    times = [e.occurred_at for e in events]
+    if set(map(len, uuids)) != {len(_UUID_SHAPE)} or set(map(len, times)) != {len(_TIME_SHAPE)}:
+        return None  # fixed lengths first, so a short value and a long neighbour cannot pass the joined shapes
+    if "".join(uuids).translate(_HEX_TO_X) != _UUID_SHAPE * len(uuids):
+        return None
+    if "".join(times).translate(_DIGIT_TO_D) != _TIME_SHAPE * len(times):
+        return None
+    hashes = [e.event_hash for e in events]
+    if [e.prev_hash for e in events] != [prev, *hashes[:-1]]:
+        return None
+    if _encoder.encode_lines(events) != body:
+        return None
     sha256 = hashlib.sha256
-    for line, actor_length, expected in zip(lines, map(len, map(_get_actor, events)), hashes, strict=True):
-        cut = _HASH_CUT + actor_length
-        if sha256(line[:cut] + line[cut + _HASH_SEGMENT :]).hexdigest() != expected:
-            return False
-    out.extend(map(migrate, events))
-    return True
+    lines = body.split(b"\n")
+    lines.pop()  # the empty string after the last newline
+    cuts = [_CUTS[actor] for actor in actors]
+    digests = [
+        sha256(line[:cut] + line[cut + _HASH_SEGMENT :]).hexdigest() for line, cut in zip(lines, cuts, strict=True)
+    ]
+    if digests != hashes:
+        return None
+    step = MIGRATIONS[1]  # every line is schema_version 1 (checked above)
+    return events if step is migrate_v1 else list(map(step, events))
 
 
 def _verify_each(

@@ -257,3 +257,73 @@ def test_any_single_byte_change_is_detected(position, value):
     result = verify_ledger_bytes(mutated, project_id=_FIXTURE_PID)
     assert not result.ok
     assert result.byte_length <= position
+
+
+@pytest.mark.parametrize(("field", "prefix"), [("event_id", "a"), ("task_id", "b"), ("occurred_at", "Z")])
+def test_a_short_value_is_corrupt_even_when_its_neighbour_makes_up_the_length(ledger_kit, ledger, pid, field, prefix):
+    """Values checked in bulk are checked one by one too: 35 + 37 characters are not two UUIDs."""
+    _, events = ledger
+    assert verify_ledger_bytes(relink(ledger_kit, events), project_id=pid).ok  # control: relinking changes nothing
+    events[1][field] = events[1][field][:-1]
+    events[2][field] = prefix + events[2][field]
+    result = verify_ledger_bytes(relink(ledger_kit, events), project_id=pid)
+    assert result.error is not None and result.error.code == "CORRUPT_LEDGER" and result.error.line == 2
+    assert result.line_count == 1
+
+
+def _line_by_line(data: bytes, project_id: str) -> tuple[int, int | None, str | None]:
+    """The reference: the explaining line-by-line path alone (what the bulk path must never be more lenient than)."""
+    from intentloop.store._verify import _verify_each
+
+    lines = data.split(b"\n")
+    lines.pop()
+    out: list = []
+    error = _verify_each(lines, out, project_id, None, 1)
+    return len(out), None if error is None else error.line, None if error is None else error.reason
+
+
+_JSON_LEAF = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**60), max_value=2**60),
+    st.sampled_from([0.5, 1.0, -0.0, 1e-7, 1e21, 2.5e-300, 123.456]),
+    st.text(alphabet=st.characters(codec="utf-8"), max_size=8),
+)
+_JSON = st.recursive(
+    _JSON_LEAF,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=8,
+)
+_CHANGES = st.one_of(
+    st.tuples(st.just("event_id"), st.text(alphabet="0123456789abcdefABCDEFg-\n", min_size=34, max_size=38)),
+    st.tuples(st.just("task_id"), st.uuids().map(str) | st.uuids().map(lambda u: str(u).upper() + "\n")),
+    st.tuples(st.just("occurred_at"), st.text(alphabet="0123456789-T:.Z \u0663", min_size=19, max_size=30)),
+    st.tuples(st.just("occurred_at"), st.sampled_from(["2026-11-30T01:02:03Z", "2026-11-30T01:02:03.123456789Z"])),
+    st.tuples(st.just("request_id"), st.integers(min_value=0, max_value=202).map(lambda n: "é" * n)),
+    st.tuples(st.just("actor"), st.sampled_from(["user", "agent", "evidence", "system", "robot", "User", ""])),
+    st.tuples(st.just("event_type"), st.sampled_from(["task_started", "mode_set", "graph_imported", "claim"])),
+    st.tuples(st.just("schema_version"), st.sampled_from([1, 2, 0, 1.0, True, "1", None])),
+    st.tuples(st.just("payload"), st.dictionaries(st.text(max_size=6), _JSON, max_size=4)),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(index=st.integers(min_value=0, max_value=3), change=_CHANGES)
+def test_bulk_verdict_equals_the_line_by_line_verdict(index, change):
+    """A forger can re-hash anything: whatever shape a relinked line has, the fast path judges it as each line would."""
+    kit = _KIT
+    pid = kit.project_id_for("/work/project")
+    _, events = kit.build_ledger(pid, 4)
+    field, value = change
+    events[index][field] = value
+    try:
+        data = relink(kit, events)
+    except ValueError:  # a float json.dumps cannot write
+        return
+    result = verify_ledger_bytes(data, project_id=pid)
+    expected = _line_by_line(data, pid)
+    assert (
+        result.line_count,
+        None if result.ok else result.error.line,
+        None if result.ok else result.error.reason,
+    ) == (expected)
