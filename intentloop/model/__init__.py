@@ -1,87 +1,186 @@
-"""Pure data and functions: events, canonical form, ids, claims, redaction. No I/O, no trio."""
+"""Pure data and functions: events, canonical form, ids, claims, redaction. No I/O, no trio.
 
-from intentloop.model.canonical import canonical_bytes, canonical_text, request_fingerprint, sha256_hex
-from intentloop.model.claims import (
-    CANDIDATE_TYPES,
-    CONFIRMATION_REASONS,
-    EPISTEMIC_STATUSES,
-    FACETS,
-    FEEDBACK_CLASSES,
-    MODES,
-    ROLE_FOR_STATUS,
-    ROLES,
-    SCOPES,
-    SOURCE_KINDS,
-    SOURCE_KINDS_BY_OPERATION,
-    Candidate,
-    Claim,
-    SourceRef,
-    allowed_source_kinds,
-    normalize_facets,
-    role_for_status,
-)
-from intentloop.model.compact import (
-    Snapshot,
-    association_context,
-    build_snapshot,
-    claim_priority,
-    compact_text,
-    context_order,
-    hook_context_text,
-    linked_task_context,
-    private_control_context,
-)
-from intentloop.model.events import (
-    ACTORS,
-    EVENT_TYPES,
-    Event,
-    EventDraft,
-    compute_event_hash,
-    event_line,
-    rechain,
-    seal,
-)
-from intentloop.model.ids import (
-    deterministic_task_id,
-    format_time,
-    is_hex64,
-    is_uuid,
-    new_uuid,
-    parse_time,
-    project_id_for,
-    require_uuid,
-    session_hash,
-    utc_now,
-)
-from intentloop.model.projection import (
-    Invalidation,
-    ProjectState,
-    TaskState,
-    apply_event,
-    is_stale_long_term,
-    project,
-    project_task,
-    task_for_session,
-)
-from intentloop.model.redaction import (
-    Redaction,
-    atomic_statement,
-    known_credential_kinds,
-    minimal_excerpt,
-    redact,
-    sanitize_label,
-)
-from intentloop.model.validation import (
-    LONG_TERM_STALE,
-    check_role,
-    is_opaque_id,
-    make_claim,
-    normalize_confidence,
-    review_after,
-    validate_request_id,
-    validate_signal_key,
-    validate_source_ref,
-)
+Names load on first use (PEP 562): the hook imports only the modules it needs (a read-only SessionStart never
+compiles the redaction patterns).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from intentloop.model.canonical import canonical_bytes, canonical_text, request_fingerprint, sha256_hex
+    from intentloop.model.claims import (
+        CANDIDATE_TYPES,
+        CONFIRMATION_REASONS,
+        EPISTEMIC_STATUSES,
+        FACETS,
+        FEEDBACK_CLASSES,
+        MODES,
+        ROLE_FOR_STATUS,
+        ROLES,
+        SCOPES,
+        SOURCE_KINDS,
+        SOURCE_KINDS_BY_OPERATION,
+        Candidate,
+        Claim,
+        SourceRef,
+        allowed_source_kinds,
+        normalize_facets,
+        role_for_status,
+    )
+    from intentloop.model.compact import (
+        Snapshot,
+        association_context,
+        build_snapshot,
+        claim_priority,
+        compact_text,
+        context_order,
+        hook_context_text,
+        linked_task_context,
+        private_control_context,
+    )
+    from intentloop.model.events import (
+        ACTORS,
+        EVENT_TYPES,
+        Event,
+        EventDraft,
+        compute_event_hash,
+        event_line,
+        rechain,
+        seal,
+    )
+    from intentloop.model.ids import (
+        deterministic_task_id,
+        format_time,
+        is_hex64,
+        is_uuid,
+        new_uuid,
+        parse_time,
+        project_id_for,
+        require_uuid,
+        session_hash,
+        utc_now,
+    )
+    from intentloop.model.projection import (
+        Invalidation,
+        ProjectState,
+        TaskState,
+        apply_event,
+        is_stale_long_term,
+        project,
+        project_task,
+        task_for_session,
+    )
+    from intentloop.model.redaction import (
+        Redaction,
+        atomic_statement,
+        known_credential_kinds,
+        minimal_excerpt,
+        redact,
+        sanitize_label,
+    )
+    from intentloop.model.validation import (
+        LONG_TERM_STALE,
+        check_role,
+        is_opaque_id,
+        make_claim,
+        normalize_confidence,
+        review_after,
+        validate_request_id,
+        validate_signal_key,
+        validate_source_ref,
+    )
+
+_LAZY = {
+    "ACTORS": "events",
+    "CANDIDATE_TYPES": "claims",
+    "CONFIRMATION_REASONS": "claims",
+    "Candidate": "claims",
+    "Claim": "claims",
+    "EPISTEMIC_STATUSES": "claims",
+    "EVENT_TYPES": "events",
+    "Event": "events",
+    "EventDraft": "events",
+    "FACETS": "claims",
+    "FEEDBACK_CLASSES": "claims",
+    "Invalidation": "projection",
+    "LONG_TERM_STALE": "validation",
+    "MODES": "claims",
+    "ProjectState": "projection",
+    "ROLES": "claims",
+    "ROLE_FOR_STATUS": "claims",
+    "Redaction": "redaction",
+    "SCOPES": "claims",
+    "SOURCE_KINDS": "claims",
+    "SOURCE_KINDS_BY_OPERATION": "claims",
+    "Snapshot": "compact",
+    "SourceRef": "claims",
+    "TaskState": "projection",
+    "allowed_source_kinds": "claims",
+    "apply_event": "projection",
+    "association_context": "compact",
+    "atomic_statement": "redaction",
+    "build_snapshot": "compact",
+    "canonical_bytes": "canonical",
+    "canonical_text": "canonical",
+    "check_role": "validation",
+    "claim_priority": "compact",
+    "compact_text": "compact",
+    "compute_event_hash": "events",
+    "context_order": "compact",
+    "deterministic_task_id": "ids",
+    "event_line": "events",
+    "format_time": "ids",
+    "hook_context_text": "compact",
+    "is_hex64": "ids",
+    "is_opaque_id": "validation",
+    "is_stale_long_term": "projection",
+    "is_uuid": "ids",
+    "known_credential_kinds": "redaction",
+    "linked_task_context": "compact",
+    "make_claim": "validation",
+    "minimal_excerpt": "redaction",
+    "new_uuid": "ids",
+    "normalize_confidence": "validation",
+    "normalize_facets": "claims",
+    "parse_time": "ids",
+    "private_control_context": "compact",
+    "project": "projection",
+    "project_id_for": "ids",
+    "project_task": "projection",
+    "rechain": "events",
+    "redact": "redaction",
+    "request_fingerprint": "canonical",
+    "require_uuid": "ids",
+    "review_after": "validation",
+    "role_for_status": "claims",
+    "sanitize_label": "redaction",
+    "seal": "events",
+    "session_hash": "ids",
+    "sha256_hex": "canonical",
+    "task_for_session": "projection",
+    "utc_now": "ids",
+    "validate_request_id": "validation",
+    "validate_signal_key": "validation",
+    "validate_source_ref": "validation",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'intentloop.model' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"intentloop.model.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 __all__ = [
     "ACTORS",

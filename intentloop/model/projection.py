@@ -17,7 +17,6 @@ import msgspec
 from intentloop.model.claims import MODES, Candidate, Claim, SourceRef
 from intentloop.model.events import Event
 from intentloop.model.ids import parse_time
-from intentloop.model.validation import LONG_TERM_STALE
 
 _CANDIDATE_EVENTS = frozenset({"candidate_added", "source_observed", "result_signal_observed", "compaction_observed"})
 
@@ -270,6 +269,8 @@ def task_for_session(state: ProjectState, session_hash: str) -> TaskState | None
 
 def is_stale_long_term(claim: Claim, now: datetime) -> bool:
     """An inferred long-term claim unconfirmed for more than 90 days (an unreadable time counts as stale)."""
+    from intentloop.model.validation import LONG_TERM_STALE  # here: validation compiles the redaction patterns
+
     if claim.scope != "long_term" or claim.epistemic_status != "inferred":
         return False
     try:

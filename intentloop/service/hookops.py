@@ -2,41 +2,35 @@
 
 Why synchronous and light: a hook is a fresh process with a 2.5 s budget, so this module imports only the standard
 library, msgspec and the store/model faces (never trio), takes the ledger lock with a deadline, and projects only the
-task bound to the session. Why a keyed digest (CONTRACT §9.10): without an opaque turn id the only identity of a turn
-is its text, and a plain hash of a prompt with nothing to redact is the hash of the prompt itself.
+task bound to the session; redaction, the digest key and the draft types are imported only when an observation is
+recorded, so a read-only SessionStart never compiles the redaction patterns. Why a keyed digest (CONTRACT §9.10):
+without an opaque turn id the only identity of a turn is its text, and a plain hash of a prompt with nothing to redact
+is the hash of the prompt itself.
 """
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import Callable, Iterable
-from hashlib import sha256
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import msgspec
 
 from intentloop.errors import InvalidInputError, StorageError
 from intentloop.model import (
-    Candidate,
-    EventDraft,
-    SourceRef,
     TaskState,
     association_context,
-    is_opaque_id,
     linked_task_context,
-    new_uuid,
     private_control_context,
     project,
     project_id_for,
-    redact,
     session_hash,
-    sha256_hex,
     task_for_session,
-    utc_now,
 )
-from intentloop.service._hookkey import load_hook_key, load_or_create_hook_key
 from intentloop.store import LedgerView, PrivateControl, ProjectStore, canonicalize_project_root
+
+if TYPE_CHECKING:
+    from intentloop.model import EventDraft
 
 #: hook event → (event_type, actor, candidate_type, source kind, whether the observed text counts).
 _OBSERVATIONS: Final[dict[str, tuple[str, str, str, str, bool]]] = {
@@ -133,6 +127,11 @@ def _identity(obs: Observation, key: Callable[[], bytes | None]) -> Identity | N
     Priority: a valid opaque turn id; else a keyed digest (HMAC-SHA-256 under ``key()``) of the redacted text; else
     ``sha256("<Event>:none")``. Neither the text nor an unkeyed hash of it is ever returned.
     """
+    import hmac
+    from hashlib import sha256
+
+    from intentloop.model import is_opaque_id, redact, sha256_hex
+
     uses_text = _OBSERVATIONS[obs.event][4]
     redacted = redact(obs.text).text if uses_text and obs.text else ""
     count = len(redacted)
@@ -149,6 +148,8 @@ def _identity(obs: Observation, key: Callable[[], bytes | None]) -> Identity | N
 
 
 def _draft(obs: Observation, task_id: str, identity: Identity) -> EventDraft:
+    from intentloop.model import Candidate, EventDraft, SourceRef, new_uuid, utc_now
+
     event_type, actor, candidate_type, kind, _ = _OBSERVATIONS[obs.event]
     request_hash, digest, event_id, count = identity
     now = utc_now()
@@ -196,6 +197,8 @@ def record_observation(
     task, context = _decide(view, store.read_controls(), None, obs.session_id, shash)
     if task is None:
         return HookOutcome(recorded=False, context=_if(with_context, context))
+    from intentloop.service._hookkey import load_hook_key, load_or_create_hook_key
+
     identity = _identity(obs, lambda: load_hook_key(data_root))
     if identity is not None and f"hook:{obs.event}:{identity[0]}" in task.requests:
         return HookOutcome(recorded=False, context=_if(with_context, context))

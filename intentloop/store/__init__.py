@@ -1,17 +1,66 @@
 """The storage engine: data root and paths, the verified ledger, the directory lock and the one write path.
 
 Standard library and msgspec only, so the hook path can import it; the trio face is ``intentloop.store.aio``
-(``open_locked_ledger``), which this module never imports.
+(``open_locked_ledger``), which this module never imports. Names load on first use (PEP 562), so a reader that never
+takes the lock never imports the lock machinery.
 """
 
-from intentloop.store._config import ENV_CEILING, ENV_HEARTBEAT, ENV_STALE, ENV_WAIT, LockConfig
-from intentloop.store._controls import PrivateControl
-from intentloop.store._ledger import LockedLedger
-from intentloop.store._migrate import CURRENT_SCHEMA_VERSION, MIGRATIONS, migrate, migrate_v1
-from intentloop.store._paths import ProjectPaths, canonicalize_project_root, resolve_data_root, validate_project_id
-from intentloop.store._project import ProjectStore
-from intentloop.store._verify import Verification, verify_ledger_bytes
-from intentloop.store._view import LedgerView
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from intentloop.store._config import ENV_CEILING, ENV_HEARTBEAT, ENV_STALE, ENV_WAIT, LockConfig
+    from intentloop.store._controls import PrivateControl
+    from intentloop.store._ledger import LockedLedger
+    from intentloop.store._migrate import CURRENT_SCHEMA_VERSION, MIGRATIONS, migrate, migrate_v1
+    from intentloop.store._paths import (
+        ProjectPaths,
+        canonicalize_project_root,
+        resolve_data_root,
+        validate_project_id,
+    )
+    from intentloop.store._project import ProjectStore
+    from intentloop.store._verify import Verification, verify_ledger_bytes
+    from intentloop.store._view import LedgerView
+
+_LAZY = {
+    "CURRENT_SCHEMA_VERSION": "_migrate",
+    "ENV_CEILING": "_config",
+    "ENV_HEARTBEAT": "_config",
+    "ENV_STALE": "_config",
+    "ENV_WAIT": "_config",
+    "MIGRATIONS": "_migrate",
+    "LedgerView": "_view",
+    "LockConfig": "_config",
+    "LockedLedger": "_ledger",
+    "PrivateControl": "_controls",
+    "ProjectPaths": "_paths",
+    "ProjectStore": "_project",
+    "Verification": "_verify",
+    "canonicalize_project_root": "_paths",
+    "migrate": "_migrate",
+    "migrate_v1": "_migrate",
+    "resolve_data_root": "_paths",
+    "validate_project_id": "_paths",
+    "verify_ledger_bytes": "_verify",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'intentloop.store' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"intentloop.store.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 __all__ = [
     "CURRENT_SCHEMA_VERSION",

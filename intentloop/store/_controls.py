@@ -17,7 +17,6 @@ from intentloop.errors import InvalidInputError, StorageError
 from intentloop.model.canonical import canonical_bytes
 from intentloop.model.ids import HEX64_RE, RFC3339_UTC_RE, UUID_RE
 from intentloop.store._fs import read_regular, storage_error
-from intentloop.store._names import CONTROL_TEMP_RE
 from intentloop.store._paths import ProjectPaths
 
 _CONTROL_NAME_RE = re.compile(r"^([a-f0-9]{64})\.json$")
@@ -111,6 +110,8 @@ def read_controls(paths: ProjectPaths) -> list[PrivateControl]:
         names = sorted(os.listdir(paths.private_dir))
     except OSError as exc:
         raise storage_error(exc, "listing private-sessions", code="STORAGE_READ_FAILED") from exc
+    from intentloop.store._names import CONTROL_TEMP_RE  # here: _names loads the lock's liveness machinery
+
     controls: list[PrivateControl] = []
     for name in names:
         if CONTROL_TEMP_RE.match(name):

@@ -15,18 +15,19 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from intentloop.errors import CorruptLedgerError
 from intentloop.store._config import LockConfig
 from intentloop.store._controls import PrivateControl, read_control, read_controls
 from intentloop.store._fs import file_key, open_regular, read_open
-from intentloop.store._ledger import LockedLedger
-from intentloop.store._liveness import current_identity
-from intentloop.store._lock import Acquirer, LockHandle
-from intentloop.store._names import remove_orphans
 from intentloop.store._paths import ProjectPaths
 from intentloop.store._verify import Verification, verify_continuation, verify_ledger_bytes
 from intentloop.store._view import EMPTY_VIEW, LedgerView
+
+if TYPE_CHECKING:  # the lock machinery is imported on the way into the lock: a reader never loads it
+    from intentloop.store._ledger import LockedLedger
+    from intentloop.store._lock import Acquirer, LockHandle
 
 _CACHE_SIZE = 16
 
@@ -223,6 +224,8 @@ class ProjectStore:
             handle.release()
 
     def _acquirer(self, *, now: float, deadline: float | None) -> Acquirer:
+        from intentloop.store._lock import Acquirer
+
         return Acquirer(self.paths, self.config, now=now, deadline=deadline)
 
     def _enter(self, handle: LockHandle, *, verify: bool) -> LockedLedger:
@@ -232,6 +235,10 @@ class ProjectStore:
             CorruptLedgerError: a damaged ledger, unless ``verify`` is false.
             StorageError: path-safety refusals and I/O failures (mapped).
         """
+        from intentloop.store._ledger import LockedLedger
+        from intentloop.store._liveness import current_identity
+        from intentloop.store._names import remove_orphans
+
         remove_orphans(self.paths, self.config, current_identity())
         data, verification, view = self._load()
         ledger = LockedLedger(self.paths, handle, data, verification, view, self._remember)

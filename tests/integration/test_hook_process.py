@@ -449,3 +449,32 @@ def test_hook_path_loads_only_stdlib_msgspec_and_intentloop(env: Env, tmp_path: 
     assert "intentloop.service.hookops" in modules  # positive control: the handler really ran
     if event != "SessionStart":
         assert len(env.hook_events()) == 1
+
+
+_WRITE_ONLY = (
+    "intentloop.store._lock",
+    "intentloop.store._ledger",
+    "intentloop.store._liveness",
+    "intentloop.store._names",
+    "intentloop.model.redaction",
+    "intentloop.model.validation",
+    "shutil",
+)
+
+
+@pytest.mark.parametrize("event", ["SessionStart", "UserPromptSubmit"])
+def test_session_start_reads_without_loading_the_write_path(env: Env, tmp_path: Path, event: str) -> None:
+    """A read-only SessionStart starts faster: no lock machinery, no redaction patterns (a prompt needs both)."""
+    env.link(("Use PostgreSQL only",))
+    report = tmp_path / "modules.json"
+    payload = json.dumps(env.payload(event, turn_id="turn-1", prompt="go on")).encode()
+    proc = subprocess.run(
+        [sys.executable, "-c", _MODULES, str(report)], input=payload, capture_output=True, env=env.environ()
+    )
+    assert proc.returncode == 0 and proc.stderr == b""
+    assert b"Use PostgreSQL only" in proc.stdout  # the linked task's context was really answered
+    loaded = set(json.loads(report.read_text())) & set(_WRITE_ONLY)
+    if event == "SessionStart":
+        assert loaded == set()
+    else:  # control: recording an observation takes the lock (and removes it with shutil) and redacts
+        assert loaded == set(_WRITE_ONLY)
