@@ -6,6 +6,7 @@ store, the model) are imported inside the guarded call, so even a broken install
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import time
@@ -83,8 +84,23 @@ def run_hook(argv: list[str]) -> int:
     The budget (``INTENT_LOOP_HOOK_DEADLINE_S``, default 2.5 s) counts from process start; lock waits end
     ``WRITE_RESERVE_S`` before it and a watchdog answers fail-open and exits at it. Nothing reaches stderr unless
     ``INTENT_LOOP_DEBUG=1``.
+
+    The cyclic garbage collector stays off while the hook runs (a bounded, short-lived process: the verified ledger's
+    fresh objects would otherwise be traversed again and again) and everything alive is frozen after the answer, so
+    the interpreter's final collection has nothing to scan (at 10,000 events that collection costs ~50 ms).
     """
     started = time.monotonic()
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _run(argv, started)
+    finally:
+        gc.freeze()
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _run(argv: list[str], started: float) -> int:
     env = os.environ
     debug = debug_enabled(env)
     if not debug:
