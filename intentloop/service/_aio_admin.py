@@ -85,7 +85,7 @@ async def delete(engine: Engine, ctx: Ctx, args: DeleteArgs) -> dict[str, Any]:
     if args.confirmation != expected:
         raise IntentLoopError(f"confirmation must equal {expected}", code="CONFIRMATION_REQUIRED")
     private = engine.private_task(ctx, task_id)
-    task = private if private is not None else engine.read_state(ctx)[1].started_task(task_id)
+    task = private if private is not None else engine.precheck_state(ctx).started_task(task_id)
     if task is None or not task.started:
         raise task_not_found()
     if claim_id not in task.claims:
@@ -109,7 +109,7 @@ async def _delete_task(engine: Engine, ctx: Ctx, task_id: str, confirmation: str
         raise IntentLoopError(f"confirmation must equal {expected}", code="CONFIRMATION_REQUIRED")
     known = engine.private.has(ctx.project_id, task_id)
     if not known:
-        _view, state = engine.read_state(ctx)
+        state = engine.precheck_state(ctx)
         known = state.task(task_id) is not None or engine.control_for_task(ctx, task_id) is not None
     if not known:
         raise task_not_found()

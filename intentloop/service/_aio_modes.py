@@ -335,7 +335,7 @@ async def _leave_private(
 
 async def _enter_private(engine: Engine, ctx: Ctx, task_id: str, request_id: str, fingerprint: str) -> dict[str, Any]:
     """Make a durable task (or a lost private one, after a restart) private in this process."""
-    _view, state = engine.read_state(ctx)
+    state = engine.precheck_state(ctx)
     task = state.tasks.get(task_id)
     guard_durable(task)
     control = engine.control_for_task(ctx, task_id)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from intentloop.errors import IntentLoopError
+from intentloop.errors import CorruptLedgerError, IntentLoopError
 from intentloop.model import Event, ProjectState, TaskState, build_snapshot, project, utc_now
 from intentloop.service._private import PrivateLedgers
 from intentloop.store import LedgerView, PrivateControl, ProjectStore
@@ -99,6 +99,25 @@ class Engine:
     def read_state(self, ctx: Ctx) -> tuple[LedgerView, ProjectState]:
         view = ctx.store.read()
         return view, self.state(ctx, view)
+
+    def precheck_state(self, ctx: Ctx) -> ProjectState:
+        """Lock-free state for the checks a mutation makes before it takes the lock.
+
+        A torn last line is read as its verified prefix here: the locked write that follows repairs it (CONTRACT §2),
+        so answering ``CORRUPT_TRAILING_EVENT`` would only make a retrying agent loop. Any other damage still raises.
+
+        Raises:
+            CorruptLedgerError: ``CORRUPT_LEDGER``, ``FUTURE_SCHEMA``, ``MIGRATION_UNAVAILABLE``; storage errors.
+        """
+        try:
+            return self.read_state(ctx)[1]
+        except CorruptLedgerError as exc:
+            if exc.code != "CORRUPT_TRAILING_EVENT":
+                raise
+            verification = ctx.store.verify()
+            if verification.error is not None and verification.error.code != "CORRUPT_TRAILING_EVENT":
+                raise verification.error from exc
+            return project(verification.events)
 
     # ----------------------------------------------------------------------------------------------- private mode
     def private_state(self, ctx: Ctx, task_id: str) -> ProjectState | None:

@@ -22,7 +22,6 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import pytest
 import trio
 
 
@@ -661,11 +660,6 @@ async def test_torn_tail_is_retryable_on_read_and_repaired_by_the_next_write(dat
         assert _statements(snapshot) == {"Survives the crash", "Written after the crash"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="product bug: intent_delete and intent_set_mode(private) read the ledger lock-free before taking the lock, "
-    "so a torn tail answers CORRUPT_TRAILING_EVENT (retryable) to every retry instead of being repaired by them",
-)
 async def test_every_mutation_repairs_a_torn_tail(data_root: Path, project: Path) -> None:
     async with H.server(data_root) as client:
         s = Surface(client, project)
@@ -689,7 +683,8 @@ async def test_every_mutation_repairs_a_torn_tail(data_root: Path, project: Path
                     break
                 assert envelope["error"]["code"] == "CORRUPT_TRAILING_EVENT", envelope
             assert envelope["ok"] is True, (tool, envelope)
-            assert ledger.read_bytes().endswith(b"\n")
+            repaired = ledger.read_bytes()  # empty once the task (its only events) is deleted
+            assert repaired == b"" or repaired.endswith(b"\n"), tool  # no torn line left behind
 
 
 HOLD_LOCK = """
