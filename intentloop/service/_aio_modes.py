@@ -42,6 +42,9 @@ NOTE_PRIVATE = "Semantic changes are memory-only; a hashed control marker suppre
 NOTE_PRIVATE_AGAIN = "Semantic changes remain memory-only; a hashed control marker suppresses separate Hook processes."
 NOTE_DISCARDED_ON = "Private changes were discarded; the earlier durable task state is enabled again."
 NOTE_DISCARDED_OFF = "Private changes were discarded; durable semantic reads and writes are disabled."
+# Not among the original's notes: a task that was private from its start, left in the same process, had no earlier
+# durable state to re-enable and lost nothing to a restart, so neither original wording would be true.
+NOTE_DISCARDED_NEW_ON = "Private changes were discarded; a new empty durable task is enabled."
 NOTE_RECOVERED_DURABLE = (
     "Private in-memory semantics were unavailable after restart; a new empty durable task was explicitly enabled."
 )
@@ -275,7 +278,7 @@ async def set_mode(engine: Engine, ctx: Ctx, args: SetModeArgs) -> dict[str, Any
         engine.private.drop(ctx.project_id, task_id)
         if mode == "off":
             return {"mode": mode, "persistence_note": NOTE_DISCARDED_OFF}
-        return {"mode": mode, "persistence_note": NOTE_RECOVERED_DURABLE if recovered else NOTE_DISCARDED_ON}
+        return {"mode": mode, "persistence_note": NOTE_DISCARDED_NEW_ON if recovered else NOTE_DISCARDED_ON}
     if mode == "private":
         return await _enter_private(engine, ctx, task_id, request_id, fingerprint)
     control = engine.control_for_task(ctx, task_id)

@@ -19,6 +19,7 @@ NOTES = {
     "recovered_durable": (
         "Private in-memory semantics were unavailable after restart; a new empty durable task was explicitly enabled."
     ),
+    "discarded_new_on": "Private changes were discarded; a new empty durable task is enabled.",
     "recovered_private": (
         "Prior private semantics were unavailable after restart; a new empty memory-only task is active."
     ),
@@ -190,6 +191,18 @@ async def test_leaving_private_discards_private_changes(h: Any) -> None:
         "mode": "off",
         "persistence_note": NOTES["discarded_off"],
     }
+
+
+async def test_leaving_a_task_private_from_its_start_in_the_same_process(h: Any) -> None:
+    task = await _private_task(h)
+    assert await h.call("intent_set_mode", task_id=task, request_id="on", mode="on") == {
+        "mode": "on",
+        "persistence_note": NOTES["discarded_new_on"],  # no restart happened: the restart wording would be false
+    }
+    snap = await h.snapshot(task)
+    assert snap["mode"] == "on" and snap["active_claims"] == []
+    assert _controls(h) == []
+    assert b"BLUE-HERON" not in h.disk_bytes()
 
 
 async def test_restart_of_a_durable_task_made_private_resumes_from_durable_state(h: Any) -> None:
