@@ -1,10 +1,10 @@
 """The pure ledger verifier (CONTRACT §2): bytes in, verified prefix and first error out; no I/O.
 
-Speed comes from three facts: all lines decode in one msgspec call (``decode_lines``) into :class:`Event`; one sorted
-re-encode (``encode_lines``) byte-identical with the input proves every line canonical at once, without joining or
-copying the lines (a ledger holding an integral float, which JavaScript writes as an integer, goes line by line
-through ``canonical_bytes``); and the hash input of a canonical line is the line itself minus its
-``,"event_hash":"<64 hex>"`` segment, which sits right after the ``actor`` value because keys are sorted.
+Speed comes from three facts: all lines decode in one msgspec call (``decode_lines``) into :class:`Event`; their sorted
+re-encoding (``encode_lines``, a few events at a time) byte-identical with the input proves every line canonical
+without splitting, joining or copying lines (a ledger holding an integral float, which JavaScript writes as an
+integer, goes line by line through ``canonical_bytes``); and the hash input of a canonical line is the line itself
+minus its ``,"event_hash":"<64 hex>"`` segment, which sits right after the ``actor`` value because keys are sorted.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ _HASH_KEY = b',"event_hash":"'
 _HASH_CUT = len(_ACTOR_PREFIX) + 1  # + len(actor): where ',"event_hash":"' starts in a canonical line
 _HASH_SEGMENT = len(_HASH_KEY) + 64 + 1
 _CUTS = {actor: _HASH_CUT + len(actor) for actor in ACTORS}
+_ENCODE_CHUNK = 64  # events re-encoded at a time by the bulk canonical check
 # Shapes checked in bulk with str.translate (C speed); anything else goes through the line-by-line regexes.
 _HEX_TO_X = str.maketrans(dict.fromkeys("0123456789abcdefABCDEF", "x"))
 _UUID_SHAPE = "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
@@ -135,9 +136,9 @@ def _verify_intact(body: bytes, project_id: str, prev: str | None) -> list[Event
 def _verify_batch(body: bytes, project_id: str, prev: str | None) -> list[Event] | None:
     """The bulk path over ``body`` (whole lines, each ending in ``"\\n"``); ``None`` when anything is unusual.
 
-    ``encode_lines(decode_lines(body)) == body`` proves at once that every line is the canonical encoding of the
-    event decoded from it (an encoded event holds no raw newline, so the lines correspond one to one). Each check
-    below accepts only what ``_check_event`` accepts; the hash of a line is taken over the line itself minus its
+    ``encode_lines(decode_lines(body)) == body`` proves that every line is the canonical encoding of the event
+    decoded from it (an encoded event holds no raw newline, so the lines correspond one to one). Each check below
+    accepts only what ``_check_event`` accepts; the hash of a line is taken over the line itself minus its
     ``event_hash`` segment, and all hashes are compared in one list comparison.
     """
     floats_before = _float_count[0]
@@ -166,19 +167,44 @@ def _verify_batch(body: bytes, project_id: str, prev: str | None) -> list[Event]
     hashes = [e.event_hash for e in events]
     if [e.prev_hash for e in events] != [prev, *hashes[:-1]]:
         return None
-    if _encoder.encode_lines(events) != body:
+    if not _encodes_as(events, body):
         return None
-    sha256 = hashlib.sha256
-    lines = body.split(b"\n")
-    lines.pop()  # the empty string after the last newline
-    cuts = [_CUTS[actor] for actor in actors]
-    digests = [
-        sha256(line[:cut] + line[cut + _HASH_SEGMENT :]).hexdigest() for line, cut in zip(lines, cuts, strict=True)
-    ]
-    if digests != hashes:
+    if _line_hashes(body, [_CUTS[actor] for actor in actors]) != hashes:
         return None
     step = MIGRATIONS[1]  # every line is schema_version 1 (checked above)
     return events if step is migrate_v1 else list(map(step, events))
+
+
+def _encodes_as(events: list[Event], body: bytes) -> bool:
+    """Whether ``encode_lines(events) == body``, encoded a few events at a time: small buffers are reused while
+    warm instead of one fresh buffer as large as the ledger (~4 ms less on 10 MB in a fresh process)."""
+    encode_lines = _encoder.encode_lines
+    starts_with = body.startswith
+    position = 0
+    for index in range(0, len(events), _ENCODE_CHUNK):
+        chunk = encode_lines(events[index : index + _ENCODE_CHUNK])
+        if not starts_with(chunk, position):
+            return False
+        position += len(chunk)
+    return position == len(body)
+
+
+def _line_hashes(body: bytes, cuts: list[int]) -> list[str]:
+    """``sha256`` of each line of ``body`` minus its ``event_hash`` segment, which starts ``cuts[i]`` bytes into line
+    ``i``; ``body`` is known to be ``len(cuts)`` canonical lines. Memoryview slices: no line is ever copied."""
+    view = memoryview(body)
+    find = body.find
+    sha256 = hashlib.sha256
+    digests: list[str] = []
+    append = digests.append
+    start = 0
+    for cut in cuts:
+        end = find(b"\n", start)
+        digest = sha256(view[start : start + cut])
+        digest.update(view[start + cut + _HASH_SEGMENT : end])
+        append(digest.hexdigest())
+        start = end + 1
+    return digests
 
 
 def _verify_each(
