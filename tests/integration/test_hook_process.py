@@ -464,7 +464,8 @@ _WRITE_ONLY = (
 
 @pytest.mark.parametrize("event", ["SessionStart", "UserPromptSubmit"])
 def test_session_start_reads_without_loading_the_write_path(env: Env, tmp_path: Path, event: str) -> None:
-    """A read-only SessionStart starts faster: no lock machinery, no redaction patterns (a prompt needs both)."""
+    """A read-only SessionStart starts faster: no lock machinery, no redaction patterns (a prompt needs both), and
+    msgspec is imported without typing_extensions either way."""
     env.link(("Use PostgreSQL only",))
     report = tmp_path / "modules.json"
     payload = json.dumps(env.payload(event, turn_id="turn-1", prompt="go on")).encode()
@@ -473,7 +474,9 @@ def test_session_start_reads_without_loading_the_write_path(env: Env, tmp_path: 
     )
     assert proc.returncode == 0 and proc.stderr == b""
     assert b"Use PostgreSQL only" in proc.stdout  # the linked task's context was really answered
-    loaded = set(json.loads(report.read_text())) & set(_WRITE_ONLY)
+    modules = set(json.loads(report.read_text()))
+    assert "msgspec" in modules and "typing_extensions" not in modules  # msgspec alone: ~9 ms less start-up
+    loaded = modules & set(_WRITE_ONLY)
     if event == "SessionStart":
         assert loaded == set()
     else:  # control: recording an observation takes the lock (and removes it with shutil) and redacts
