@@ -84,12 +84,14 @@ def _session_task(view: LedgerView, shash: str) -> TaskState | None:
 
 
 def _decide(
-    view: LedgerView, controls: Iterable[PrivateControl], control: PrivateControl | None, session_id: str, shash: str
+    task: TaskState | None, controls: Iterable[PrivateControl], control: PrivateControl | None, session_id: str
 ) -> tuple[TaskState | None, str]:
-    """(the task an observation may be recorded into, the context text), per reference/hook-behaviour.md."""
+    """(the task an observation may be recorded into, the context text), per reference/hook-behaviour.md.
+
+    ``task`` is the session's bound task (:func:`_session_task`), ``control`` the session's own private control.
+    """
     if control is not None:
         return None, private_control_context(control.task_id, session_id)
-    task = _session_task(view, shash)
     if task is None:
         return None, association_context(session_id)
     if any(c.task_id == task.task_id for c in controls):
@@ -115,7 +117,7 @@ def session_context(data_root: Path, cwd: str, session_id: str) -> str:
     if control is not None:
         return private_control_context(control.task_id, session_id)
     view = store.read()
-    return _decide(view, store.read_controls(), None, session_id, shash)[1]
+    return _decide(_session_task(view, shash), store.read_controls(), None, session_id)[1]
 
 
 Identity = tuple[str, str, str | None, int]
@@ -194,7 +196,8 @@ def record_observation(
             recorded=False, context=_if(with_context, private_control_context(control.task_id, obs.session_id))
         )
     view = store.read()
-    task, context = _decide(view, store.read_controls(), None, obs.session_id, shash)
+    bound = _session_task(view, shash)
+    task, context = _decide(bound, store.read_controls(), None, obs.session_id)
     if task is None:
         return HookOutcome(recorded=False, context=_if(with_context, context))
     from intentloop.service._hookkey import load_hook_key, load_or_create_hook_key
@@ -204,7 +207,9 @@ def record_observation(
         return HookOutcome(recorded=False, context=_if(with_context, context))
     with store.locked(deadline) as ledger:
         control = store.read_control(shash)
-        task, context = _decide(ledger.view, store.read_controls(), control, obs.session_id, shash)
+        if ledger.view is not view:  # the ledger changed since the lock-free read (an unchanged file: the same view)
+            bound = _session_task(ledger.view, shash)
+        task, context = _decide(bound, store.read_controls(), control, obs.session_id)
         if task is None:
             return HookOutcome(recorded=False, context=_if(with_context, context))
         if identity is None:

@@ -242,3 +242,27 @@ def test_concurrent_creators_agree_on_one_key(tmp_path: Path) -> None:
     keys = {p.communicate(timeout=30)[0].strip() for p in procs}
     assert len(keys) == 1 and all(p.returncode == 0 for p in procs)
     assert [p.name for p in key_path(tmp_path).parent.iterdir()] == ["hook-digest.key"]
+
+
+@pytest.mark.parametrize("change", ["mode_off", "new_claim"])
+def test_decision_is_taken_again_on_a_ledger_changed_before_the_lock(
+    project: Any, monkeypatch: pytest.MonkeyPatch, change: str
+) -> None:
+    """Between the lock-free read and the lock another writer may switch the task off: the locked decision sees it."""
+    from intentloop.store import ProjectStore
+
+    task = project.start_task(SESSION, claims=["Use PostgreSQL only"])
+    real_locked = ProjectStore.locked
+
+    def locked_after_a_change(self: ProjectStore, *args: Any, **kwargs: Any) -> Any:
+        monkeypatch.setattr(ProjectStore, "locked", real_locked)  # once: the change itself takes the lock
+        if change == "mode_off":
+            project.set_mode(task, "off")
+        else:  # control: an unrelated change still leaves the task linked and on
+            project.add_claim(task, project.claim("Keep the public API stable"))
+        return real_locked(self, *args, **kwargs)
+
+    monkeypatch.setattr(ProjectStore, "locked", locked_after_a_change)
+    outcome = _record(project, turn_id="turn-race")
+    assert outcome.recorded is (change == "new_claim")
+    assert len(_hooks(project)) == (1 if change == "new_claim" else 0)
