@@ -10,12 +10,14 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+
+import msgspec
 
 ENV_HEARTBEAT = "INTENT_LOOP_LOCK_HEARTBEAT_S"
 ENV_STALE = "INTENT_LOOP_LOCK_STALE_S"
 ENV_WAIT = "INTENT_LOOP_LOCK_WAIT_S"
 ENV_CEILING = "INTENT_LOOP_LOCK_CEILING_S"
+_HEARTBEAT_S, _STALE_S, _WAIT_S, _CEILING_S = 10.0, 30.0, 5.0, 30.0
 
 
 def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
@@ -29,9 +31,8 @@ def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
     return value if math.isfinite(value) and value > 0 else default
 
 
-@dataclass(frozen=True)
-class LockConfig:
-    """Timings of the ledger lock, in seconds.
+class LockConfig(msgspec.Struct, frozen=True):
+    """Timings of the ledger lock, in seconds (a frozen struct, not a dataclass: the hook never imports dataclasses).
 
     Attributes:
         heartbeat_s: how often a holder refreshes ``heartbeat_at`` in ``owner.json``.
@@ -43,26 +44,26 @@ class LockConfig:
         poll_min_s, poll_max_s: bounds of the randomised delay between two acquisition attempts.
     """
 
-    heartbeat_s: float = 10.0
-    stale_s: float = 30.0
-    wait_s: float = 5.0
-    ceiling_s: float = 30.0
+    heartbeat_s: float = _HEARTBEAT_S
+    stale_s: float = _STALE_S
+    wait_s: float = _WAIT_S
+    ceiling_s: float = _CEILING_S
     poll_min_s: float = 0.002
     poll_max_s: float = 0.05
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "heartbeat_s", min(self.heartbeat_s, self.stale_s / 2))
-        object.__setattr__(self, "ceiling_s", max(self.ceiling_s, self.wait_s))
+        msgspec.structs.force_setattr(self, "heartbeat_s", min(self.heartbeat_s, self.stale_s / 2))
+        msgspec.structs.force_setattr(self, "ceiling_s", max(self.ceiling_s, self.wait_s))
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> LockConfig:
         """Read ``INTENT_LOOP_LOCK_{HEARTBEAT,STALE,WAIT,CEILING}_S`` (defaults 10, 30, 5, 30)."""
         environ = os.environ if env is None else env
         return cls(
-            heartbeat_s=_seconds(environ, ENV_HEARTBEAT, cls.heartbeat_s),
-            stale_s=_seconds(environ, ENV_STALE, cls.stale_s),
-            wait_s=_seconds(environ, ENV_WAIT, cls.wait_s),
-            ceiling_s=_seconds(environ, ENV_CEILING, cls.ceiling_s),
+            heartbeat_s=_seconds(environ, ENV_HEARTBEAT, _HEARTBEAT_S),
+            stale_s=_seconds(environ, ENV_STALE, _STALE_S),
+            wait_s=_seconds(environ, ENV_WAIT, _WAIT_S),
+            ceiling_s=_seconds(environ, ENV_CEILING, _CEILING_S),
         )
 
 

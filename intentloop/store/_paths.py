@@ -10,8 +10,9 @@ import os
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from intentloop.errors import InvalidInputError, StorageError
 from intentloop.store._fs import check_dir, make_dir
@@ -84,9 +85,9 @@ def validate_project_id(project_id: object) -> str:
     return project_id
 
 
-@dataclass(frozen=True)
-class ProjectPaths:
-    """The paths of one project under a data root; constructing it touches nothing.
+class ProjectPaths(msgspec.Struct, frozen=True):
+    """The paths of one project under a data root; constructing it touches nothing (a frozen struct, not a dataclass:
+    the hook never imports dataclasses).
 
     Raises:
         StorageError: ``INVALID_PROJECT_ID``.
@@ -97,7 +98,7 @@ class ProjectPaths:
 
     def __post_init__(self) -> None:
         validate_project_id(self.project_id)
-        object.__setattr__(self, "data_root", Path(os.path.abspath(self.data_root)))
+        msgspec.structs.force_setattr(self, "data_root", Path(os.path.abspath(self.data_root)))
 
     @property
     def projects_dir(self) -> Path:

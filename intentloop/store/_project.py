@@ -13,7 +13,6 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,12 +31,18 @@ if TYPE_CHECKING:  # the lock machinery is imported on the way into the lock: a 
 _CACHE_SIZE = 16
 
 
-@dataclass(frozen=True)
 class _Verified:
-    key: tuple[int, int, int, int, int]
-    data: bytes
-    verification: Verification
-    view: LedgerView
+    """A verified ledger and the file key it was read under (a plain class: the hook never imports dataclasses)."""
+
+    __slots__ = ("data", "key", "verification", "view")
+
+    def __init__(
+        self, key: tuple[int, int, int, int, int], data: bytes, verification: Verification, view: LedgerView
+    ) -> None:
+        self.key = key
+        self.data = data
+        self.verification = verification
+        self.view = view
 
 
 class _LedgerCache:

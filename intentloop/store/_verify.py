@@ -12,7 +12,6 @@ from __future__ import annotations
 import gc
 import hashlib
 import re
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -55,9 +54,8 @@ _UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}\Z"
 _DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 
 
-@dataclass(frozen=True)
-class Verification:
-    """The outcome of verifying ledger bytes.
+class Verification(msgspec.Struct, frozen=True):
+    """The outcome of verifying ledger bytes (a frozen struct, not a dataclass: the hook never imports dataclasses).
 
     Attributes:
         events: the verified events, in order (already migrated to the current schema).
