@@ -14,7 +14,6 @@ from decimal import ROUND_HALF_UP, Decimal
 
 import msgspec
 
-from intentloop.model._jsjson import js_stringify
 from intentloop.model.claims import Claim
 from intentloop.model.ids import parse_time
 from intentloop.model.projection import TaskState, is_stale_long_term
@@ -190,6 +189,8 @@ def linked_task_context(
 
 def association_context(session_id: str) -> str:
     """The hook's invitation to link a session, when no task is bound to it."""
+    from intentloop.model._jsjson import js_stringify  # here: a linked session's hook never loads json
+
     return (
         "[Intent Loop runtime] If Intent Loop is invoked or a costly divergent ambiguity warrants it, pass "
         f"host_session_id={js_stringify(session_id)} to intent_start_task. Do not expose this opaque token. "
@@ -205,6 +206,8 @@ def private_control_context(task_id: str, session_id: str | None = None) -> str:
     )
     if session_id is None:
         return text + "]"
+    from intentloop.model._jsjson import js_stringify
+
     return (
         f"{text} Keep host_session_id={js_stringify(session_id)} internal; use it only if the user explicitly starts "
         "or re-enables Intent Loop.]"
