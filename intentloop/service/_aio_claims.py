@@ -85,8 +85,8 @@ async def add_claim(
         facets=args.facets,
         now=utc_now(),
         confidence=confidence,
-        supersedes=_claim_ids(supersedes or [], "related claim id"),
-        related_claim_ids=_claim_ids(related or [], "related claim id"),
+        supersedes=_claim_ids(supersedes or [], "supersedes"),
+        related_claim_ids=_claim_ids(related or [], "related_claim_ids"),
         result_feedback_class=feedback_class,
     )
     wire = claim.to_wire()
