@@ -1,0 +1,160 @@
+"""Claude Code, configured by ``intentloop install claude``, against the scripted Anthropic Messages model.
+
+The run uses only what the installer wrote (``$CLAUDE_CONFIG_DIR/settings.json`` hooks and the user-scope
+``mcpServers`` in ``$CLAUDE_CONFIG_DIR/.claude.json``): no ``--mcp-config``, no ``project_root`` unless asked — the
+server must find the project through the client's roots.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from e2e_common import Report, base_env, ledger_checks, ledger_events, run, verify
+from fake_model import STATEMENT, FakeModel
+
+HOST = "claude"
+TOOLS = "mcp__intent_loop__intent_start_task,mcp__intent_loop__intent_add_explicit"
+
+
+def _stream(stdout: str) -> list[dict[str, Any]]:
+    out = []
+    for line in stdout.splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
+
+
+def _tool_results(events: list[dict[str, Any]]) -> dict[str, str]:
+    """Tool name -> the text of its result, from the stream-json transcript."""
+    names: dict[str, str] = {}
+    results: dict[str, str] = {}
+    for ev in events:
+        content = (ev.get("message") or {}).get("content")
+        for block in content if isinstance(content, list) else []:
+            if block.get("type") == "tool_use":
+                names[str(block.get("id"))] = str(block.get("name")).rsplit("__", 1)[-1]
+            elif block.get("type") == "tool_result":
+                results[names.get(str(block.get("tool_use_id")), "?")] = json.dumps(block.get("content"))
+    return results
+
+
+def run_claude(report: Report, base: Path, claude: str, intentloop: str, pass_root: bool, blocking: bool) -> None:
+    home, project, data, logs = base / "home", base / "project", base / "data", base / "logs"
+    config_dir = home / ".claude"
+    for d in (config_dir, project, logs, base / "tmp"):
+        d.mkdir(parents=True, exist_ok=True)
+    with FakeModel(logs / "model-requests.jsonl", str(project) if pass_root else None) as model:
+        env = base_env(
+            home,
+            {
+                "CLAUDE_CONFIG_DIR": str(config_dir),
+                "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{model.port}",
+                "ANTHROPIC_API_KEY": "sk-ant-e2e-dummy",
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+                "DISABLE_TELEMETRY": "1",
+                "DISABLE_AUTOUPDATER": "1",
+            },
+        )
+        if blocking:
+            env["MCP_CONNECTION_NONBLOCKING"] = "0"
+        inst = run(
+            report,
+            HOST,
+            "intentloop install claude",
+            [intentloop, "install", "claude"],
+            env=env | {"INTENT_LOOP_DATA_DIR": str(data)},
+            log_dir=logs,
+        )
+        settings = json.loads((config_dir / "settings.json").read_text(encoding="utf-8"))
+        state = json.loads((config_dir / ".claude.json").read_text(encoding="utf-8"))
+        entry = state.get("mcpServers", {}).get("intent_loop", {})
+        report.check(
+            HOST,
+            "install: exit 0, 5 hook events in settings.json, user-scope mcpServers.intent_loop pins the data root",
+            inst.rc == 0
+            and len(settings.get("hooks", {})) == 5
+            and entry.get("env", {}).get("INTENT_LOOP_DATA_DIR") == str(data),
+            f"rc={inst.rc}",
+        )
+        common = ["--output-format", "stream-json", "--verbose", "--allowedTools", TOOLS]
+        first = run(
+            report,
+            HOST,
+            "claude -p (session 1)",
+            [claude, "-p", f"E2E-START Remember this: {STATEMENT}", *common],
+            env=env,
+            cwd=project,
+            log_dir=logs,
+        )
+        events = _stream(first.stdout)
+        init = next((e for e in events if e.get("type") == "system" and e.get("subtype") == "init"), {})
+        session = init.get("session_id")
+        servers = {s.get("name"): s.get("status") for s in init.get("mcp_servers", [])}
+        report.check(
+            HOST,
+            "claude -p session 1: exit 0, MCP server intent_loop connected",
+            first.rc == 0 and servers.get("intent_loop") == "connected",
+            f"rc={first.rc} session={session} mcp={servers}",
+        )
+        main = [r for r in model.requests() if "mcp__intent_loop__intent_start_task" in r.get("tools", [])]
+        report.check(
+            HOST,
+            "model request lists the intent_loop MCP tools",
+            bool(main),
+            f"{len(model.requests())} request(s), {len(main)} with our tools",
+        )
+        first_req = main[0] if main else {}
+        assoc = f'host_session_id="{session}"' in first_req.get("text", "")
+        report.check(HOST, "SessionStart hook context (association line with this session id) reached the model", assoc)
+        results = _tool_results(events)
+        start = results.get("intent_start_task", "")
+        found = re.search(r'task_id\\*"\s*:\s*\\*"([0-9a-f-]{36})', start)
+        task_id = found.group(1) if found else None
+        report.check(
+            HOST,
+            "intent_start_task via Claude Code: ok:true (project found from roots)"
+            if not pass_root
+            else "intent_start_task via Claude Code: ok:true",
+            '\\"ok\\":true' in start.replace(" ", "") and task_id is not None,
+            start[:300],
+        )
+        add = results.get("intent_add_explicit", "")
+        report.check(
+            HOST, "intent_add_explicit via Claude Code: ok:true", '\\"ok\\":true' in add.replace(" ", ""), add[:300]
+        )
+        before = len(model.requests())
+        second = run(
+            report,
+            HOST,
+            "claude -p --resume (turn 2)",
+            [claude, "-p", "--resume", str(session), "E2E-SECOND what do you remember?", *common],
+            env=env,
+            cwd=project,
+            log_dir=logs,
+        )
+        events2 = _stream(second.stdout)
+        init2 = next((e for e in events2 if e.get("type") == "system" and e.get("subtype") == "init"), {})
+        report.check(
+            HOST, "claude -p --resume: exit 0", second.rc == 0, f"rc={second.rc} session={init2.get('session_id')}"
+        )
+        later = [r for r in model.requests()[before:] if "mcp__intent_loop__intent_start_task" in r.get("tools", [])]
+        text = later[0].get("text", "") if later else ""
+        linked = f"[Intent Loop linked task_id={task_id}" in text and STATEMENT in text
+        report.note(
+            HOST,
+            f"turn 2 request carries the linked-task context {text.count('[Intent Loop linked task_id=')}x "
+            "(SessionStart on resume and/or UserPromptSubmit)",
+        )
+        report.check(
+            HOST,
+            "turn 2: hook context with the linked task and the explicit claim reached the model",
+            linked,
+            f"{len(later)} request(s)",
+        )
+    ledger_checks(report, HOST, ledger_events(data, project), task_id)
+    verify(report, HOST, intentloop, data, project, logs)

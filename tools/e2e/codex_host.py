@@ -1,0 +1,268 @@
+"""Codex CLI, configured by ``intentloop install codex``, against the scripted model: MCP tools and trusted hooks.
+
+Hook trust is granted the way Codex's own ``/hooks`` review does it: ``codex app-server`` answers ``hooks/list`` with
+each hook's ``key`` and the ``currentHash`` *Codex* computed, and ``config/batchWrite`` upserts
+``hooks.state.<key>.trusted_hash`` (the request the TUI sends). Nothing is hashed or forged here, and only hooks whose
+command is this intentloop installation are trusted.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from e2e_common import Report, base_env, ledger_checks, ledger_events, run, verify
+from fake_model import STATEMENT, FakeModel
+
+HOST = "codex"
+
+
+class AppServer:
+    """A minimal JSON-RPC client for ``codex app-server`` over stdio."""
+
+    def __init__(self, codex: str, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            [codex, "app-server"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            text=True,
+        )
+        self._next = 0
+        self.call("initialize", {"clientInfo": {"name": "intentloop-e2e", "version": "1"}})
+        self._send({"jsonrpc": "2.0", "method": "initialized"})
+
+    def _send(self, msg: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(msg) + "\n")
+        self.proc.stdin.flush()
+
+    def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        self._next += 1
+        self._send({"jsonrpc": "2.0", "id": self._next, "method": method, "params": params})
+        assert self.proc.stdout is not None
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError(f"codex app-server closed during {method}")
+            msg = json.loads(line)
+            if msg.get("id") == self._next and "method" not in msg:
+                if "error" in msg:
+                    raise RuntimeError(f"{method}: {msg['error']}")
+                return dict(msg["result"])
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def _our_hooks(server: AppServer, project: Path, intentloop: str) -> list[dict[str, Any]]:
+    listing = server.call("hooks/list", {"cwds": [str(project)]})
+    hooks = [h for entry in listing["data"] for h in entry["hooks"]]
+    return [h for h in hooks if str(h.get("command", "")).startswith(intentloop + " hook ")]
+
+
+def trust_hooks(report: Report, codex: str, env: dict[str, str], project: Path, intentloop: str) -> bool:
+    """Review and trust the five intentloop hooks exactly as ``/hooks`` would; check before/after states."""
+    start = time.monotonic()
+    server = AppServer(codex, env)
+    try:
+        before = _our_hooks(server, project, intentloop)
+        events = sorted(h["eventName"] for h in before)
+        report.check(
+            HOST,
+            "hooks/list shows the 5 installed intentloop hooks, untrusted before review",
+            len(before) == 5 and all(h["trustStatus"] == "untrusted" for h in before),
+            f"{events}",
+        )
+        value = {h["key"]: {"trusted_hash": h["currentHash"]} for h in before}
+        edit = {"keyPath": "hooks.state", "value": value, "mergeStrategy": "upsert"}
+        server.call("config/batchWrite", {"edits": [edit], "reloadUserConfig": True})
+        after = _our_hooks(server, project, intentloop)
+        trusted = len(after) == 5 and all(h["trustStatus"] == "trusted" for h in after)
+        report.check(HOST, "after the /hooks-equivalent review, all 5 are trusted", trusted)
+    finally:
+        server.close()
+        report.timings.append((HOST, "hook review via codex app-server", time.monotonic() - start))
+    return trusted
+
+
+def _exec_events(stdout: str) -> list[dict[str, Any]]:
+    out = []
+    for line in stdout.splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
+
+
+def _tool_items(events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    items: dict[str, dict[str, Any]] = {}
+    for ev in events:
+        item = ev.get("item") or {}
+        if ev.get("type") == "item.completed" and item.get("type") == "mcp_tool_call":
+            items[str(item.get("tool"))] = item
+    return items
+
+
+def run_codex(
+    report: Report, base: Path, codex: str, intentloop: str, pass_root: bool, trust: bool, grace_ms: int | None
+) -> None:
+    home, project, data, logs = base / "home", base / "project", base / "data", base / "logs"
+    codex_home = home / ".codex"
+    for d in (codex_home, project, logs, base / "tmp"):
+        d.mkdir(parents=True, exist_ok=True)
+    with FakeModel(logs / "model-requests.jsonl", str(project) if pass_root else None) as model:
+        # The user's own configuration before intentloop: the scripted provider (NOTES.md "Running the real hosts").
+        (codex_home / "config.toml").write_text(
+            'model = "e2e-scripted"\nmodel_provider = "fake"\n'
+            + (f"mcp_optional_startup_grace_ms = {grace_ms}\n" if grace_ms is not None else "")
+            + '\n[model_providers.fake]\nname = "fake"\n'
+            f'base_url = "http://127.0.0.1:{model.port}/v1"\nwire_api = "responses"\nenv_key = "FAKE_MODEL_KEY"\n',
+            encoding="utf-8",
+        )
+        env = base_env(home, {"CODEX_HOME": str(codex_home), "FAKE_MODEL_KEY": "dummy"})
+        inst = run(
+            report,
+            HOST,
+            "intentloop install codex",
+            [intentloop, "install", "codex"],
+            env=env | {"INTENT_LOOP_DATA_DIR": str(data)},
+            log_dir=logs,
+        )
+        cfg = tomllib.loads((codex_home / "config.toml").read_text(encoding="utf-8"))
+        entry = cfg.get("mcp_servers", {}).get("intent_loop", {})
+        report.check(
+            HOST,
+            "install: exit 0, [mcp_servers.intent_loop] pins the data root, hooks.json written",
+            inst.rc == 0
+            and entry.get("env", {}).get("INTENT_LOOP_DATA_DIR") == str(data)
+            and (codex_home / "hooks.json").is_file(),
+            f"rc={inst.rc}",
+        )
+        hooks_trusted = trust and trust_hooks(report, codex, env, project, intentloop)
+        if not trust:
+            report.note(HOST, "hook trust not granted (--no-trust): only the MCP part is meaningful")
+        common = ["--json", "--skip-git-repo-check", "--disable", "plugins", "-C", str(project)]
+        first = run(
+            report,
+            HOST,
+            "codex exec (session 1)",
+            [codex, "exec", *common, f"E2E-START Remember this: {STATEMENT}"],
+            env=env,
+            cwd=project,
+            log_dir=logs,
+        )
+        events = _exec_events(first.stdout)
+        thread = next((str(e["thread_id"]) for e in events if e.get("type") == "thread.started"), None)
+        report.check(
+            HOST,
+            "codex exec session 1: exit 0, thread started",
+            first.rc == 0 and thread is not None,
+            f"rc={first.rc} thread={thread}",
+        )
+        reqs = [r for r in model.requests() if r.get("path", "").endswith("/responses")]
+        first_req = reqs[0] if reqs else {}
+        ours = [t for t in first_req.get("tools", []) if t.startswith("mcp__intent_loop/")]
+        tools_ok = {"mcp__intent_loop/intent_start_task", "mcp__intent_loop/intent_add_explicit"} <= set(ours)
+        report.check(
+            HOST,
+            "model request lists the intent_loop MCP tools (namespace mcp__intent_loop)",
+            tools_ok,
+            f"{len(ours)} tools in the namespace",
+        )
+        if not tools_ok:
+            report.note(
+                HOST,
+                "the first request went out without intent_loop's tools: Codex builds its first tool catalog after "
+                "waiting mcp_optional_startup_grace_ms (default 1000) for optional servers; `intentloop serve` was "
+                "not ready by then (try --codex-grace-ms 0 to confirm)",
+            )
+        assoc = f'host_session_id="{thread}"' in first_req.get("text", "")
+        report.check(HOST, "SessionStart hook context (association line with this session id) reached the model", assoc)
+        items = _tool_items(events)
+        start_item = items.get("intent_start_task", {})
+        task_id = ((start_item.get("result") or {}).get("structured_content") or {}).get("task_id")
+        report.check(
+            HOST,
+            "intent_start_task via Codex: completed, ok:true",
+            start_item.get("status") == "completed" and task_id is not None,
+            f"args={start_item.get('arguments')}",
+        )
+        add_item = items.get("intent_add_explicit", {})
+        add_ok = ((add_item.get("result") or {}).get("structured_content") or {}).get("ok") is True
+        report.check(
+            HOST,
+            "intent_add_explicit via Codex: completed, ok:true",
+            add_item.get("status") == "completed" and add_ok,
+            json.dumps(add_item.get("result"))[:300] if not add_ok else "",
+        )
+        second = run(
+            report,
+            HOST,
+            "codex exec resume (session 1, turn 2)",
+            [codex, "exec", "resume", *common[:-2], thread or "--last", "E2E-SECOND what do you remember?"],
+            env=env,
+            cwd=project,
+            log_dir=logs,
+        )
+        report.check(HOST, "codex exec resume: exit 0", second.rc == 0, f"rc={second.rc}")
+        later = [r for r in model.requests() if r.get("path", "").endswith("/responses")][len(reqs) :]
+        text = later[0].get("text", "") if later else ""
+        linked = f"[Intent Loop linked task_id={task_id}" in text and STATEMENT in text
+        report.note(
+            HOST,
+            f"turn 2 request carries the linked-task context {text.count('[Intent Loop linked task_id=')}x "
+            "(SessionStart on resume and/or UserPromptSubmit)",
+        )
+        report.check(
+            HOST,
+            "turn 2: hook context with the linked task and the explicit claim reached the model",
+            linked,
+            f"{len(later)} request(s)",
+        )
+        if not hooks_trusted:
+            report.note(HOST, "hooks were not trusted, so the hook checks are expected to fail")
+    ledger_checks(report, HOST, ledger_events(data, project), task_id)
+    verify(report, HOST, intentloop, data, project, logs)
+    uninstall(report, env, intentloop, codex_home, logs)
+
+
+def uninstall(report: Report, env: dict[str, str], intentloop: str, codex_home: Path, logs: Path) -> None:
+    """After Codex wrote its trust records, ``--uninstall`` must leave a valid config without our server."""
+    res = run(
+        report,
+        HOST,
+        "intentloop install codex --uninstall",
+        [intentloop, "install", "codex", "--uninstall"],
+        env=env,
+        log_dir=logs,
+    )
+    text = (codex_home / "config.toml").read_text(encoding="utf-8")
+    try:
+        cfg = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        report.check(HOST, "uninstall after trust: config.toml still valid TOML", False, str(exc))
+        return
+    report.check(
+        HOST,
+        "uninstall after trust: exit 0, server entry gone, provider config kept, hooks.json gone",
+        res.rc == 0
+        and "intent_loop" not in cfg.get("mcp_servers", {})
+        and cfg.get("model_provider") == "fake"
+        and not (codex_home / "hooks.json").exists(),
+        f"rc={res.rc}",
+    )
+    left = sorted(cfg.get("hooks", {}).get("state", {}))
+    report.note(HOST, f"hooks.state entries left after uninstall (Codex's own trust records): {len(left)}")

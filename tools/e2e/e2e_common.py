@@ -1,0 +1,175 @@
+"""Shared pieces of the host end-to-end runs: the report, subprocess runs with timings, the ledger and ``verify``.
+
+Checks read only public surfaces: the ledger file (its format is public, CONTRACT §2) and ``intentloop verify --json``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class Check:
+    host: str
+    name: str
+    ok: bool
+    detail: str = ""
+
+
+@dataclass
+class Report:
+    """PASS/FAIL per host and check, plus timings of each step."""
+
+    checks: list[Check] = field(default_factory=list)
+    timings: list[tuple[str, str, float]] = field(default_factory=list)
+    notes: list[tuple[str, str]] = field(default_factory=list)
+
+    def check(self, host: str, name: str, ok: bool, detail: str = "") -> bool:
+        self.checks.append(Check(host, name, bool(ok), detail))
+        mark = "PASS" if ok else "FAIL"
+        print(f"[{host}] {mark} {name}" + (f" — {detail}" if detail else ""), flush=True)
+        return bool(ok)
+
+    def note(self, host: str, text: str) -> None:
+        self.notes.append((host, text))
+        print(f"[{host}] note: {text}", flush=True)
+
+    def render(self) -> str:
+        out = ["", "=" * 100, "SUMMARY"]
+        for host in dict.fromkeys(c.host for c in self.checks):
+            mine = [c for c in self.checks if c.host == host]
+            verdict = "PASS" if all(c.ok for c in mine) else "FAIL"
+            out.append(f"{host}: {verdict} ({sum(c.ok for c in mine)}/{len(mine)} checks)")
+            for c in mine:
+                out.append(f"  {'PASS' if c.ok else 'FAIL'}  {c.name}" + (f"  [{c.detail}]" if c.detail else ""))
+            for h, text in self.notes:
+                if h == host:
+                    out.append(f"  note: {text}")
+            for h, step, secs in self.timings:
+                if h == host:
+                    out.append(f"  time: {step:<40} {secs:7.2f} s")
+        out.append("=" * 100)
+        return "\n".join(out)
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.checks) and all(c.ok for c in self.checks)
+
+
+@dataclass
+class Run:
+    argv: list[str]
+    rc: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+
+def run(
+    report: Report,
+    host: str,
+    step: str,
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    cwd: Path | None = None,
+    timeout: float = 180,
+    log_dir: Path | None = None,
+) -> Run:
+    """Run ``argv`` with stdin closed, record its wall time, keep its output under ``log_dir``."""
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(
+            list(argv),
+            env=dict(env),
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        rc, out, err = proc.returncode, proc.stdout, proc.stderr
+    except subprocess.TimeoutExpired as exc:
+        rc = -9
+        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else exc.stdout or ""
+        err = (exc.stderr.decode() if isinstance(exc.stderr, bytes) else exc.stderr or "") + f"\nTIMEOUT {timeout}s"
+    secs = time.monotonic() - start
+    report.timings.append((host, step, secs))
+    if log_dir is not None:
+        slug = step.replace(" ", "_").replace("/", "_")
+        (log_dir / f"{host}-{slug}.stdout").write_text(out, encoding="utf-8")
+        (log_dir / f"{host}-{slug}.stderr").write_text(err, encoding="utf-8")
+    return Run(list(argv), rc, out, err, secs)
+
+
+def base_env(home: Path, extra: Mapping[str, str]) -> dict[str, str]:
+    """A minimal environment: no real HOME, no INTENT_LOOP_* leaking in from the caller."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+        "TERM": "dumb",
+        "TMPDIR": str(home.parent / "tmp"),
+    }
+    env.update(extra)
+    return env
+
+
+def project_id(root: Path) -> str:
+    return hashlib.sha256(b"intent-loop-project-v1\0" + os.path.realpath(root).encode()).hexdigest()
+
+
+def ledger_events(data_root: Path, root: Path) -> list[dict[str, Any]]:
+    path = data_root / "projects" / project_id(root) / "ledger.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def verify(report: Report, host: str, intentloop: str, data_root: Path, root: Path, log_dir: Path) -> None:
+    """``intentloop verify --project-root ROOT --json`` must exit 0 and report an intact chain."""
+    env = base_env(log_dir.parent / "home", {"INTENT_LOOP_DATA_DIR": str(data_root)})
+    res = run(report, host, "intentloop verify", [intentloop, "verify", "--project-root", str(root), "--json"], env=env)
+    try:
+        doc = json.loads(res.stdout)
+    except ValueError:
+        doc = {}
+    brief = json.dumps(doc)[:300]
+    report.check(host, "intentloop verify --json: exit 0, chain intact", res.rc == 0 and bool(doc), brief)
+
+
+def ledger_checks(report: Report, host: str, events: list[dict[str, Any]], task_id: str | None) -> None:
+    """The tool calls and the hooks left their events in the ledger, for the task the model started."""
+    types = [e.get("event_type") for e in events]
+    report.note(host, f"ledger event types in order: {types}")
+    started = [e for e in events if e.get("event_type") == "task_started"]
+    report.check(
+        host, "ledger: task_started (intent_start_task landed)", bool(started) and started[0].get("task_id") == task_id
+    )
+    linked = bool(started) and bool(started[0].get("payload", {}).get("host_session_hash"))
+    report.check(host, "ledger: task_started carries a host_session_hash (task linked to the session)", linked)
+    claims = [e for e in events if e.get("event_type") == "claim_added"]
+    stmt_ok = any(
+        e.get("payload", {}).get("claim", {}).get("statement") == "The final report must be written in French."
+        for e in claims
+    )
+    report.check(host, "ledger: claim_added with the statement (intent_add_explicit landed)", stmt_ok)
+    report.check(
+        host,
+        "ledger: source_observed (UserPromptSubmit hook on the linked session)",
+        "source_observed" in types,
+    )
+    report.check(
+        host,
+        "ledger: result_signal_observed (Stop hook on the linked session)",
+        "result_signal_observed" in types,
+    )
