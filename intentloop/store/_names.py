@@ -16,14 +16,16 @@ from pathlib import Path
 
 from intentloop.store._config import LockConfig
 from intentloop.store._fs import read_marker, remove_tree_quietly, unlink_quietly
-from intentloop.store._liveness import Liveness, ProcessIdentity, judge, parse_owner
+from intentloop.store._liveness import GONE, Liveness, ProcessIdentity, judge, parse_owner, probe_process
 from intentloop.store._paths import ProjectPaths
 
 _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 LEDGER_TEMP_RE = re.compile(rf"^ledger-(?:append|repair|rewrite)-{_UUID}\.tmp$")
 STALE_LOCK_RE = re.compile(rf"^ledger\.lock\.stale-{_UUID}$")
 RELEASED_LOCK_RE = re.compile(rf"^ledger\.lock\.release-[A-Za-z0-9_-]{{1,200}}-{_UUID}$")
-STAGED_LOCK_RE = re.compile(rf"^ledger\.lock\.acquire-{_UUID}$")
+# ``ledger.lock.acquire-<pid>-<uuid>``: the pid lets a holder clear the staging directory of an acquirer killed before
+# it wrote ``owner.json`` (an empty directory names no owner). The older form without a pid is still recognised.
+STAGED_LOCK_RE = re.compile(rf"^ledger\.lock\.acquire-(?:(?P<pid>[0-9]{{1,10}})-)?{_UUID}$")
 CONTROL_TEMP_RE = re.compile(rf"^control-{_UUID}\.tmp$")
 QUARANTINE_TEMP_RE = re.compile(rf"^quarantine-{_UUID}\.tmp$")
 OWNER_NAME = "owner.json"
@@ -43,7 +45,7 @@ def released_lock_name(token: str) -> str:
 
 
 def staged_lock_name() -> str:
-    return f"ledger.lock.acquire-{uuid.uuid4()}"
+    return f"ledger.lock.acquire-{os.getpid()}-{uuid.uuid4()}"
 
 
 def control_temp_name() -> str:
@@ -112,9 +114,15 @@ def _staging_abandoned(path: Path, config: LockConfig, me: ProcessIdentity) -> b
     try:
         marker = read_marker(path / OWNER_NAME)
     except OSError:
-        return False
+        marker = None
     record = parse_owner(marker[0]) if marker else None
-    return record is not None and judge(record, me) is Liveness.DEAD
+    if record is not None:
+        return judge(record, me) is Liveness.DEAD
+    # No readable owner record yet: the acquirer died between mkdir and writing it, or is still writing it. Only a
+    # pid that no living process has proves the former.
+    named = STAGED_LOCK_RE.match(path.name)
+    pid = named.group("pid") if named else None
+    return pid is not None and int(pid) != os.getpid() and probe_process(int(pid)) is GONE
 
 
 __all__ = [

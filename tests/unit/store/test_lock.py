@@ -237,6 +237,20 @@ def test_orphans_are_removed_by_strict_name_only(data_root, ledger_kit, sleeper,
     assert os.listdir(store.private_dir) == []
 
 
+def test_empty_staging_of_an_acquirer_killed_before_its_owner_record_is_removed(data_root, sleeper, dead_pid):
+    """kill -9 between mkdir and writing owner.json leaves an empty staging directory: its name's pid decides."""
+    store = ProjectStore(data_root, PID, config=PATIENT)
+    append(store, "first")
+    u = str(uuid.uuid4())
+    dead_stage = store.project_dir / f"ledger.lock.acquire-{dead_pid}-{u}"
+    live_stage = store.project_dir / f"ledger.lock.acquire-{sleeper.pid}-{u}"  # positive control: still acquiring
+    unnamed = store.project_dir / f"ledger.lock.acquire-{u}"  # older form, no pid: only the stale window clears it
+    for stage in (dead_stage, live_stage, unnamed):
+        stage.mkdir()
+    append(store, "second")
+    assert sorted(os.listdir(store.project_dir)) == sorted(["ledger.jsonl", live_stage.name, unnamed.name])
+
+
 def test_sync_heartbeat_refreshes_the_owner_record(data_root):
     store = ProjectStore(data_root, PID, config=LockConfig(heartbeat_s=0.1, stale_s=1, wait_s=1, ceiling_s=2))
     with store.locked():
