@@ -6,7 +6,9 @@ compiles the redaction patterns).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from intentloop._lazy import lazy_face
 
 if TYPE_CHECKING:
     from intentloop.model.canonical import canonical_bytes, canonical_text, request_fingerprint, sha256_hex
@@ -167,21 +169,6 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'intentloop.model' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"intentloop.model.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
-
-
 __all__ = [
     "ACTORS",
     "CANDIDATE_TYPES",
@@ -255,3 +242,5 @@ __all__ = [
     "validate_signal_key",
     "validate_source_ref",
 ]
+
+__getattr__, __dir__ = lazy_face(__name__, _LAZY, __all__)

@@ -6,26 +6,16 @@ The face stays import-light for the hook path (``intentloop.service.hookops`` li
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from intentloop._lazy import lazy_face
 
 if TYPE_CHECKING:
     from intentloop.service.aio import IntentService
     from intentloop.service.args import TOOL_NAMES, decode_arguments
 
-_LAZY = {
-    "IntentService": "intentloop.service.aio",
-    "TOOL_NAMES": "intentloop.service.args",
-    "decode_arguments": "intentloop.service.args",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'intentloop.service' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
-
+_LAZY = {"IntentService": "aio", "TOOL_NAMES": "args", "decode_arguments": "args"}
 
 __all__ = ["TOOL_NAMES", "IntentService", "decode_arguments"]
+
+__getattr__, __dir__ = lazy_face(__name__, _LAZY, __all__)

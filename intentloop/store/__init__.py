@@ -7,7 +7,9 @@ takes the lock never imports the lock machinery.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from intentloop._lazy import lazy_face
 
 if TYPE_CHECKING:
     from intentloop.store._config import ENV_CEILING, ENV_HEARTBEAT, ENV_STALE, ENV_WAIT, LockConfig
@@ -47,21 +49,6 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'intentloop.store' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"intentloop.store.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
-
-
 __all__ = [
     "CURRENT_SCHEMA_VERSION",
     "ENV_CEILING",
@@ -83,3 +70,5 @@ __all__ = [
     "validate_project_id",
     "verify_ledger_bytes",
 ]
+
+__getattr__, __dir__ = lazy_face(__name__, _LAZY, __all__)
