@@ -8,18 +8,20 @@ new enum value there must not make an old reader drop the whole record; the enum
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeAlias, TypeVar, get_args
 
 import msgspec
 
 from intentloop.errors import InvalidInputError
 
-ROLES: tuple[str, ...] = ("user", "agent", "evidence", "system")
-EPISTEMIC_STATUSES: tuple[str, ...] = ("explicit", "inferred", "evidence", "unknown", "disputed")
-SCOPES: tuple[str, ...] = ("task", "project", "long_term")
-MODES: tuple[str, ...] = ("on", "private", "off")
-SOURCE_KINDS: tuple[str, ...] = ("user_event", "agent_turn", "tool_result", "external_evidence", "explicit_import")
-FACETS: tuple[str, ...] = (
+# The enums of the wire format, written once: the Literal types decode tool arguments strictly (service/args.py),
+# the tuples serve the checks here.
+Role: TypeAlias = Literal["user", "agent", "evidence", "system"]
+EpistemicStatus: TypeAlias = Literal["explicit", "inferred", "evidence", "unknown", "disputed"]
+Scope: TypeAlias = Literal["task", "project", "long_term"]
+Mode: TypeAlias = Literal["on", "private", "off"]
+SourceKind: TypeAlias = Literal["user_event", "agent_turn", "tool_result", "external_evidence", "explicit_import"]
+Facet: TypeAlias = Literal[
     "outcome",
     "success_signal",
     "failure_signal",
@@ -29,10 +31,20 @@ FACETS: tuple[str, ...] = (
     "unknown",
     "result_feedback",
     "disagreement",
-)
-CANDIDATE_TYPES: tuple[str, ...] = ("prompt_update", "result_feedback", "long_term_preference", "recovery_needed")
-FEEDBACK_CLASSES: tuple[str, ...] = ("keep", "implementation_change", "intent_change", "uncertain")
-CONFIRMATION_REASONS: tuple[str, ...] = ("direct_statement", "confirmed_candidate")
+]
+CandidateType: TypeAlias = Literal["prompt_update", "result_feedback", "long_term_preference", "recovery_needed"]
+FeedbackClass: TypeAlias = Literal["keep", "implementation_change", "intent_change", "uncertain"]
+ConfirmationReason: TypeAlias = Literal["direct_statement", "confirmed_candidate"]
+
+ROLES: tuple[str, ...] = get_args(Role)
+EPISTEMIC_STATUSES: tuple[str, ...] = get_args(EpistemicStatus)
+SCOPES: tuple[str, ...] = get_args(Scope)
+MODES: tuple[str, ...] = get_args(Mode)
+SOURCE_KINDS: tuple[str, ...] = get_args(SourceKind)
+FACETS: tuple[str, ...] = get_args(Facet)
+CANDIDATE_TYPES: tuple[str, ...] = get_args(CandidateType)
+FEEDBACK_CLASSES: tuple[str, ...] = get_args(FeedbackClass)
+CONFIRMATION_REASONS: tuple[str, ...] = get_args(ConfirmationReason)
 
 _T = TypeVar("_T")
 

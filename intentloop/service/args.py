@@ -14,6 +14,17 @@ import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from intentloop.errors import InvalidInputError
+from intentloop.model import (
+    CandidateType,
+    ConfirmationReason,
+    Facet,
+    FeedbackClass,
+    Mode,
+    Role,
+    Scope,
+    SourceKind,
+)
+from intentloop.model import EpistemicStatus as Status
 
 _T = TypeVar("_T")
 
@@ -37,26 +48,7 @@ ProjectRoot: TypeAlias = Annotated[str, Meta(min_length=1, max_length=1000)]
 Statement: TypeAlias = Annotated[str, Meta(min_length=1, max_length=4000)]
 DateTime: TypeAlias = Annotated[str, Meta(pattern=DATETIME_PATTERN)]
 Confidence: TypeAlias = Annotated[float, Meta(ge=0, le=1)]
-Facet: TypeAlias = Literal[
-    "outcome",
-    "success_signal",
-    "failure_signal",
-    "hard_constraint",
-    "soft_constraint",
-    "tradeoff",
-    "unknown",
-    "result_feedback",
-    "disagreement",
-]
 Facets: TypeAlias = Annotated[list[Facet], Meta(min_length=1, max_length=9)]
-Scope: TypeAlias = Literal["task", "project", "long_term"]
-Mode: TypeAlias = Literal["on", "private", "off"]
-SourceKind: TypeAlias = Literal["user_event", "agent_turn", "tool_result", "external_evidence", "explicit_import"]
-Role: TypeAlias = Literal["user", "agent", "evidence", "system"]
-Status: TypeAlias = Literal["explicit", "inferred", "evidence", "unknown", "disputed"]
-FeedbackClass: TypeAlias = Literal["keep", "implementation_change", "intent_change", "uncertain"]
-ConfirmationReason: TypeAlias = Literal["direct_statement", "confirmed_candidate"]
-CandidateType: TypeAlias = Literal["prompt_update", "result_feedback", "long_term_preference", "recovery_needed"]
 RelatedIds: TypeAlias = Annotated[list[Uuid], Meta(max_length=20)]
 
 
