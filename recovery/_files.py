@@ -1,8 +1,9 @@
-"""Careful file primitives for recovery: read ledger bytes without following links, write an export durably.
+"""Careful file primitives for recovery: read files it wrote (quarantine summaries, an export read back) without
+following links, and write an export durably.
 
-The store's face gives verified events, not the bytes they came from; export needs the bytes exactly as stored, and
-writes a file the store does not own (anywhere the admin chooses). Both follow the store's rules: no symlinks, no
-hard-linked data files, 0600 files created exclusively, fsync of the file and of its directory.
+The ledger itself is read through the store (``ProjectStore.read_raw``); these are for files the store does not own
+(an export lives anywhere the admin chooses). Both follow the store's rules: no symlinks, no hard-linked data files,
+0600 files created exclusively, fsync of the file and of its directory.
 """
 
 from __future__ import annotations

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from intentloop.errors import StorageError
-from recovery._files import read_data_file
 
 if TYPE_CHECKING:
     from intentloop.store import ProjectStore, Verification
@@ -103,15 +102,19 @@ class LedgerCheck:
         return self.data[self.verification.byte_length :]
 
 
-def check_bytes(data: bytes, *, store: ProjectStore, ledger_exists: bool = True) -> LedgerCheck:
-    """Verify ``data`` as the ledger of ``store``'s project and build the report (pure but for the quarantine count).
+def check_bytes(
+    data: bytes, *, store: ProjectStore, ledger_exists: bool = True, verification: Verification | None = None
+) -> LedgerCheck:
+    """Build the report of ``data`` as the ledger of ``store``'s project, verifying it unless ``verification`` (of
+    exactly these bytes) is given (pure but for the quarantine count).
 
     Raises:
         StorageError: ``PATH_ESCAPE`` or ``INVALID_DATA_DIR`` when ``quarantine/`` is unsafe.
     """
-    from intentloop.store import verify_ledger_bytes
+    if verification is None:
+        from intentloop.store import verify_ledger_bytes
 
-    verification = verify_ledger_bytes(data, project_id=store.project_id)
+        verification = verify_ledger_bytes(data, project_id=store.project_id)
     error = verification.error
     suffix = data[verification.byte_length :]
     versions = {event.schema_version for event in verification.events}
@@ -145,8 +148,11 @@ def check_ledger(store: ProjectStore) -> LedgerCheck:
         StorageError: ``PATH_ESCAPE``, ``UNSAFE_DATA_FILE``, ``INVALID_DATA_DIR``, ``TRANSIENT_FILE_RACE`` or
             ``STORAGE_READ_FAILED`` when the ledger cannot be read safely.
     """
-    data = read_data_file(store.ledger_path) if store.exists() else None
-    return check_bytes(data or b"", store=store, ledger_exists=data is not None)
+    stored = store.read_raw()
+    if stored is None:
+        return check_bytes(b"", store=store, ledger_exists=False)
+    data, verification = stored
+    return check_bytes(data, store=store, verification=verification)
 
 
 def verify_project(store: ProjectStore) -> VerifyReport:

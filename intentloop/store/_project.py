@@ -161,6 +161,17 @@ class ProjectStore:
         """
         return self._load()[1]
 
+    def read_raw(self) -> tuple[bytes, Verification] | None:
+        """The ledger's bytes exactly as stored, with their verification (damage is reported, not raised); ``None``
+        when there is no ledger file. Lock-free, creates nothing, shares the verified cache (recovery's export and
+        reports need the stored bytes, not only the events).
+
+        Raises:
+            StorageError: path-safety refusals (``PATH_ESCAPE``, ``UNSAFE_DATA_FILE``, ``INVALID_DATA_DIR``), I/O.
+        """
+        data, verification, _view = self._load()
+        return None if data is None else (data, verification)
+
     def read(self) -> LedgerView:
         """The verified ledger; lock-free and creates nothing. A missing ledger is an empty view.
 
@@ -246,7 +257,7 @@ class ProjectStore:
 
         remove_orphans(self.paths, self.config, current_identity())
         data, verification, view = self._load()
-        ledger = LockedLedger(self.paths, handle, data, verification, view, self._remember)
+        ledger = LockedLedger(self.paths, handle, data or b"", verification, view, self._remember)
         error = verification.error
         if error is None or not verify:
             return ledger
@@ -263,19 +274,19 @@ class ProjectStore:
         verification = Verification(view.events, view.head_hash, len(data), len(view), None, None)
         _cache.put(path, _Verified(file_key(st), data, verification, view))
 
-    def _load(self) -> tuple[bytes, Verification, LedgerView]:
-        """Read and verify the ledger, trusting the cache only for an unchanged file.
+    def _load(self) -> tuple[bytes | None, Verification, LedgerView]:
+        """Read and verify the ledger (``None`` bytes: no ledger file), trusting the cache only for an unchanged file.
 
         Raises:
             StorageError: path-safety refusals, ``TRANSIENT_FILE_RACE``, ``STORAGE_READ_FAILED``.
         """
         empty = Verification((), None, 0, 0, None, None)
         if not self.paths.check_project():
-            return b"", empty, EMPTY_VIEW
+            return None, empty, EMPTY_VIEW
         path = str(self.paths.ledger_path)
         opened = open_regular(self.paths.ledger_path)
         if opened is None:
-            return b"", empty, EMPTY_VIEW
+            return None, empty, EMPTY_VIEW
         fd, st = opened
         try:
             key = file_key(st)
