@@ -15,25 +15,10 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from intentloop.service import TOOL_NAMES  # the service's 15 operations, in their published order
+
 SCHEMA_FILE = "tool_schemas.json"
 
-TOOL_NAMES: tuple[str, ...] = (
-    "intent_status",
-    "intent_start_task",
-    "intent_get_snapshot",
-    "intent_add_explicit",
-    "intent_add_inference",
-    "intent_add_evidence",
-    "intent_mark_unknown",
-    "intent_mark_dispute",
-    "intent_replace_claim",
-    "intent_invalidate",
-    "intent_list_candidates",
-    "intent_export",
-    "intent_import",
-    "intent_delete",
-    "intent_set_mode",
-)
 
 _ANNOTATION_KEYS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
 
