@@ -1,6 +1,6 @@
 """The MCP stdio adapter of intentloop: 15 strict tools, the envelope, project-root resolution, the skill resource.
 
-This face imports neither ``mcp`` nor trio: both load only when a server is built or served, so importing
+This face imports neither trio nor the service: they load only when a server is built or served, so importing
 ``intentloop.mcp`` (for :data:`TOOL_NAMES`, say) stays cheap.
 """
 
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from intentloop.mcp.catalog import TOOL_NAMES
 
 if TYPE_CHECKING:
-    from intentloop.mcp.server import IntentLoopServer, ToolService
+    from intentloop.mcp.server import McpServer, ToolService
 
 
 def serve_stdio() -> int:
@@ -24,7 +24,7 @@ def serve_stdio() -> int:
     return _serve_stdio()
 
 
-def build_server(service: ToolService, **options: Any) -> IntentLoopServer:
+def build_server(service: ToolService | None = None, **options: Any) -> McpServer:
     """The intent-loop MCP server over ``service``; see :func:`intentloop.mcp.server.build_server`."""
     from intentloop.mcp.server import build_server as _build_server
 

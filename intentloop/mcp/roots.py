@@ -3,7 +3,7 @@
 Order: (1) the host's sandbox metadata ``_meta["codex/sandbox-state-meta"].sandboxCwd`` (a ``file:`` URI or an
 absolute path; an explicit ``project_root`` must then name the same project), (2) the ``project_root`` argument,
 (3) the client's roots when exactly one local ``file:`` root is advertised, (4) otherwise ``PROJECT_ROOT_REQUIRED``.
-This module holds the pure decisions; asking the client for its roots lives in :mod:`intentloop.mcp.client_roots`.
+This module holds the pure decisions; asking the client for its roots lives in :mod:`intentloop.mcp.server`.
 """
 
 from __future__ import annotations

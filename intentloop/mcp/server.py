@@ -1,38 +1,50 @@
-"""The low-level MCP server of intent-loop: 15 strict tools, one resource, the envelope on every answer.
+"""The intent-loop MCP server: JSON-RPC 2.0 over newline-delimited JSON, both protocol eras, on trio and msgspec.
 
-Built on ``mcp.server.Server`` rather than the high-level ``MCPServer``, which silently drops unknown keys and coerces
-types. Every call's arguments are decoded strictly (the service's own decoder) *before* the project root is resolved,
-so a malformed call is refused the same way whatever the host declares, and never touches storage or the client.
-Arguments that are not an object reach no handler through the SDK, so a small middleware routes them here too.
+Why not the official SDK's ``Server``: importing ``mcp`` costs ~0.45 s here (both eras' pydantic models), which put the
+server's first ``tools/list`` past Codex's 1 s start-up grace on a loaded machine; this module plus trio and msgspec
+answers ``initialize`` about 1.1 × a bare ``import trio, msgspec`` later (``docs/MCP.md`` has the measurements). The
+SDK stays the conformance oracle: the tests drive this server with the official client of each era and compare its
+answers byte for byte with the ones the SDK-based server gave.
+
+One :class:`Connection` per stdio session. The first request decides the era: ``initialize`` opens the handshake era,
+a request whose ``params._meta`` carries the 2026-07-28 envelope opens the modern one. Requests run as concurrent
+tasks (``initialize`` inline, so pipelined requests see the negotiated revision); ``notifications/cancelled`` cancels
+one and suppresses its answer. The service is imported in a worker thread right after the era is known, so neither
+``initialize`` nor ``tools/list`` waits for it, and a first ``tools/call`` seldom does.
 """
 
 from __future__ import annotations
 
-import contextvars
-import dataclasses
+import importlib
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-import mcp_types as types
-from mcp.server import NotificationOptions, Server, ServerRequestContext
-from mcp.server.context import CallNext, HandlerResult
-from mcp.server.models import InitializationOptions
-from mcp.shared.exceptions import MCPError
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+import msgspec
+import trio
 
 from intentloop import SERVER_NAME, __version__
 from intentloop.errors import IntentLoopError, InvalidInputError
 from intentloop.mcp import envelope as env
 from intentloop.mcp.catalog import Catalog, ToolSpec, load_catalog
-from intentloop.mcp.client_roots import (
-    ROOTS_TIMEOUT_S,
-    client_declares_roots,
-    is_modern,
-    list_roots_handshake,
-    roots_from_responses,
-    roots_input_request,
+from intentloop.mcp.protocol import (
+    CACHEABLE_METHODS,
+    HANDSHAKE_METHODS,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    MODERN_METHODS,
+    MODERN_VERSIONS,
+    PARSE_ERROR,
+    SERVER_INFO_META_KEY,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    ProtocolError,
+    Revision,
+    check_modern_envelope,
+    has_modern_envelope,
+    negotiate,
 )
 from intentloop.mcp.roots import (
     Canonicalize,
@@ -55,7 +67,10 @@ from intentloop.mcp.skill import (
 logger = logging.getLogger(__name__)
 
 EXPERIMENTAL_CAPABILITIES: dict[str, dict[str, Any]] = {"codex/sandbox-state-meta": {}}
-RESOURCE_NOT_FOUND = -32002  # the MCP specification's code for resources/read of an unknown or missing resource
+SERVER_TITLE = "Intent Loop"
+ROOTS_TIMEOUT_S = 2.0  # how long a handshake-era client may take to answer roots/list
+# The key under which the 2026-07-28 roots input request travels; the client echoes it in ``inputResponses``.
+ROOTS_INPUT_KEY = "intent_loop_roots"
 
 INSTRUCTIONS = """\
 Intent Loop keeps a local, inspectable record of what the user of this session actually wants: outcomes, constraints, \
@@ -75,20 +90,24 @@ the client advertises exactly one root.
 error.code and retry only when error.retryable is true.
 - The resource intent-loop://skill/intent is the full usage guide."""
 
-# Set by the middleware when tools/call carried non-object ``arguments``: the JSON type name it found.
-_NON_OBJECT_ARGUMENTS: contextvars.ContextVar[str | None] = contextvars.ContextVar(
-    "intentloop_non_object_arguments", default=None
-)
-
+_CAPABILITIES: dict[str, Any] = {
+    "experimental": EXPERIMENTAL_CAPABILITIES,
+    "resources": {"listChanged": False, "subscribe": False},
+    "tools": {"listChanged": False},
+}
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder()
 
 Decode = Callable[[str, Any], object]
+Send = Callable[[Any], Awaitable[None]]
+RequestId = int | str
 
 
 class ToolService(Protocol):
     """What the server needs from the service layer (``intentloop.service.IntentService`` provides it)."""
 
-    async def dispatch(self, tool: str, arguments: dict[str, Any], *, project_root: str, project_id: str) -> Any:
-        """Decode ``arguments`` strictly and run ``tool`` for the project.
+    async def run(self, tool: str, args: Any, *, project_root: str, project_id: str) -> Any:
+        """Run ``tool`` with arguments already decoded by the server's ``decode``.
 
         Raises:
             IntentLoopError: any refusal, with its stable code.
@@ -96,224 +115,514 @@ class ToolService(Protocol):
         ...
 
 
-class IntentLoopServer(Server[Any]):
-    """``Server`` whose initialization options always advertise ``codex/sandbox-state-meta``.
+def _default_decode() -> Decode:
+    from intentloop.service import decode_arguments
 
-    Overriding the factory (rather than passing the capability at one call site) makes every transport that builds
-    its own options — stdio here, the SDK's in-memory transport in tests — advertise the same capabilities.
-    """
-
-    def create_initialization_options(
-        self,
-        notification_options: NotificationOptions | None = None,
-        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
-        extensions: dict[str, dict[str, Any]] | None = None,
-    ) -> InitializationOptions:
-        merged = {**EXPERIMENTAL_CAPABILITIES, **(experimental_capabilities or {})}
-        return super().create_initialization_options(notification_options, merged, extensions)
+    return decode_arguments
 
 
-async def _arguments_shape_middleware(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-    """Let ``tools/call`` with non-object ``arguments`` reach the handler, which answers with the envelope."""
-    params = ctx.params
-    if ctx.method == "tools/call" and isinstance(params, Mapping):
-        arguments = params.get("arguments")
-        if arguments is not None and not isinstance(arguments, Mapping):
-            token = _NON_OBJECT_ARGUMENTS.set(env.json_type(arguments))
-            try:
-                return await call_next(dataclasses.replace(ctx, params={**params, "arguments": None}))
-            finally:
-                _NON_OBJECT_ARGUMENTS.reset(token)
-    return await call_next(ctx)
+def _default_service() -> ToolService:
+    from intentloop.service import IntentService
+
+    return IntentService()
 
 
-def _tool_result(envelope: env.Envelope) -> types.CallToolResult:
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=env.envelope_text(envelope))],
-        structured_content=envelope,
-        is_error=not envelope["ok"],
-    )
+def _ordered(result: dict[str, Any], revision: Revision, method: str) -> dict[str, Any]:
+    """The result with the fields its revision adds, keys in the order MCP SDKs write them (sorted, ``_meta`` last)."""
+    if revision.modern:
+        result.setdefault("resultType", "complete")
+        if method in CACHEABLE_METHODS:
+            result.setdefault("ttlMs", 0)
+            result.setdefault("cacheScope", "private")
+    ordered = {key: result[key] for key in sorted(result) if key != "_meta"}
+    if revision.modern:
+        ordered["_meta"] = {SERVER_INFO_META_KEY: McpServer.server_info(revision)}
+    return ordered
 
 
-def _request_meta(ctx: ServerRequestContext[Any, Any]) -> Mapping[str, Any] | None:
-    if ctx.meta is not None:
-        return ctx.meta
-    raw = ctx.params.get("_meta") if isinstance(ctx.params, Mapping) else None
-    return raw if isinstance(raw, Mapping) else None
-
-
-class _Handlers:
-    """The request handlers, closed over one service and its configuration."""
-
-    def __init__(
-        self,
-        service: ToolService,
-        catalog: Catalog,
-        decode: Decode,
-        canonicalize: Canonicalize,
-        skill_paths: Sequence[Path] | None,
-        roots_timeout: float,
-    ) -> None:
-        self.server: Server[Any] | None = None
-        self.service = service
-        self.decode = decode
-        self.catalog = catalog
-        self.canonicalize = canonicalize
-        self.skill_paths = skill_paths
-        self.roots_timeout = roots_timeout
-        self.tools = types.ListToolsResult(tools=[self._tool(spec) for spec in catalog.tools])
-
-    def _tool(self, spec: ToolSpec) -> types.Tool:
-        hints = spec.annotations
-        return types.Tool(
-            name=spec.name,
-            title=spec.title,
-            description=spec.description,
-            input_schema=dict(spec.input_schema),
-            output_schema=dict(self.catalog.envelope_schema),
-            annotations=types.ToolAnnotations(
-                title=spec.title,
-                read_only_hint=hints["readOnlyHint"],
-                destructive_hint=hints["destructiveHint"],
-                idempotent_hint=hints["idempotentHint"],
-                open_world_hint=hints["openWorldHint"],
-            ),
-        )
-
-    async def list_tools(
-        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
-    ) -> types.ListToolsResult:
-        return self.tools
-
-    async def call_tool(
-        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult | types.InputRequiredResult:
-        name = params.name
-        arguments: dict[str, Any] = dict(params.arguments or {})
-        spec = self.catalog.get(name)
-        if spec is None:
-            return _tool_result(env.failure(name, None, {}, InvalidInputError(f"Unknown tool `{name[:200]}`")))
-        bad_type = _NON_OBJECT_ARGUMENTS.get()
-        if bad_type is not None:
-            return _tool_result(env.failure(name, None, {}, InvalidInputError(f"Expected `object`, got `{bad_type}`")))
-        try:
-            self.decode(name, arguments)
-            resolved = await self._resolve_root(ctx, params, arguments)
-        except IntentLoopError as error:
-            return _tool_result(env.failure(name, None, arguments, error))
-        if isinstance(resolved, types.InputRequiredResult):
-            return resolved
-        service_arguments = {key: value for key, value in arguments.items() if key != "project_root"}
-        try:
-            result = await self.service.dispatch(
-                name, service_arguments, project_root=resolved.root, project_id=resolved.project_id
-            )
-        except IntentLoopError as error:
-            return _tool_result(env.failure(name, resolved.project_id, arguments, error))
-        except Exception:
-            logger.exception("%s failed unexpectedly", name)
-            return _tool_result(env.internal_failure(name, resolved.project_id, arguments))
-        return _tool_result(env.success(name, resolved.project_id, arguments, result))
-
-    async def _resolve_root(
-        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams, arguments: Mapping[str, Any]
-    ) -> ResolvedRoot | types.InputRequiredResult:
-        declared = resolve_declared(_request_meta(ctx), arguments, self.canonicalize)
-        if declared is not None:
-            return declared
-        if is_modern(ctx):
-            uris = roots_from_responses(params)
-            if uris is None:
-                if not client_declares_roots(ctx):
-                    raise root_required()
-                return roots_input_request()
-        else:
-            uris = await list_roots_handshake(ctx, self.roots_timeout)
-        path = single_local_root(uris)
-        if path is None:
-            raise root_required()
-        return canonical(path, self.canonicalize, "client_roots")
-
-    async def list_resources(
-        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
-    ) -> types.ListResourcesResult:
-        return types.ListResourcesResult(
-            resources=[
-                types.Resource(
-                    uri=SKILL_URI,
-                    name=SKILL_NAME,
-                    title=SKILL_TITLE,
-                    description=SKILL_DESCRIPTION,
-                    mime_type=SKILL_MIME_TYPE,
-                )
-            ]
-        )
-
-    async def read_resource(
-        self, ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
-    ) -> types.ReadResourceResult:
-        if str(params.uri) != SKILL_URI:
-            raise MCPError(code=RESOURCE_NOT_FOUND, message="Resource not found", data={"uri": str(params.uri)[:200]})
-        try:
-            text = read_skill(self.skill_paths)
-        except IntentLoopError as error:
-            raise MCPError(
-                code=RESOURCE_NOT_FOUND, message=f"{error.code}: {error.message}", data=error.to_dict()
-            ) from error
-        return types.ReadResourceResult(
-            contents=[types.TextResourceContents(uri=SKILL_URI, mime_type=SKILL_MIME_TYPE, text=text)]
-        )
-
-    async def discover(self, ctx: ServerRequestContext[Any, Any], params: types.RequestParams) -> types.DiscoverResult:
-        """``server/discover`` as the SDK answers it, plus the experimental capability the default leaves out."""
-        server = self.server
-        assert server is not None, "discover is registered only after the server exists"
-        return types.DiscoverResult(
-            supported_versions=list(MODERN_PROTOCOL_VERSIONS),
-            capabilities=server.get_capabilities(
-                NotificationOptions(), dict(EXPERIMENTAL_CAPABILITIES), protocol_version=ctx.protocol_version
-            ),
-            instructions=server.instructions,
-        )
-
-
-def build_server(
-    service: ToolService,
-    *,
-    decode: Decode | None = None,
-    canonicalize: Canonicalize = default_canonicalize,
-    skill_paths: Sequence[Path] | None = None,
-    roots_timeout: float = ROOTS_TIMEOUT_S,
-) -> IntentLoopServer:
-    """The intent-loop MCP server over ``service``.
+class McpServer:
+    """The server's state shared by every connection: the catalog, the service and how roots are canonicalized.
 
     Args:
-        service: runs the tools (``intentloop.service.IntentService`` in production).
-        decode: strict argument check run before the root is resolved; raises ``INVALID_ARGUMENTS`` naming the
+        service: runs the tools; by default ``intentloop.service.IntentService()``, imported on first need.
+        decode: strict argument decoder, run before the root is resolved; raises ``INVALID_ARGUMENTS`` naming the
             field (default: ``intentloop.service.decode_arguments``, the decoder the service itself uses).
         canonicalize: turns a raw root into a canonical one (``intentloop.store.canonicalize_project_root``).
         skill_paths: where to look for ``SKILL.md`` (default: next to the package, then the install's share dir).
         roots_timeout: seconds to wait for a handshake-era client to answer ``roots/list``.
     """
-    if decode is None:
-        from intentloop.service import decode_arguments
 
-        decode = decode_arguments
-    handlers = _Handlers(service, load_catalog(), decode, canonicalize, skill_paths, roots_timeout)
-    server = IntentLoopServer(
-        SERVER_NAME,
-        version=__version__,
-        title="Intent Loop",
-        instructions=INSTRUCTIONS,
-        on_list_tools=handlers.list_tools,
-        on_call_tool=handlers.call_tool,
-        on_list_resources=handlers.list_resources,
-        on_read_resource=handlers.read_resource,
-    )
-    handlers.server = server
-    server.add_request_handler("server/discover", types.RequestParams, handlers.discover)
-    server.middleware.append(_arguments_shape_middleware)
-    return server
+    def __init__(
+        self,
+        service: ToolService | None = None,
+        *,
+        decode: Decode | None = None,
+        canonicalize: Canonicalize = default_canonicalize,
+        skill_paths: Sequence[Path] | None = None,
+        roots_timeout: float = ROOTS_TIMEOUT_S,
+    ) -> None:
+        self.catalog: Catalog = load_catalog()
+        self._service = service
+        self._decode = decode
+        self.canonicalize = canonicalize
+        self.skill_paths = skill_paths
+        self.roots_timeout = roots_timeout
+        self._tools: dict[tuple[bool, bool, bool], list[dict[str, Any]]] = {}
+        self._loading: trio.Event | None = None
+        self._load_error: BaseException | None = None
+
+    @staticmethod
+    def server_info(revision: Revision) -> dict[str, str]:
+        """The server's ``Implementation`` object as ``revision`` defines it."""
+        if revision.titles:
+            return {"name": SERVER_NAME, "title": SERVER_TITLE, "version": __version__}
+        return {"name": SERVER_NAME, "version": __version__}
+
+    def tools(self, revision: Revision) -> list[dict[str, Any]]:
+        """The 15 tool objects as ``revision`` defines them (built once per shape)."""
+        shape = (revision.annotations, revision.titles, revision.structured)
+        if shape not in self._tools:
+            self._tools[shape] = [self._tool(spec, revision) for spec in self.catalog.tools]
+        return self._tools[shape]
+
+    def _tool(self, spec: ToolSpec, revision: Revision) -> dict[str, Any]:
+        tool: dict[str, Any] = {}
+        if revision.annotations:
+            tool["annotations"] = {**{key: spec.annotations[key] for key in sorted(spec.annotations)}}
+            tool["annotations"]["title"] = spec.title
+        # Schemas go out byte for byte as the earlier SDK-based server sent them: its handshake-era model moved
+        # ``properties``/``required``/``type`` first, its 2026-07-28 model kept the file's order.
+        order = dict if revision.modern else _schema_order
+        tool["description"] = spec.description
+        tool["inputSchema"] = order(spec.input_schema)
+        tool["name"] = spec.name
+        if revision.structured:
+            tool["outputSchema"] = order(self.catalog.envelope_schema)
+        if revision.titles:
+            tool["title"] = spec.title
+        return tool
+
+    def start_loading(self) -> None:
+        """Begin importing the service and the argument decoder in a worker thread (idempotent, never blocks)."""
+        if self._loading is not None or (self._service is not None and self._decode is not None):
+            return
+        self._loading = trio.Event()
+        trio.lowlevel.spawn_system_task(self._load)
+
+    async def _load(self) -> None:
+        assert self._loading is not None
+        try:
+            await trio.to_thread.run_sync(importlib.import_module, "intentloop.service.aio", abandon_on_cancel=True)
+            if self._decode is None:
+                self._decode = _default_decode()
+            if self._service is None:
+                self._service = _default_service()
+        except Exception as exc:  # reported to each call as INTERNAL_ERROR; serving goes on
+            logger.exception("loading the service failed")
+            self._load_error = exc
+        finally:
+            self._loading.set()
+
+    async def ready(self) -> tuple[ToolService, Decode]:
+        """The service and the decoder, waiting for the background import when it is still running.
+
+        Raises:
+            IntentLoopError: ``INTERNAL_ERROR`` when the service could not be loaded.
+        """
+        if self._service is None or self._decode is None:
+            self.start_loading()
+            assert self._loading is not None
+            await self._loading.wait()
+        if self._service is None or self._decode is None:
+            raise IntentLoopError(env.INTERNAL_MESSAGE) from self._load_error
+        return self._service, self._decode
 
 
-__all__ = ["EXPERIMENTAL_CAPABILITIES", "INSTRUCTIONS", "IntentLoopServer", "ToolService", "build_server"]
+class _Pending:
+    """A server-to-client request waiting for its answer."""
+
+    def __init__(self) -> None:
+        self.done = trio.Event()
+        self.answer: dict[str, Any] | None = None
+
+
+class Connection:
+    """One client session: its era and revision, its requests in flight, and requests it owes the server an answer.
+
+    Args:
+        server: the shared server state.
+        send: writes one JSON-RPC message (a dict or a batch list) to the client.
+    """
+
+    def __init__(self, server: McpServer, send: Send) -> None:
+        self.server = server
+        self.send = send
+        self.revision: Revision | None = None  # the handshake era's negotiated revision
+        self.modern = False  # the first request carried the 2026-07-28 envelope
+        self.client_capabilities: dict[str, Any] = {}
+        self._in_flight: dict[RequestId, trio.CancelScope] = {}
+        self._pending: dict[RequestId, _Pending] = {}
+        self._next_server_id = 0
+
+    # -- inbound ---------------------------------------------------------------------------------------------------
+
+    async def receive(self, line: bytes, nursery: trio.Nursery) -> None:
+        """Handle one line from the client: a message, a batch, or something that is neither."""
+        try:
+            message = _decoder.decode(line)
+        except msgspec.DecodeError:
+            await self.send(_error(None, PARSE_ERROR, "Parse error: the line is not valid JSON"))
+            return
+        if isinstance(message, list):
+            await self._receive_batch(message, nursery)
+            return
+        answer_now = await self._receive_one(message, nursery, batch=None)
+        if answer_now is not None:
+            await self.send(answer_now)
+
+    async def _receive_batch(self, batch: list[Any], nursery: trio.Nursery) -> None:
+        if self.modern or self.revision is None or not self.revision.batches or not batch:
+            reason = "an empty batch" if not batch else "JSON-RPC batches are not part of the negotiated revision"
+            await self.send(_error(None, INVALID_REQUEST, f"Invalid Request: {reason}"))
+            return
+        answers: list[dict[str, Any]] = []
+        async with trio.open_nursery() as batch_nursery:
+            for message in batch:
+                if isinstance(message, dict) and message.get("method") == "initialize":
+                    answers.append(_error(_id_of(message), INVALID_REQUEST, "initialize cannot be part of a batch"))
+                    continue
+                immediate = await self._receive_one(message, batch_nursery, batch=answers)
+                if immediate is not None:
+                    answers.append(immediate)
+        if answers:
+            await self.send(answers)
+
+    async def _receive_one(
+        self, message: Any, nursery: trio.Nursery, *, batch: list[dict[str, Any]] | None
+    ) -> dict[str, Any] | None:
+        """Route one message; returns an answer to send at once, or ``None`` (answered later, or nothing owed)."""
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            return _error(_id_of(message), INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message")
+        if "method" not in message:
+            if "id" in message and ("result" in message or "error" in message):
+                self._answer_pending(message)
+                return None
+            return _error(_id_of(message), INVALID_REQUEST, "Invalid Request: no method")
+        method = message["method"]
+        params = message.get("params")
+        if not isinstance(method, str):
+            return _error(_id_of(message), INVALID_REQUEST, "Invalid Request: method must be a string")
+        if "id" not in message:
+            self._notification(method, params)
+            return None
+        request_id = message["id"]
+        if not _valid_id(request_id):
+            return _error(None, INVALID_REQUEST, "Invalid Request: id must be a string or an integer")
+        if params is not None and not isinstance(params, dict):
+            return _error(request_id, INVALID_PARAMS, "Invalid params: params must be an object")
+        if request_id in self._in_flight:
+            return _error(request_id, INVALID_REQUEST, "Invalid Request: this id is already in use by a request")
+        if method == "initialize" or (self.revision is None and not self.modern and not has_modern_envelope(params)):
+            return self._before_or_at_initialize(request_id, method, params)
+        if self.revision is None and not self.modern:
+            self.modern = True
+            self.server.start_loading()
+        scope = trio.CancelScope()
+        self._in_flight[request_id] = scope
+        nursery.start_soon(self._answer, request_id, method, params or {}, scope, batch)
+        return None
+
+    def _before_or_at_initialize(self, request_id: RequestId, method: str, params: Any) -> dict[str, Any]:
+        if method == "initialize":
+            if self.modern:
+                requested = params.get("protocolVersion") if isinstance(params, dict) else None
+                return _error(
+                    request_id,
+                    UNSUPPORTED_PROTOCOL_VERSION,
+                    "this connection serves the 2026-07-28 protocol; the initialize handshake is not accepted",
+                    {"supported": list(MODERN_VERSIONS), "requested": requested},
+                )
+            if self.revision is not None:
+                return _error(request_id, INVALID_REQUEST, "Invalid Request: the connection is already initialized")
+            return self._initialize(request_id, params)
+        if method == "ping":
+            return _result(request_id, {})
+        return _error(
+            request_id,
+            INVALID_REQUEST,
+            "Invalid Request: the server is not initialized; send initialize first (or a request carrying the "
+            "2026-07-28 _meta envelope)",
+        )
+
+    def _initialize(self, request_id: RequestId, params: Any) -> dict[str, Any]:
+        if not isinstance(params, dict) or not isinstance(params.get("protocolVersion"), str):
+            return _error(request_id, INVALID_PARAMS, "Invalid params: initialize needs params.protocolVersion")
+        capabilities = params.get("capabilities")
+        self.client_capabilities = capabilities if isinstance(capabilities, dict) else {}
+        revision = negotiate(params["protocolVersion"])
+        self.revision = revision
+        self.server.start_loading()
+        result = {
+            "capabilities": _CAPABILITIES,
+            "instructions": INSTRUCTIONS,
+            "protocolVersion": revision.version,
+            "serverInfo": McpServer.server_info(revision),
+        }
+        return _result(request_id, result)
+
+    def _notification(self, method: str, params: Any) -> None:
+        if method == "notifications/cancelled" and isinstance(params, dict):
+            scope = self._in_flight.get(params.get("requestId"))  # type: ignore[arg-type]
+            if scope is not None:
+                scope.cancel()
+        # notifications/initialized, notifications/roots/list_changed and unknown notifications need nothing.
+
+    def _answer_pending(self, message: dict[str, Any]) -> None:
+        pending = self._pending.pop(message["id"], None) if _valid_id(message["id"]) else None
+        if pending is not None:
+            pending.answer = message
+            pending.done.set()
+
+    # -- requests --------------------------------------------------------------------------------------------------
+
+    async def _answer(
+        self,
+        request_id: RequestId,
+        method: str,
+        params: dict[str, Any],
+        scope: trio.CancelScope,
+        batch: list[dict[str, Any]] | None,
+    ) -> None:
+        answer: dict[str, Any] | None = None
+        try:
+            with scope:
+                answer = await self._request(request_id, method, params)
+        finally:
+            del self._in_flight[request_id]
+        if answer is None or scope.cancel_called:
+            return  # cancelled: the specification asks for no response
+        if batch is not None:
+            batch.append(answer)
+        else:
+            await self.send(answer)
+
+    async def _request(self, request_id: RequestId, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        try:
+            if self.modern:
+                revision, capabilities = check_modern_envelope(params)
+                if method not in MODERN_METHODS:
+                    raise ProtocolError(METHOD_NOT_FOUND, "Method not found", method)
+            else:
+                assert self.revision is not None
+                revision, capabilities = self.revision, self.client_capabilities
+                if has_modern_envelope(params):
+                    raise ProtocolError(
+                        INVALID_REQUEST,
+                        "this connection serves the handshake protocol era; requests carrying the 2026-07-28 "
+                        "envelope are not accepted on it",
+                    )
+                if method not in HANDSHAKE_METHODS:
+                    raise ProtocolError(METHOD_NOT_FOUND, "Method not found", method)
+            result = await self._method(method, params, revision, capabilities)
+        except ProtocolError as error:
+            return _error(request_id, error.code, error.message, error.data)
+        except Exception:
+            logger.exception("%s failed unexpectedly", method)
+            return _error(request_id, INTERNAL_ERROR, "Internal error")
+        return _result(request_id, _ordered(result, revision, method))
+
+    async def _method(
+        self, method: str, params: dict[str, Any], revision: Revision, capabilities: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        if method == "tools/call":
+            return await self._call_tool(params, revision, capabilities)
+        if method == "tools/list":
+            return {"tools": self.server.tools(revision)}
+        if method == "resources/list":
+            resource = {"description": SKILL_DESCRIPTION, "mimeType": SKILL_MIME_TYPE, "name": SKILL_NAME}
+            if revision.titles:
+                resource["title"] = SKILL_TITLE
+            resource["uri"] = SKILL_URI
+            return {"resources": [resource]}
+        if method == "resources/templates/list":
+            return {"resourceTemplates": []}
+        if method == "resources/read":
+            return self._read_resource(params, revision)
+        if method == "server/discover":
+            return {
+                "capabilities": _CAPABILITIES,
+                "instructions": INSTRUCTIONS,
+                "supportedVersions": list(MODERN_VERSIONS),
+            }
+        return {}  # ping
+
+    def _read_resource(self, params: dict[str, Any], revision: Revision) -> dict[str, Any]:
+        uri = params.get("uri")
+        if not isinstance(uri, str):
+            raise ProtocolError(INVALID_PARAMS, "Invalid params: resources/read needs params.uri (a string)")
+        if uri != SKILL_URI:
+            raise ProtocolError(revision.resource_not_found, "Resource not found", {"uri": uri[:200]})
+        try:
+            text = read_skill(self.server.skill_paths)
+        except IntentLoopError as error:
+            raise ProtocolError(
+                revision.resource_not_found, f"{error.code}: {error.message}", error.to_dict()
+            ) from error
+        return {"contents": [{"mimeType": SKILL_MIME_TYPE, "text": text, "uri": SKILL_URI}]}
+
+    async def _call_tool(
+        self, params: dict[str, Any], revision: Revision, capabilities: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        name = params.get("name")
+        if not isinstance(name, str):
+            raise ProtocolError(INVALID_PARAMS, "Invalid params: tools/call needs params.name (a string)")
+        raw_arguments = params.get("arguments")
+        if self.server.catalog.get(name) is None:
+            envelope = env.failure(name, None, {}, InvalidInputError(f"Unknown tool `{name[:200]}`"))
+            return _tool_result(envelope, revision)
+        if raw_arguments is not None and not isinstance(raw_arguments, dict):
+            error = InvalidInputError(f"Expected `object`, got `{env.json_type(raw_arguments)}`")
+            return _tool_result(env.failure(name, None, {}, error), revision)
+        arguments: dict[str, Any] = raw_arguments or {}
+        try:
+            service, decode = await self.server.ready()
+            args = decode(name, arguments)
+            resolved = await self._resolve_root(params, arguments, revision, capabilities)
+        except IntentLoopError as error:
+            return _tool_result(env.failure(name, None, arguments, error), revision)
+        if resolved is None:  # a 2026-07-28 client with roots: ask for them and let it retry
+            return {"inputRequests": {ROOTS_INPUT_KEY: {"method": "roots/list"}}, "resultType": "input_required"}
+        try:
+            result = await service.run(name, args, project_root=resolved.root, project_id=resolved.project_id)
+        except IntentLoopError as error:
+            envelope = env.failure(name, resolved.project_id, arguments, error)
+        except Exception:
+            logger.exception("%s failed unexpectedly", name)
+            envelope = env.internal_failure(name, resolved.project_id, arguments)
+        else:
+            envelope = env.success(name, resolved.project_id, arguments, result)
+        return _tool_result(envelope, revision)
+
+    async def _resolve_root(
+        self, params: dict[str, Any], arguments: Mapping[str, Any], revision: Revision, capabilities: Mapping[str, Any]
+    ) -> ResolvedRoot | None:
+        """The project root of a call; ``None`` when a 2026-07-28 client must first send its roots."""
+        meta = params.get("_meta")
+        declared = resolve_declared(meta if isinstance(meta, Mapping) else None, arguments, self.server.canonicalize)
+        if declared is not None:
+            return declared
+        declares_roots = isinstance(capabilities.get("roots"), dict)
+        if revision.modern:
+            uris = _roots_from_responses(params)
+            if uris is None:
+                if not declares_roots:
+                    raise root_required()
+                return None
+        else:
+            uris = await self._list_roots() if declares_roots else []
+        path = single_local_root(uris)
+        if path is None:
+            raise root_required()
+        return canonical(path, self.server.canonicalize, "client_roots")
+
+    async def _list_roots(self) -> list[str]:
+        """Root URIs from a handshake-era ``roots/list`` request; ``[]`` when the client cannot or does not answer."""
+        self._next_server_id += 1
+        request_id = self._next_server_id
+        pending = _Pending()
+        self._pending[request_id] = pending
+        try:
+            await self.send({"jsonrpc": "2.0", "id": request_id, "method": "roots/list"})
+            with trio.move_on_after(self.server.roots_timeout):
+                await pending.done.wait()
+        finally:
+            self._pending.pop(request_id, None)
+        answer = pending.answer
+        result = answer.get("result") if answer is not None else None
+        roots = result.get("roots") if isinstance(result, dict) else None
+        if not isinstance(roots, list):
+            logger.debug("roots/list gave no usable answer")
+            return []
+        return [root["uri"] for root in roots if isinstance(root, dict) and isinstance(root.get("uri"), str)]
+
+    def cancel_all(self) -> None:
+        """Cancel every request in flight (their answers are not sent)."""
+        for scope in self._in_flight.values():
+            scope.cancel()
+
+    async def wait_idle(self) -> None:
+        """Return once no request is being answered (polled: it runs only while the client is going away)."""
+        while self._in_flight:
+            await trio.sleep(0.005)
+
+
+def _schema_order(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A tool schema with ``properties``, ``required`` and ``type`` first, as the earlier (SDK-based) server sent it."""
+    head = {key: schema[key] for key in ("properties", "required", "type") if key in schema}
+    return {**head, **{key: value for key, value in schema.items() if key not in head}}
+
+
+def _roots_from_responses(params: Mapping[str, Any]) -> list[str] | None:
+    """Root URIs a 2026-07-28 client attached to its retry, or ``None`` when it attached none."""
+    responses = params.get("inputResponses")
+    answer = responses.get(ROOTS_INPUT_KEY) if isinstance(responses, dict) else None
+    roots = answer.get("roots") if isinstance(answer, dict) else None
+    if not isinstance(roots, list):
+        return None
+    return [root["uri"] for root in roots if isinstance(root, dict) and isinstance(root.get("uri"), str)]
+
+
+def _tool_result(envelope: env.Envelope, revision: Revision) -> dict[str, Any]:
+    result: dict[str, Any] = {
+        "content": [{"text": env.envelope_text(envelope), "type": "text"}],
+        "isError": not envelope["ok"],
+    }
+    if revision.structured:
+        result["structuredContent"] = envelope
+    return result
+
+
+def _valid_id(value: object) -> bool:
+    return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str)
+
+
+def _id_of(message: object) -> RequestId | None:
+    if isinstance(message, dict):
+        value = message.get("id")
+        if isinstance(value, int | str) and _valid_id(value):
+            return value
+    return None
+
+
+def _result(request_id: RequestId, result: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+
+def _error(request_id: RequestId | None, code: int, message: str, data: Any = None) -> dict[str, Any]:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "id": request_id, "error": error}
+
+
+def encode_message(message: Any) -> bytes:
+    """One outgoing message as its wire line (compact JSON, non-ASCII kept, with the newline)."""
+    return _encoder.encode(message) + b"\n"
+
+
+def build_server(service: ToolService | None = None, **options: Any) -> McpServer:
+    """The intent-loop MCP server over ``service`` (see :class:`McpServer` for the options)."""
+    return McpServer(service, **options)
+
+
+__all__ = [
+    "EXPERIMENTAL_CAPABILITIES",
+    "INSTRUCTIONS",
+    "ROOTS_INPUT_KEY",
+    "ROOTS_TIMEOUT_S",
+    "Connection",
+    "McpServer",
+    "ToolService",
+    "build_server",
+    "encode_message",
+]

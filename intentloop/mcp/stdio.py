@@ -1,43 +1,44 @@
 """``intentloop serve``: the MCP server over the process's stdin and stdout, under trio.
 
-The SDK's stock ``stdio_server`` reads stdin in a worker thread that cannot be cancelled, so SIGINT with stdin still
-open hangs; here trio-native ``FdStream``s carry the wire and every wait is cancellable, so stdin EOF, SIGINT and
-SIGTERM all end the process promptly. The wire descriptors are taken before anything else runs and fd 1 is then
-pointed at stderr (fd 0 at the null device), so a stray ``print`` can never corrupt JSON-RPC.
+Trio-native ``FdStream``s carry the wire, so every wait is cancellable and stdin EOF, SIGINT and SIGTERM end the process
+promptly (within ~0.1 s, whatever is in flight: an answer still being computed when the client has gone is abandoned
+through trio cancellation, which the store's write path survives without a half-written byte). The wire descriptors
+are taken before anything else runs and fd 1 is then pointed at stderr (fd 0 at the null device), so a stray ``print``
+can never corrupt JSON-RPC. Nothing here imports the service: it loads in a worker thread once a client has spoken.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import math
 import os
 import signal
 import sys
-from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import anyio
-import mcp_types as types
 import trio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp.shared.message import SessionMessage
 
-if TYPE_CHECKING:
-    from mcp.server import Server
+from intentloop.mcp.protocol import PARSE_ERROR
+from intentloop.mcp.server import Connection, McpServer, encode_message
 
 logger = logging.getLogger(__name__)
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # one JSON-RPC line; a larger one is answered as a parse error and skipped
 _READ_CHUNK = 256 * 1024
-_FLUSH_GRACE_S = 0.5  # after stdin EOF, how long queued answers may take to reach the client
+_EOF_GRACE_S = 0.08  # after stdin EOF, how long requests in flight may take to finish and answer
+_FLUSH_GRACE_S = 0.05  # then how long queued answers may take to reach the client
 
 
-@dataclass(frozen=True, slots=True)
 class WireFds:
     """The private duplicates of the process's original stdin and stdout."""
 
-    read_fd: int
-    write_fd: int
+    __slots__ = ("read_fd", "write_fd")
+
+    def __init__(self, read_fd: int, write_fd: int) -> None:
+        self.read_fd = read_fd
+        self.write_fd = write_fd
 
 
 def take_wire_fds() -> WireFds:
@@ -60,63 +61,66 @@ def take_wire_fds() -> WireFds:
     return wire
 
 
-@dataclass
 class _Shutdown:
-    """Why serving stopped (for the log and the exit code)."""
+    """Why serving stopped (for the log)."""
 
-    reason: str = "eof"
-
-
-def _parse(line: bytes) -> SessionMessage | Exception:
-    try:
-        return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
-    except Exception as exc:  # a malformed line is logged (without its content) and skipped; serving goes on
-        logger.warning("skipped a line that is not a JSON-RPC message (%s)", type(exc).__name__)
-        return exc
+    def __init__(self) -> None:
+        self.reason = "eof"
 
 
-async def _read_messages(stream: trio.lowlevel.FdStream, sink: MemoryObjectSendStream[Any]) -> None:
-    """Split stdin into lines and hand each parsed message to the server; closing ``sink`` signals EOF."""
-    async with sink:
-        buffer = bytearray()
-        discarding = False
-        while True:
-            try:
-                chunk = await stream.receive_some(_READ_CHUNK)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                chunk = b""
-            if not chunk:
-                break
-            buffer += chunk
-            while (newline := buffer.find(b"\n")) >= 0:
-                line = bytes(buffer[:newline])
-                del buffer[: newline + 1]
-                if discarding or len(line) > MAX_MESSAGE_BYTES:
-                    discarding = False
-                    logger.warning("skipped a message longer than %d bytes", MAX_MESSAGE_BYTES)
-                    await sink.send(ValueError("message too long"))
-                elif line.strip():
-                    await sink.send(_parse(line))
-            if len(buffer) > MAX_MESSAGE_BYTES:
-                buffer.clear()
-                discarding = True
-        if buffer.strip() and not discarding:
-            await sink.send(_parse(bytes(buffer)))
+async def read_lines(stream: trio.abc.ReceiveStream, connection: Connection, nursery: trio.Nursery) -> None:
+    """Split the client's bytes into lines and hand each to ``connection`` until EOF (or a broken pipe)."""
+    buffer = bytearray()
+    discarding = False
+    while True:
+        try:
+            chunk = await stream.receive_some(_READ_CHUNK)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            chunk = b""
+        if not chunk:
+            break
+        start = len(buffer)
+        buffer += chunk
+        newline = buffer.find(b"\n", start)
+        while newline >= 0:
+            line = bytes(buffer[:newline]).rstrip(b"\r")
+            del buffer[: newline + 1]
+            if discarding or len(line) > MAX_MESSAGE_BYTES:
+                discarding = False
+                await _too_long(connection)
+            elif line.strip():
+                await connection.receive(line, nursery)
+            newline = buffer.find(b"\n")
+        if len(buffer) > MAX_MESSAGE_BYTES:
+            buffer.clear()
+            discarding = True
+    if buffer.strip() and not discarding:
+        await connection.receive(bytes(buffer).rstrip(b"\r"), nursery)
 
 
-async def _write_messages(
-    stream: trio.lowlevel.FdStream,
-    source: MemoryObjectReceiveStream[Any],
+async def _too_long(connection: Connection) -> None:
+    logger.warning("skipped a message longer than %d bytes", MAX_MESSAGE_BYTES)
+    await connection.send(
+        {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {"code": PARSE_ERROR, "message": f"Parse error: message longer than {MAX_MESSAGE_BYTES} bytes"},
+        }
+    )
+
+
+async def _write_lines(
+    stream: trio.abc.SendStream,
+    lines: trio.MemoryReceiveChannel[bytes],
     done: trio.Event,
     stop: trio.CancelScope,
     shutdown: _Shutdown,
 ) -> None:
-    """Write each outgoing message as one line; a client that closed its end stops the server."""
+    """Write each outgoing line; a client that closed its end stops the server."""
     try:
-        async with source:
-            async for message in source:
-                text = message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                await stream.send_all(text.encode("utf-8") + b"\n")
+        async with lines:
+            async for line in lines:
+                await stream.send_all(line)
     except (trio.BrokenResourceError, trio.ClosedResourceError):
         shutdown.reason = "stdout closed"
         stop.cancel()
@@ -154,34 +158,62 @@ class _SignalRecorder:
             signal.signal(signum, self)
 
 
-async def serve_fds(server: Server[Any], wire: WireFds, *, early: _SignalRecorder | None = None) -> _Shutdown:
-    """Serve one MCP connection over ``wire`` until stdin ends, stdout breaks, or SIGINT/SIGTERM arrives.
+async def serve_streams(
+    server: McpServer,
+    receive: trio.abc.ReceiveStream,
+    send: trio.abc.SendStream,
+    *,
+    early: _SignalRecorder | None = None,
+    watch_signals: bool = True,
+) -> str:
+    """Serve one MCP connection until the input ends, the output breaks, or SIGINT/SIGTERM arrives.
 
     Args:
         server: the MCP server.
-        wire: the descriptors to read requests from and write answers to (taken over and closed).
+        receive: the client's requests, newline-delimited.
+        send: where the answers go, one line each.
         early: signals recorded before serving began; any of them stops the server at once.
+        watch_signals: stop on SIGINT/SIGTERM (only possible in the main thread).
+
+    Returns:
+        Why serving stopped: ``"eof"``, ``"stdout closed"``, ``"SIGINT"`` or ``"SIGTERM"``.
     """
     shutdown = _Shutdown()
-    inbound_send, inbound_receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    outbound_send, outbound_receive = anyio.create_memory_object_stream[SessionMessage](0)
-    stdin = trio.lowlevel.FdStream(wire.read_fd)
-    stdout = trio.lowlevel.FdStream(wire.write_fd)
+    outbound_send, outbound_receive = trio.open_memory_channel[bytes](math.inf)
     written = trio.Event()
-    async with stdin, stdout, trio.open_nursery() as nursery:
+
+    async def send_message(message: Any) -> None:
+        # After serving is over (the channel is closed) the client will not read this answer: drop it.
+        with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
+            outbound_send.send_nowait(encode_message(message))
+
+    connection = Connection(server, send_message)
+    async with trio.open_nursery() as nursery:
         stop = nursery.cancel_scope
-        await nursery.start(_watch_signals, stop, shutdown)
+        if watch_signals:
+            await nursery.start(_watch_signals, stop, shutdown)
         if early is not None and early.received:
             shutdown.reason = signal.Signals(early.received[0]).name
             stop.cancel()
-        nursery.start_soon(_read_messages, stdin, inbound_send)
-        nursery.start_soon(_write_messages, stdout, outbound_receive, written, stop, shutdown)
-        await server.run(inbound_receive, outbound_send, server.create_initialization_options())
-        # stdin ended and the server closed its outbound stream: let queued answers drain, then stop.
+        nursery.start_soon(_write_lines, send, outbound_receive, written, stop, shutdown)
+        async with trio.open_nursery() as requests:
+            await read_lines(receive, connection, requests)
+            with trio.move_on_after(_EOF_GRACE_S):
+                await connection.wait_idle()
+            connection.cancel_all()
+        outbound_send.close()
         with trio.move_on_after(_FLUSH_GRACE_S):
             await written.wait()
         stop.cancel()
-    return shutdown
+    return shutdown.reason
+
+
+async def serve_fds(server: McpServer, wire: WireFds, *, early: _SignalRecorder | None = None) -> str:
+    """Serve one connection over ``wire`` (the descriptors are taken over and closed); see :func:`serve_streams`."""
+    stdin = trio.lowlevel.FdStream(wire.read_fd)
+    stdout = trio.lowlevel.FdStream(wire.write_fd)
+    async with stdin, stdout:
+        return await serve_streams(server, stdin, stdout, early=early)
 
 
 def _configure_logging() -> None:
@@ -193,33 +225,42 @@ def _configure_logging() -> None:
         root.setLevel(logging.WARNING)
 
 
-def _default_server() -> Server[Any]:
-    from intentloop.mcp.server import build_server
-    from intentloop.service import IntentService
+class _ThreadStdin(trio.abc.ReceiveStream):
+    """stdin read in an abandonable worker thread, for platforms without ``FdStream`` (Windows)."""
 
-    return build_server(IntentService())
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        read = sys.stdin.buffer.read1  # type: ignore[union-attr]
+        return await trio.to_thread.run_sync(read, max_bytes or _READ_CHUNK, abandon_on_cancel=True)
 
-
-def _serve_windows(server: Server[Any]) -> int:
-    from mcp.server.stdio import stdio_server
-
-    async def main() -> None:
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
-
-    _configure_logging()
-    anyio.run(main, backend="trio")
-    return 0
+    async def aclose(self) -> None:
+        return None
 
 
-def serve_stdio(server: Server[Any] | None = None) -> int:
+class _ThreadStdout(trio.abc.SendStream):
+    """stdout written in a worker thread, for platforms without ``FdStream`` (Windows)."""
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        def write() -> None:
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+
+        await trio.to_thread.run_sync(write)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+
+def serve_stdio(server: McpServer | None = None) -> int:
     """Run the intent-loop MCP server on this process's stdin/stdout until EOF, SIGINT or SIGTERM.
 
     A process entry point: it takes over fds 0 and 1 for good (see :func:`take_wire_fds`).
 
     Args:
-        server: the server to run; by default :func:`~intentloop.mcp.server.build_server` over
-            ``intentloop.service.IntentService()``.
+        server: the server to run; by default :class:`~intentloop.mcp.server.McpServer` over
+            ``intentloop.service.IntentService()`` (imported once a client has spoken).
 
     Returns:
         The process exit code: 0 for every orderly end (EOF, a closed stdout, SIGINT, SIGTERM).
@@ -227,20 +268,31 @@ def serve_stdio(server: Server[Any] | None = None) -> int:
     Raises:
         OSError: the standard descriptors could not be duplicated.
     """
-    if sys.platform == "win32":  # no FdStream on Windows: fall back to the SDK's thread-based transport
-        return _serve_windows(server if server is not None else _default_server())
+    chosen = server if server is not None else McpServer()
+    if sys.platform == "win32":  # no FdStream on Windows: read and write in worker threads
+        _configure_logging()
+        trio.run(serve_streams, chosen, _ThreadStdin(), _ThreadStdout())
+        return 0
     wire = take_wire_fds()
     _configure_logging()
-    chosen = server if server is not None else _default_server()
     recorder = _SignalRecorder()
     recorder.install()
-    shutdown = anyio.run(partial(serve_fds, chosen, wire, early=recorder), backend="trio")
+
+    reason = trio.run(partial(serve_fds, chosen, wire, early=recorder))
     # Interpreter finalization resets Python-level handlers to the default (a late SIGTERM would kill the exiting
     # process); an ignored disposition survives it.
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, signal.SIG_IGN)
-    logger.debug("stopped: %s", shutdown.reason)
+    logger.debug("stopped: %s", reason)
     return 0
 
 
-__all__ = ["MAX_MESSAGE_BYTES", "WireFds", "serve_fds", "serve_stdio", "take_wire_fds"]
+__all__ = [
+    "MAX_MESSAGE_BYTES",
+    "WireFds",
+    "read_lines",
+    "serve_fds",
+    "serve_stdio",
+    "serve_streams",
+    "take_wire_fds",
+]

@@ -1,7 +1,8 @@
 """The intent service under trio: one :class:`IntentService` per process answers the 15 tools.
 
-The MCP adapter resolves and canonicalizes the project root, computes the project id and calls :meth:`dispatch`;
-everything after that (strict argument decoding, the rules, the ledger transaction) happens here. Results are plain
+The MCP adapter decodes the arguments strictly, resolves and canonicalizes the project root, computes the project id
+and calls :meth:`run`; everything after that (the rules, the ledger transaction) happens here. :meth:`dispatch`
+decodes and runs in one step, for callers that hold raw arguments. Results are plain
 JSON-ready values in the exact shapes of ``reference/tool-schemas.md``; failures are :class:`IntentLoopError`.
 """
 
@@ -74,7 +75,17 @@ class IntentService:
         Raises:
             IntentLoopError: ``INVALID_ARGUMENTS`` (naming the field path) and every code the operation defines.
         """
-        args = decode_arguments(tool, arguments)
+        return await self.run(tool, decode_arguments(tool, arguments), project_root=project_root, project_id=project_id)
+
+    async def run(self, tool: str, args: Any, *, project_root: str, project_id: str) -> Any:
+        """Run ``tool`` with arguments already decoded by :func:`~intentloop.service.args.decode_arguments`.
+
+        The MCP adapter decodes each call once (before it resolves the project root) and hands the struct here, so
+        no call is decoded twice.
+
+        Raises:
+            IntentLoopError: every code the operation defines.
+        """
         ctx = self._engine.context(project_root, project_id)
         return await _HANDLERS[tool](self._engine, ctx, args)
 

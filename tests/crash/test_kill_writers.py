@@ -109,7 +109,7 @@ def test_random_kill_9_of_writers_loses_and_doubles_nothing(data_root):
     print(f"\n{kills} kills ({holder_kills} of the lock holder), {len(view)} events")
 
 
-def test_killed_lock_holder_is_reclaimed_within_one_second(data_root):
+def test_killed_lock_holder_is_reclaimed_before_the_stale_window(data_root):
     task = str(uuid.uuid4())
     holder = subprocess.Popen(
         [sys.executable, str(WRITER), "hold", str(data_root), PID, task], stdout=subprocess.PIPE, text=True
@@ -121,7 +121,9 @@ def test_killed_lock_holder_is_reclaimed_within_one_second(data_root):
         started = time.monotonic()  # the killed holder is still an unreaped zombie here: it counts as dead
         with store.locked() as ledger:
             ledger.append([EventDraft(event_type="mode_set", task_id=task, actor="user", request_id="r", payload={})])
-        assert time.monotonic() - started < 1.0
+        # The defect this catches is waiting out the 30 s stale window; a third of it is a bound no loaded machine
+        # crosses. The real figure (~0.01 s) is the benchmark's dead_owner_s.
+        assert time.monotonic() - started < LockConfig().stale_s / 3
     finally:
         holder.communicate()  # reap it and close its pipe
     assert len(store.read()) == 1

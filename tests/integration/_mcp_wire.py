@@ -26,6 +26,7 @@ MODERN = "2026-07-28"
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 CLIENT_INFO = {"name": "wire-test", "version": "0"}
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_DIGEST = re.compile(r"(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])")
 _TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z")
 
 
@@ -283,7 +284,8 @@ def tool_scenario(era: Era, project: Path) -> list[bytes]:
 
 
 def normalize(line: bytes, data_root: Path, project: Path) -> str:
-    """The line with run-specific values replaced: paths, the project id, UUIDs (numbered in order), timestamps."""
+    """The line with run-specific values replaced: paths, the project id, UUIDs (numbered in order), timestamps and
+    the other SHA-256 digests (of imported graphs, which hold ids and times)."""
     from intentloop.model import project_id_for
 
     text = line.decode("utf-8")
@@ -294,7 +296,7 @@ def normalize(line: bytes, data_root: Path, project: Path) -> str:
     def number(match: re.Match[str]) -> str:
         return seen.setdefault(match.group(), f"<UUID-{len(seen) + 1}>")
 
-    return _TIME.sub("<TIME>", _UUID.sub(number, text))
+    return _DIGEST.sub("<SHA256>", _TIME.sub("<TIME>", _UUID.sub(number, text)))
 
 
 def run_scenario(tmp: Path, modern: bool) -> list[str]:

@@ -1,21 +1,33 @@
-"""Fixtures for the MCP adapter's unit tests: a recording fake service, a canonicalizer and raw JSON-RPC access."""
+"""Fixtures for the MCP adapter's unit tests: a recording fake service, a canonicalizer and in-memory connections."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+import sys
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
-import anyio
-import mcp_types as types
 import pytest
 import trio
-from mcp.shared.message import SessionMessage
 
 from intentloop.errors import IntentLoopError
-from intentloop.mcp.server import IntentLoopServer, build_server
+from intentloop.mcp.server import McpServer, build_server
+
+
+def load_memory_helpers() -> ModuleType:
+    """``tests/unit/mcp/_memory.py``, loaded once by file path."""
+    name = "intentloop_tests_mcp_memory"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("_memory.py"))
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
 
 TASK_ID = "6f1c1a51-8e7b-4b8f-9a3e-2f3c1d2e4b5a"
 
@@ -35,8 +47,8 @@ class FakeService:
         self.result: Any = {"task_id": TASK_ID, "answer": 42}
         self.raises: BaseException | None = None
 
-    async def dispatch(self, tool: str, arguments: dict[str, Any], *, project_root: str, project_id: str) -> Any:
-        call = {"tool": tool, "arguments": arguments, "project_root": project_root, "project_id": project_id}
+    async def run(self, tool: str, args: Any, *, project_root: str, project_id: str) -> Any:
+        call = {"tool": tool, "arguments": args, "project_root": project_root, "project_id": project_id}
         self.calls.append(call)
         await trio.lowlevel.checkpoint()
         if self.raises is not None:
@@ -50,8 +62,8 @@ def service() -> FakeService:
 
 
 @pytest.fixture
-def make_server(service: FakeService) -> Callable[..., IntentLoopServer]:
-    def make(**options: Any) -> IntentLoopServer:
+def make_server(service: FakeService) -> Callable[..., McpServer]:
+    def make(**options: Any) -> McpServer:
         options.setdefault("canonicalize", fake_canonicalize)
         return build_server(service, **options)
 
@@ -59,7 +71,7 @@ def make_server(service: FakeService) -> Callable[..., IntentLoopServer]:
 
 
 @pytest.fixture
-def server(make_server: Callable[..., IntentLoopServer]) -> IntentLoopServer:
+def server(make_server: Callable[..., McpServer]) -> McpServer:
     return make_server()
 
 
@@ -77,50 +89,13 @@ def other_project(tmp_path: Path) -> Path:
     return root
 
 
-class RawSession:
-    """A handshake-era connection driven with raw JSON-RPC dicts, for payloads the SDK client refuses to send."""
-
-    def __init__(self, send: Any, receive: Any) -> None:
-        self._send = send
-        self._receive = receive
-        self._next_id = 0
-
-    async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        self._next_id += 1
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": self._next_id, "method": method}
-        if params is not None:
-            message["params"] = params
-        await self._send.send(SessionMessage(types.jsonrpc_message_adapter.validate_python(message)))
-        with trio.fail_after(5):
-            while True:
-                item = await self._receive.receive()
-                answer = item.message.model_dump(by_alias=True, mode="json", exclude_none=True)
-                if answer.get("id") == self._next_id:
-                    return answer
-
-    async def notify(self, method: str) -> None:
-        message = {"jsonrpc": "2.0", "method": method}
-        await self._send.send(SessionMessage(types.jsonrpc_message_adapter.validate_python(message)))
-
-
-@asynccontextmanager
-async def raw_session(server: IntentLoopServer) -> AsyncIterator[RawSession]:
-    """Run ``server`` over memory streams and yield an initialized :class:`RawSession`."""
-    to_server_send, to_server_receive = anyio.create_memory_object_stream[Any](16)
-    from_server_send, from_server_receive = anyio.create_memory_object_stream[Any](16)
-    async with to_server_send, from_server_receive, trio.open_nursery() as nursery:
-        nursery.start_soon(server.run, to_server_receive, from_server_send, server.create_initialization_options())
-        session = RawSession(to_server_send, from_server_receive)
-        init = await session.request(
-            "initialize",
-            {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
-        )
-        assert "result" in init, init
-        await session.notify("notifications/initialized")
-        yield session
-        await to_server_send.aclose()
+@pytest.fixture
+def raw() -> Callable[..., Any]:
+    """``raw(server)``: an async context manager yielding an initialized raw JSON-RPC session."""
+    return load_memory_helpers().raw_session  # type: ignore[no-any-return]
 
 
 @pytest.fixture
-def raw() -> Callable[[IntentLoopServer], Any]:
-    return raw_session
+def connect() -> Callable[[McpServer], Any]:
+    """``connect(server)``: the transport to hand ``mcp.Client`` to reach ``server`` in memory."""
+    return load_memory_helpers().MemoryTransport  # type: ignore[no-any-return]

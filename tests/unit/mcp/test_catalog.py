@@ -139,10 +139,11 @@ def test_importing_the_package_face_loads_neither_mcp_nor_trio() -> None:
     code = "import sys, intentloop.mcp; print(sorted(m for m in ('mcp', 'trio', 'anyio') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
-    # positive control: building a server does load them
-    code = "import sys, intentloop.mcp.server; print(sorted(m for m in ('mcp', 'anyio') if m in sys.modules))"
+    # positive control: the server module loads trio — and still neither the SDK nor its pydantic models
+    modules = "('mcp', 'mcp_types', 'pydantic', 'anyio', 'trio')"
+    code = f"import sys, intentloop.mcp.server; print(sorted(m for m in {modules} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "['anyio', 'mcp']"
+    assert out.strip() == "['trio']"
 
 
 @pytest.mark.parametrize("tool", TOOL_NAMES)

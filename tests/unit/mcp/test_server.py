@@ -11,15 +11,15 @@ import mcp_types as types
 import pytest
 import trio
 from mcp import Client
-from mcp.server import Server
 from mcp.shared.exceptions import MCPError
 
 from intentloop import __version__
 from intentloop.errors import IntentLoopError
 from intentloop.mcp import TOOL_NAMES
 from intentloop.mcp.catalog import iter_object_schemas, load_catalog
-from intentloop.mcp.server import IntentLoopServer
+from intentloop.mcp.server import McpServer
 from intentloop.model import project_id_for
+from intentloop.service import decode_arguments
 
 ERAS = ["legacy", "auto"]  # "auto" against an in-process server speaks 2026-07-28 (server/discover, no handshake)
 META_KEY = "codex/sandbox-state-meta"
@@ -48,8 +48,8 @@ def _code(envelope: dict[str, Any]) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ capabilities
-async def test_initialize_advertises_sandbox_state_meta(server: IntentLoopServer) -> None:
-    async with Client(server, mode="legacy") as client:
+async def test_initialize_advertises_sandbox_state_meta(server: McpServer, connect: Any) -> None:
+    async with Client(connect(server), mode="legacy") as client:
         assert client.protocol_version == "2025-11-25"
         caps = client.server_capabilities
         assert caps.experimental == {"codex/sandbox-state-meta": {}}
@@ -60,28 +60,18 @@ async def test_initialize_advertises_sandbox_state_meta(server: IntentLoopServer
         assert client.instructions and "never treat" in client.instructions.lower()
 
 
-async def test_discover_advertises_sandbox_state_meta(server: IntentLoopServer) -> None:
-    async with Client(server) as client:
+async def test_discover_advertises_sandbox_state_meta(server: McpServer, connect: Any) -> None:
+    async with Client(connect(server)) as client:
         assert client.protocol_version == "2026-07-28"
         discovered = await client.session.discover()
         assert discovered.capabilities.experimental == {"codex/sandbox-state-meta": {}}
         assert discovered.instructions == client.instructions
 
 
-async def test_stock_discover_would_leave_the_capability_out() -> None:
-    # Control for the override above: the SDK's own server/discover handler omits experimental capabilities.
-    async def no_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[])
-
-    stock = Server("stock", on_list_tools=no_tools)
-    async with Client(stock) as client:
-        assert (await client.session.discover()).capabilities.experimental is None
-
-
 # ------------------------------------------------------------------------------------------------------- tools
 @pytest.mark.parametrize("mode", ERAS)
-async def test_list_tools_publishes_fifteen_closed_annotated_tools(server: IntentLoopServer, mode: str) -> None:
-    async with Client(server, mode=mode) as client:
+async def test_list_tools_publishes_fifteen_closed_annotated_tools(server: McpServer, mode: str, connect: Any) -> None:
+    async with Client(connect(server), mode=mode) as client:
         tools = (await client.list_tools()).tools
     assert [tool.name for tool in tools] == list(TOOL_NAMES)
     envelope_schema = dict(load_catalog().envelope_schema)
@@ -99,11 +89,11 @@ async def test_list_tools_publishes_fifteen_closed_annotated_tools(server: Inten
 
 @pytest.mark.parametrize("mode", ERAS)
 async def test_success_is_one_envelope_and_the_service_gets_the_canonical_root(
-    server: IntentLoopServer, service: Any, project: Path, mode: str
+    server: McpServer, service: Any, project: Path, mode: str, connect: Any
 ) -> None:
     alias = project.parent / "alias"
     alias.symlink_to(project)
-    async with Client(server, mode=mode) as client:
+    async with Client(connect(server), mode=mode) as client:
         envelope = await _call(client, "intent_get_snapshot", {"project_root": str(alias), "task_id": TASK})
     canonical = str(project.resolve())
     assert envelope == {
@@ -115,16 +105,18 @@ async def test_success_is_one_envelope_and_the_service_gets_the_canonical_root(
         "result": {"task_id": TASK, "answer": 42},
     }
     (call,) = service.calls
+    # The service gets the struct the server decoded (once), not raw arguments to decode again.
+    decoded = decode_arguments("intent_get_snapshot", {"project_root": str(alias), "task_id": TASK})
     assert call == {
         "tool": "intent_get_snapshot",
-        "arguments": {"task_id": TASK},
+        "arguments": decoded,
         "project_root": canonical,
         "project_id": project_id_for(canonical),
     }
 
 
-async def test_task_id_falls_back_to_the_result(server: IntentLoopServer, service: Any, project: Path) -> None:
-    async with Client(server, mode="legacy") as client:
+async def test_task_id_falls_back_to_the_result(server: McpServer, service: Any, project: Path, connect: Any) -> None:
+    async with Client(connect(server), mode="legacy") as client:
         envelope = await _call(client, "intent_start_task", {"project_root": str(project)})
         assert envelope["task_id"] == TASK
         service.result = [{"task_id": TASK}]
@@ -133,10 +125,10 @@ async def test_task_id_falls_back_to_the_result(server: IntentLoopServer, servic
 
 
 async def test_service_errors_keep_their_code_and_the_project(
-    server: IntentLoopServer, service: Any, project: Path
+    server: McpServer, service: Any, project: Path, connect: Any
 ) -> None:
     service.raises = IntentLoopError("lock busy", code="LOCK_TIMEOUT")
-    async with Client(server, mode="legacy") as client:
+    async with Client(connect(server), mode="legacy") as client:
         envelope = await _call(client, "intent_status", {"project_root": str(project), "task_id": TASK})
     assert envelope["error"] == {"code": "LOCK_TIMEOUT", "message": "lock busy", "retryable": True}
     assert envelope["project_id"] == project_id_for(str(project.resolve()))
@@ -144,18 +136,18 @@ async def test_service_errors_keep_their_code_and_the_project(
 
 
 async def test_unexpected_exceptions_are_internal_errors_without_details(
-    server: IntentLoopServer, service: Any, project: Path, caplog: pytest.LogCaptureFixture
+    server: McpServer, service: Any, project: Path, caplog: pytest.LogCaptureFixture, connect: Any
 ) -> None:
     service.raises = RuntimeError("secret detail /home/u/.ssh")
-    async with Client(server, mode="legacy") as client:
+    async with Client(connect(server), mode="legacy") as client:
         envelope = await _call(client, "intent_status", {"project_root": str(project)})
     assert _code(envelope) == "INTERNAL_ERROR"
     assert "secret" not in json.dumps(envelope) and "Traceback" not in json.dumps(envelope)
     assert "secret detail" in caplog.text  # the operator still finds it in the server log
 
 
-async def test_unknown_tool_is_invalid_arguments(server: IntentLoopServer, service: Any, project: Path) -> None:
-    async with Client(server, mode="legacy") as client:
+async def test_unknown_tool_is_invalid_arguments(server: McpServer, service: Any, project: Path, connect: Any) -> None:
+    async with Client(connect(server), mode="legacy") as client:
         envelope = await _call(client, "intent_frobnicate", {"project_root": str(project)})
         assert _code(envelope) == "INVALID_ARGUMENTS"
         assert "intent_frobnicate" in envelope["error"]["message"]
@@ -166,7 +158,7 @@ async def test_unknown_tool_is_invalid_arguments(server: IntentLoopServer, servi
 
 @pytest.mark.parametrize("arguments", [[1, 2], "text", 7, True])
 async def test_arguments_that_are_not_an_object(
-    server: IntentLoopServer, service: Any, raw: Any, project: Path, arguments: Any
+    server: McpServer, service: Any, raw: Any, project: Path, arguments: Any
 ) -> None:
     async with raw(server) as session:
         answer = await session.request("tools/call", {"name": "intent_status", "arguments": arguments})
@@ -182,7 +174,7 @@ async def test_arguments_that_are_not_an_object(
         assert answer["result"]["structuredContent"]["ok"] is True
 
 
-async def test_absent_arguments_count_as_empty(server: IntentLoopServer, raw: Any, project: Path) -> None:
+async def test_absent_arguments_count_as_empty(server: McpServer, raw: Any, project: Path) -> None:
     async with raw(server) as session:
         answer = await session.request("tools/call", {"name": "intent_status"})
         assert _code(answer["result"]["structuredContent"]) == "PROJECT_ROOT_REQUIRED"
@@ -192,8 +184,8 @@ async def test_absent_arguments_count_as_empty(server: IntentLoopServer, raw: An
 
 
 @pytest.mark.parametrize("tool", TOOL_NAMES)
-async def test_unknown_top_level_key_on_every_tool(server: IntentLoopServer, service: Any, tool: str) -> None:
-    async with Client(server, mode="legacy") as client:
+async def test_unknown_top_level_key_on_every_tool(server: McpServer, service: Any, tool: str, connect: Any) -> None:
+    async with Client(connect(server), mode="legacy") as client:
         # no project root at all: the unknown key is still what gets reported
         envelope = await _call(client, tool, {"definitely_not_a_field": 1})
         assert _code(envelope) == "INVALID_ARGUMENTS"
@@ -204,10 +196,10 @@ async def test_unknown_top_level_key_on_every_tool(server: IntentLoopServer, ser
 
 @pytest.mark.parametrize("mode", ERAS)
 async def test_arguments_are_decoded_before_the_root_is_resolved(
-    server: IntentLoopServer, service: Any, project: Path, mode: str
+    server: McpServer, service: Any, project: Path, mode: str, connect: Any
 ) -> None:
     bad = {"task_id": TASK, "max_characters": "600"}
-    async with Client(server, mode=mode, list_roots_callback=_roots(project.as_uri())) as client:
+    async with Client(connect(server), mode=mode, list_roots_callback=_roots(project.as_uri())) as client:
         # neither a missing root, nor malformed metadata, nor a client round trip comes first
         envelope = await _call(client, "intent_get_snapshot", bad)
         assert _code(envelope) == "INVALID_ARGUMENTS"
@@ -223,7 +215,7 @@ async def test_arguments_are_decoded_before_the_root_is_resolved(
         assert good["ok"] is True and service.calls[0]["project_root"] == str(project.resolve())
 
 
-async def test_a_custom_decoder_is_used(make_server: Callable[..., IntentLoopServer], project: Path) -> None:
+async def test_a_custom_decoder_is_used(make_server: Callable[..., McpServer], project: Path, connect: Any) -> None:
     seen: list[tuple[str, Any]] = []
 
     def decode(tool: str, arguments: Any) -> object:
@@ -233,15 +225,15 @@ async def test_a_custom_decoder_is_used(make_server: Callable[..., IntentLoopSer
         return arguments
 
     server = make_server(decode=decode)
-    async with Client(server, mode="legacy") as client:
+    async with Client(connect(server), mode="legacy") as client:
         assert _code(await _call(client, "intent_status", {"veto": 1})) == "INVALID_ARGUMENTS"
         assert (await _call(client, "intent_status", {"project_root": str(project)}))["ok"] is True
     assert seen == [("intent_status", {"veto": 1}), ("intent_status", {"project_root": str(project)})]
 
 
 @pytest.mark.parametrize("tool", TOOL_NAMES)
-async def test_wrong_project_root_type_on_every_tool(server: IntentLoopServer, service: Any, tool: str) -> None:
-    async with Client(server, mode="legacy") as client:
+async def test_wrong_project_root_type_on_every_tool(server: McpServer, service: Any, tool: str, connect: Any) -> None:
+    async with Client(connect(server), mode="legacy") as client:
         meta = {META_KEY: {"sandboxCwd": "file:///"}}
         envelope = await _call(client, tool, {"project_root": 42}, meta=meta)
         assert _code(envelope) == "INVALID_ARGUMENTS"
@@ -251,9 +243,11 @@ async def test_wrong_project_root_type_on_every_tool(server: IntentLoopServer, s
 
 # ----------------------------------------------------------------------------------------------- project root
 @pytest.mark.parametrize("mode", ERAS)
-async def test_sandbox_cwd_as_uri_and_as_path(server: IntentLoopServer, service: Any, project: Path, mode: str) -> None:
+async def test_sandbox_cwd_as_uri_and_as_path(
+    server: McpServer, service: Any, project: Path, mode: str, connect: Any
+) -> None:
     expected = project_id_for(str(project.resolve()))
-    async with Client(server, mode=mode) as client:
+    async with Client(connect(server), mode=mode) as client:
         for cwd in (project.as_uri(), str(project)):
             meta = {META_KEY: {"sandboxCwd": cwd, "permissionProfile": {"kind": "x"}, "futureKey": [1]}}
             envelope = await _call(client, "intent_status", {}, meta=meta)
@@ -265,9 +259,9 @@ async def test_sandbox_cwd_as_uri_and_as_path(server: IntentLoopServer, service:
 
 @pytest.mark.parametrize("mode", ERAS)
 async def test_malformed_sandbox_metadata_is_refused_before_the_service(
-    server: IntentLoopServer, service: Any, project: Path, mode: str
+    server: McpServer, service: Any, project: Path, mode: str, connect: Any
 ) -> None:
-    async with Client(server, mode=mode) as client:
+    async with Client(connect(server), mode=mode) as client:
         for bad in ({"sandboxCwd": "relative/dir"}, {"sandboxPolicy": {}}, "file:///x", {"sandboxCwd": 3}):
             envelope = await _call(client, "intent_status", {"project_root": str(project)}, meta={META_KEY: bad})
             assert _code(envelope) == "PROJECT_ROOT_METADATA_INVALID", bad
@@ -277,10 +271,10 @@ async def test_malformed_sandbox_metadata_is_refused_before_the_service(
 
 @pytest.mark.parametrize("mode", ERAS)
 async def test_explicit_root_must_match_the_sandbox(
-    server: IntentLoopServer, service: Any, project: Path, other_project: Path, tmp_path: Path, mode: str
+    server: McpServer, service: Any, project: Path, other_project: Path, tmp_path: Path, mode: str, connect: Any
 ) -> None:
     meta = {META_KEY: {"sandboxCwd": project.as_uri()}}
-    async with Client(server, mode=mode) as client:
+    async with Client(connect(server), mode=mode) as client:
         mismatch = await _call(client, "intent_status", {"project_root": str(other_project)}, meta=meta)
         assert _code(mismatch) == "PROJECT_ROOT_MISMATCH"
         invalid = await _call(client, "intent_status", {"project_root": str(tmp_path / "nope")}, meta=meta)
@@ -292,9 +286,9 @@ async def test_explicit_root_must_match_the_sandbox(
 
 @pytest.mark.parametrize("mode", ERAS)
 async def test_project_root_argument(
-    server: IntentLoopServer, service: Any, project: Path, tmp_path: Path, mode: str
+    server: McpServer, service: Any, project: Path, tmp_path: Path, mode: str, connect: Any
 ) -> None:
-    async with Client(server, mode=mode) as client:
+    async with Client(connect(server), mode=mode) as client:
         assert (await _call(client, "intent_status", {"project_root": str(project)}))["ok"] is True
         missing = await _call(client, "intent_status", {"project_root": str(tmp_path / "nope")})
         assert _code(missing) == "PROJECT_ROOT_INVALID"
@@ -304,8 +298,8 @@ async def test_project_root_argument(
 
 
 @pytest.mark.parametrize("mode", ERAS)
-async def test_exactly_one_client_root(server: IntentLoopServer, service: Any, project: Path, mode: str) -> None:
-    async with Client(server, mode=mode, list_roots_callback=_roots(project.as_uri())) as client:
+async def test_exactly_one_client_root(server: McpServer, service: Any, project: Path, mode: str, connect: Any) -> None:
+    async with Client(connect(server), mode=mode, list_roots_callback=_roots(project.as_uri())) as client:
         envelope = await _call(client, "intent_status", {})
     assert envelope["ok"] is True
     assert envelope["project_id"] == project_id_for(str(project.resolve()))
@@ -314,10 +308,10 @@ async def test_exactly_one_client_root(server: IntentLoopServer, service: Any, p
 
 @pytest.mark.parametrize("mode", ERAS)
 async def test_two_client_roots_are_ambiguous(
-    server: IntentLoopServer, service: Any, project: Path, other_project: Path, mode: str
+    server: McpServer, service: Any, project: Path, other_project: Path, mode: str, connect: Any
 ) -> None:
     callback = _roots(project.as_uri(), other_project.as_uri())
-    async with Client(server, mode=mode, list_roots_callback=callback) as client:
+    async with Client(connect(server), mode=mode, list_roots_callback=callback) as client:
         assert _code(await _call(client, "intent_status", {})) == "PROJECT_ROOT_REQUIRED"
         # the argument still works beside ambiguous roots
         assert (await _call(client, "intent_status", {"project_root": str(other_project)}))["ok"] is True
@@ -325,17 +319,17 @@ async def test_two_client_roots_are_ambiguous(
 
 @pytest.mark.parametrize("mode", ERAS)
 async def test_sandbox_beats_client_roots(
-    server: IntentLoopServer, service: Any, project: Path, other_project: Path, mode: str
+    server: McpServer, service: Any, project: Path, other_project: Path, mode: str, connect: Any
 ) -> None:
     meta = {META_KEY: {"sandboxCwd": project.as_uri()}}
-    async with Client(server, mode=mode, list_roots_callback=_roots(other_project.as_uri())) as client:
+    async with Client(connect(server), mode=mode, list_roots_callback=_roots(other_project.as_uri())) as client:
         envelope = await _call(client, "intent_status", {}, meta=meta)
     assert envelope["project_id"] == project_id_for(str(project.resolve()))
 
 
 @pytest.mark.parametrize("mode", ERAS)
-async def test_no_root_anywhere_is_required_and_does_not_wait(server: IntentLoopServer, mode: str) -> None:
-    async with Client(server, mode=mode) as client:
+async def test_no_root_anywhere_is_required_and_does_not_wait(server: McpServer, mode: str, connect: Any) -> None:
+    async with Client(connect(server), mode=mode) as client:
         with trio.fail_after(1):
             envelope = await _call(client, "intent_status", {})
     assert _code(envelope) == "PROJECT_ROOT_REQUIRED"
@@ -343,14 +337,14 @@ async def test_no_root_anywhere_is_required_and_does_not_wait(server: IntentLoop
 
 
 async def test_a_client_that_never_answers_roots_is_bounded(
-    make_server: Callable[..., IntentLoopServer], project: Path
+    make_server: Callable[..., McpServer], project: Path, connect: Any
 ) -> None:
     async def never(ctx: Any) -> types.ListRootsResult:
         await trio.sleep_forever()
         raise AssertionError("unreachable")
 
     server = make_server(roots_timeout=0.2)
-    async with Client(server, mode="legacy", list_roots_callback=never) as client:
+    async with Client(connect(server), mode="legacy", list_roots_callback=never) as client:
         with trio.fail_after(2):
             envelope = await _call(client, "intent_status", {})
             assert _code(envelope) == "PROJECT_ROOT_REQUIRED"
@@ -358,19 +352,19 @@ async def test_a_client_that_never_answers_roots_is_bounded(
             assert (await _call(client, "intent_status", {"project_root": str(project)}))["ok"] is True
 
 
-async def test_a_client_whose_roots_fail_gets_root_required(server: IntentLoopServer) -> None:
+async def test_a_client_whose_roots_fail_gets_root_required(server: McpServer, connect: Any) -> None:
     async def refuse(ctx: Any) -> types.ErrorData:
         return types.ErrorData(code=-32603, message="no roots here")
 
-    async with Client(server, mode="legacy", list_roots_callback=refuse) as client:
+    async with Client(connect(server), mode="legacy", list_roots_callback=refuse) as client:
         assert _code(await _call(client, "intent_status", {})) == "PROJECT_ROOT_REQUIRED"
 
 
 # ---------------------------------------------------------------------------------------------------- outputs
 async def test_the_client_validates_answers_against_the_envelope_schema(
-    server: IntentLoopServer, project: Path
+    server: McpServer, project: Path, connect: Any
 ) -> None:
-    async with Client(server, mode="legacy") as client:
+    async with Client(connect(server), mode="legacy") as client:
         good = await client.call_tool("intent_status", {"project_root": str(project)})  # validated by the client
         await client.session.validate_tool_result("intent_status", good)
         bad = types.CallToolResult(content=[], structured_content={"ok": True, "schema_version": 2})
@@ -380,8 +374,8 @@ async def test_the_client_validates_answers_against_the_envelope_schema(
 
 # --------------------------------------------------------------------------------------------------- resource
 @pytest.mark.parametrize("mode", ERAS)
-async def test_skill_resource_is_listed_and_served(server: IntentLoopServer, mode: str) -> None:
-    async with Client(server, mode=mode) as client:
+async def test_skill_resource_is_listed_and_served(server: McpServer, mode: str, connect: Any) -> None:
+    async with Client(connect(server), mode=mode) as client:
         (resource,) = (await client.list_resources()).resources
         assert str(resource.uri) == "intent-loop://skill/intent"
         assert resource.name == "intent-skill" and resource.mime_type == "text/markdown"
@@ -393,17 +387,19 @@ async def test_skill_resource_is_listed_and_served(server: IntentLoopServer, mod
     assert content.text == repo_skill.read_text(encoding="utf-8")
 
 
-async def test_missing_skill_is_skill_not_found(make_server: Callable[..., IntentLoopServer], tmp_path: Path) -> None:
+async def test_missing_skill_is_skill_not_found(
+    make_server: Callable[..., McpServer], tmp_path: Path, connect: Any
+) -> None:
     server = make_server(skill_paths=[tmp_path / "nowhere" / "SKILL.md"])
-    async with Client(server, mode="legacy") as client:
+    async with Client(connect(server), mode="legacy") as client:
         with pytest.raises(MCPError) as exc:
             await client.read_resource("intent-loop://skill/intent")
         assert exc.value.error.data["code"] == "SKILL_NOT_FOUND"
         assert "SKILL_NOT_FOUND" in exc.value.error.message
 
 
-async def test_unknown_resource_uri(server: IntentLoopServer) -> None:
-    async with Client(server, mode="legacy") as client:
+async def test_unknown_resource_uri(server: McpServer, connect: Any) -> None:
+    async with Client(connect(server), mode="legacy") as client:
         with pytest.raises(MCPError) as exc:
             await client.read_resource("intent-loop://skill/other")
         assert exc.value.error.code == -32002

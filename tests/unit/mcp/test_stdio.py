@@ -12,7 +12,7 @@ import pytest
 import trio
 
 from intentloop.mcp import stdio
-from intentloop.mcp.server import IntentLoopServer
+from intentloop.mcp.server import McpServer
 
 INIT = {
     "jsonrpc": "2.0",
@@ -47,7 +47,7 @@ class Wire:
 
 
 @asynccontextmanager
-async def served(server: IntentLoopServer) -> AsyncIterator[tuple[Wire, list[Any]]]:
+async def served(server: McpServer) -> AsyncIterator[tuple[Wire, list[Any]]]:
     in_read, in_write = os.pipe()
     out_read, out_write = os.pipe()
     outcome: list[Any] = []
@@ -68,7 +68,7 @@ def _line(message: dict[str, Any]) -> bytes:
     return json.dumps(message).encode() + b"\n"
 
 
-async def test_messages_split_across_chunks_and_crlf_are_framed(server: IntentLoopServer) -> None:
+async def test_messages_split_across_chunks_and_crlf_are_framed(server: McpServer) -> None:
     async with served(server) as (wire, outcome):
         data = _line(INIT)[:-1] + b"\r\n"
         for index in range(0, len(data), 7):
@@ -85,34 +85,39 @@ async def test_messages_split_across_chunks_and_crlf_are_framed(server: IntentLo
         with trio.fail_after(2):
             while not outcome:
                 await trio.sleep(0.01)
-    assert outcome[0].reason == "eof"
+    assert outcome[0] == "eof"
 
 
-async def test_a_malformed_line_is_skipped_and_serving_goes_on(
-    server: IntentLoopServer, caplog: pytest.LogCaptureFixture
+async def test_a_malformed_line_is_answered_and_serving_goes_on(
+    server: McpServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     async with served(server) as (wire, _):
         await wire.send(b"{not json\n" + b'{"jsonrpc": "2.0", "id": "x", "method": 5}\n' + _line(INIT))
-        assert (await wire.message())["id"] == 1
+        parse_error = await wire.message()
+        assert parse_error["id"] is None and parse_error["error"]["code"] == -32700
+        invalid = await wire.message()
+        assert invalid["id"] == "x" and invalid["error"]["code"] == -32600
+        assert (await wire.message())["id"] == 1  # positive control: serving went on
         await wire.to_server.aclose()
-    assert "skipped a line that is not a JSON-RPC message" in caplog.text
     assert "not json" not in caplog.text  # the content itself is never logged
 
 
 async def test_an_oversized_message_is_skipped(
-    server: IntentLoopServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    server: McpServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setattr(stdio, "MAX_MESSAGE_BYTES", 4096)
     async with served(server) as (wire, _):
         huge = _line({"jsonrpc": "2.0", "id": 9, "method": "ping", "params": {"_meta": {"pad": "x" * 20000}}})
         await wire.send(huge + _line(INIT))
+        too_long = await wire.message()
+        assert too_long["id"] is None and too_long["error"]["code"] == -32700
         answer = await wire.message()
         assert answer["id"] == 1  # id 9 was never answered
         await wire.to_server.aclose()
     assert "longer than 4096 bytes" in caplog.text
 
 
-async def test_a_last_line_without_newline_is_still_served(server: IntentLoopServer) -> None:
+async def test_a_last_line_without_newline_is_still_served(server: McpServer) -> None:
     async with served(server) as (wire, outcome):
         await wire.send(_line(INIT)[:-1])
         await wire.to_server.aclose()
@@ -122,7 +127,7 @@ async def test_a_last_line_without_newline_is_still_served(server: IntentLoopSer
                 await trio.sleep(0.01)
 
 
-async def test_a_closed_stdout_stops_the_server(server: IntentLoopServer) -> None:
+async def test_a_closed_stdout_stops_the_server(server: McpServer) -> None:
     async with served(server) as (wire, outcome):
         await wire.from_server.aclose()
         await wire.send(_line(INIT))
@@ -130,4 +135,4 @@ async def test_a_closed_stdout_stops_the_server(server: IntentLoopServer) -> Non
             while not outcome:
                 await trio.sleep(0.01)
         await wire.to_server.aclose()
-    assert outcome[0].reason == "stdout closed"
+    assert outcome[0] == "stdout closed"
