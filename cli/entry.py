@@ -1,4 +1,8 @@
-"""The ``intentloop`` console script. ``intentloop hook`` branches here before typer (or anything heavy) is imported."""
+"""The ``intentloop`` console script.
+
+``intentloop hook`` and ``intentloop serve`` branch here before typer (or anything heavy) is imported: hosts start both
+on every session and hook event, and typer with its pydantic-based parsing would add ~40–140 ms to each start.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,10 @@ def main() -> None:
         from hooks import run_hook
 
         raise SystemExit(run_hook(argv[1:]))
+    if argv == ["serve"]:
+        from cli.serve import serve
+
+        raise SystemExit(serve())
     from cli.app import run_app
 
     run_app()

@@ -434,3 +434,33 @@ def test_the_server_stops_right_after_spawn(tmp: Path, how: str) -> None:
     # SIGTERM before Python has installed any handler kills the process (-15); once serving, it exits 0
     assert process.returncode in (0, -signal.SIGTERM), stderr
     assert b"Traceback" not in stderr
+
+
+_ENTRY = """
+import sys
+sys.argv = ["intentloop", *sys.argv[1:]]
+from cli.entry import main
+try:
+    main()
+except SystemExit:
+    pass
+names = ("typer", "rich", "click", "mcp", "mcp_types", "pydantic", "anyio")
+print("heavy:", sorted(name for name in names if name in sys.modules), file=sys.stderr)
+"""
+
+
+def test_intentloop_serve_branches_before_typer_and_never_loads_the_sdk(tmp: Path) -> None:
+    def heavy(*args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-c", _ENTRY, *args],
+            input=b"",
+            capture_output=True,
+            env=W.server_env(tmp / "data"),
+            timeout=60,
+        )
+        line = [text for text in done.stderr.decode().splitlines() if text.startswith("heavy:")]
+        assert line, done.stderr
+        return line[-1]
+
+    assert heavy("serve") == "heavy: []"
+    assert "typer" in heavy("serve", "--help")  # control: the typer app is what answers anything else

@@ -1,6 +1,10 @@
-"""intentloop benchmark (see ../shared/BENCH.md): medians through the public surfaces only.
+"""intentloop benchmark: medians through the public surfaces only (method and figures: docs/BENCHMARK.md).
 
 Run: ``python tools/bench/run.py [--sizes 200,2000,10000] [--out tools/bench/results/latest.json]``.
+
+Start-up is measured over raw pipes (no client library in the way), interleaved with its floor, a bare
+``python -c "import trio, msgspec"`` process, in the same run; the project's modules are byte-compiled first, as a
+user's ``pip install`` leaves them.
 
 Ledgers are grown quickly by writing valid v1 events directly (the format is public and hash-checked), then every
 figure is measured through a real surface: the MCP server over stdio with the official client, the hook process, and
@@ -186,6 +190,113 @@ def _median(values: list[float]) -> float:
     return round(statistics.median(values), 2)
 
 
+# --------------------------------------------------------------------------------------------------- start-up
+_INIT = json.dumps(
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "0"},
+        },
+    }
+).encode()
+_INITIALIZED = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
+_LIST = b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}'
+
+
+def _spawn_answers(data_root: Path, lines: list[bytes], answers: int) -> tuple[list[float], float]:
+    """Spawn ``intentloop serve``, write ``lines`` at once; ms from spawn to each of the first ``answers`` answers,
+    then ms from closing stdin to the process being gone."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        [INTENTLOOP, "serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=_env(data_root),
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(b"".join(line + b"\n" for line in lines))
+    proc.stdin.flush()
+    times: list[float] = []
+    buffer = b""
+    while len(times) < answers:
+        chunk = os.read(proc.stdout.fileno(), 1 << 16)
+        if not chunk:
+            raise RuntimeError("the server closed stdout before answering")
+        buffer += chunk
+        while b"\n" in buffer and len(times) < answers:
+            _, buffer = buffer.split(b"\n", 1)
+            times.append((time.perf_counter() - t0) * 1000)
+    t1 = time.perf_counter()
+    proc.stdin.close()
+    proc.wait(timeout=30)
+    exit_ms = (time.perf_counter() - t1) * 1000
+    proc.stdout.close()
+    return times, exit_ms
+
+
+def _floor_ms() -> float:
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import trio, msgspec"], check=True)
+    return (time.perf_counter() - t0) * 1000
+
+
+def _busy_loops(count: int) -> list[subprocess.Popen[bytes]]:
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+
+
+def measure_startup(data_root: Path, runs: int = 11) -> dict[str, Any]:
+    """Spawn → ``initialize`` and → ``tools/list`` answered, stdin closed → gone; beside the floor, same run."""
+    floors, starts, lists, exits, busy_lists, busy_floors = [], [], [], [], [], []
+    for _ in range(runs):
+        floors.append(_floor_ms())
+        (start,), exit_ms = _spawn_answers(data_root, [_INIT], 1)
+        starts.append(start)
+        exits.append(exit_ms)
+        (_, listed), _ = _spawn_answers(data_root, [_INIT, _INITIALIZED, _LIST], 2)
+        lists.append(listed)
+    loops = _busy_loops(2)
+    try:
+        for _ in range(runs):
+            busy_floors.append(_floor_ms())
+            (_, listed), _ = _spawn_answers(data_root, [_INIT, _INITIALIZED, _LIST], 2)
+            busy_lists.append(listed)
+    finally:
+        for loop in loops:
+            loop.kill()
+            loop.wait()
+    floor = _median(floors)
+    return {
+        "floor_ms": floor,
+        "start_ms": _median(starts),
+        "start_ratio": round(_median(starts) / floor, 2),
+        "list_ms": _median(lists),
+        "list_ratio": round(_median(lists) / floor, 2),
+        "list_busy_ms": _median(busy_lists),
+        "floor_busy_ms": _median(busy_floors),
+        "exit_ms": _median(exits),
+        "runs": runs,
+    }
+
+
+def _compile_project() -> None:
+    """Byte-compile the project's packages, as ``pip install`` does for a user (this machine may forbid writing
+    bytecode at import time, which would charge every start with compiling)."""
+    import compileall
+
+    import cli
+    import intentloop
+
+    for package in (intentloop, cli):
+        compileall.compile_dir(str(Path(package.__file__).parent.parent / package.__name__), quiet=1)
+    for name in ("hooks", "recovery"):
+        compileall.compile_dir(str(Path(intentloop.__file__).parent.parent / name), quiet=1)
+
+
 # --------------------------------------------------------------------------------------------------- figures
 async def measure_size(n: int, work: Path, repeats: int) -> dict[str, Any]:
     data_root = work / f"data-{n}"
@@ -195,13 +306,6 @@ async def measure_size(n: int, work: Path, repeats: int) -> dict[str, Any]:
     project_id, task_ids = seed_ledger(data_root, project, n)
     root = str(project)
     row: dict[str, Any] = {"events": n}
-
-    starts = []
-    for _ in range(5):
-        t0 = time.perf_counter()
-        async with _server(data_root):
-            starts.append((time.perf_counter() - t0) * 1000)
-    row["start_ms"] = _median(starts)
 
     async with _server(data_root) as client:
         started = _envelope(
@@ -373,8 +477,11 @@ def _machine() -> str:
 
 async def main(args: argparse.Namespace) -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
+    _compile_project()
     with tempfile.TemporaryDirectory(prefix="intentloop-bench-") as tmp:
         work = Path(tmp)
+        startup = measure_startup(work / "data-startup")
+        print(json.dumps({"startup": startup}, indent=1), flush=True)
         rows = [await measure_size(n, work, args.repeats) for n in sizes]
         writers = await measure_writers(work)
         locks = await measure_lock_faults(work)
@@ -382,15 +489,16 @@ async def main(args: argparse.Namespace) -> None:
         "date": time.strftime("%Y-%m-%d"),
         "machine": _machine(),
         "command": "python tools/bench/run.py " + " ".join(sys.argv[1:]),
+        "startup": startup,
         "sizes": rows,
         "writers": writers,
         "locks": locks,
     }
-    cols = ["events", "start_ms", "add_ms", "snapshot_ms", "hook_ms", "prompt_hook_ms", "peak_rss_mb", "verified"]
+    cols = ["events", "add_ms", "snapshot_ms", "hook_ms", "prompt_hook_ms", "peak_rss_mb", "verified"]
     print(" | ".join(cols))
     for row in rows:
         print(" | ".join(str(row.get(c)) for c in cols))
-    print(json.dumps({"writers": writers, "locks": locks}, indent=1))
+    print(json.dumps({"startup": startup, "writers": writers, "locks": locks}, indent=1))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1) + "\n")
