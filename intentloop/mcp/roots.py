@@ -11,9 +11,10 @@ from __future__ import annotations
 import ntpath
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
+
+import msgspec
 
 from intentloop.errors import IntentLoopError, InvalidInputError
 from intentloop.mcp.envelope import json_type
@@ -28,8 +29,7 @@ Canonicalize = Callable[[str], str]
 RootSource = Literal["sandbox", "argument", "client_roots"]
 
 
-@dataclass(frozen=True, slots=True)
-class ResolvedRoot:
+class ResolvedRoot(msgspec.Struct, frozen=True, kw_only=True):
     """A canonical project root and the project id derived from it.
 
     Attributes:
