@@ -160,3 +160,18 @@ def test_published_fields_are_exactly_what_the_service_decodes(tool: str) -> Non
         if field.required
     }
     assert required == struct_required
+
+
+def test_the_server_start_up_path_imports_nothing_beyond_trio_msgspec_and_our_modules() -> None:
+    # What a host waits for before the first tools/list: building the server and the stdio transport. The service
+    # (store, model, rules) is loaded later, in a worker thread; docs/MCP.md has the measurements behind this.
+    code = (
+        "import sys, trio, msgspec\n"
+        "before = set(sys.modules)\n"
+        "import intentloop.mcp.stdio, intentloop.mcp.server as server\n"
+        "server.McpServer().tools(server.negotiate('2025-06-18'))\n"
+        "print(sorted(m for m in set(sys.modules) - before if not m.startswith('intentloop')))\n"
+        "print('intentloop.service.aio' in sys.modules, 'intentloop.store' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert out == ["[]", "False False"]
