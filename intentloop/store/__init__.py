@@ -14,6 +14,7 @@ from intentloop._lazy import lazy_face
 if TYPE_CHECKING:
     from intentloop.store._config import ENV_CEILING, ENV_HEARTBEAT, ENV_STALE, ENV_WAIT, LockConfig
     from intentloop.store._controls import PrivateControl
+    from intentloop.store._fs import rename_noreplace
     from intentloop.store._ledger import LockedLedger
     from intentloop.store._migrate import CURRENT_SCHEMA_VERSION, MIGRATIONS, migrate, migrate_v1
     from intentloop.store._paths import (
@@ -43,6 +44,7 @@ _LAZY = {
     "canonicalize_project_root": "_paths",
     "migrate": "_migrate",
     "migrate_v1": "_migrate",
+    "rename_noreplace": "_fs",
     "resolve_data_root": "_paths",
     "validate_project_id": "_paths",
     "verify_ledger_bytes": "_verify",
@@ -66,6 +68,7 @@ __all__ = [
     "canonicalize_project_root",
     "migrate",
     "migrate_v1",
+    "rename_noreplace",
     "resolve_data_root",
     "validate_project_id",
     "verify_ledger_bytes",
