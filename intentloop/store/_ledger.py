@@ -189,6 +189,49 @@ class LockedLedger:
             raise storage_error(exc, "removing quarantine", code="STORAGE_WRITE_FAILED") from exc
         remove_tree_quietly(aside)
 
+    def drain_spool(self) -> list[Event]:
+        """Append the observations hooks spooled while the lock was busy (see ``_spool``), then remove their entries.
+
+        Exactly once: a spooled draft whose ``(task_id, request_id)`` is already in the ledger (an earlier drain that
+        crashed before removing its entries, or the same turn spooled twice) is skipped, as is one of a task the
+        ledger does not hold (deleted since) and one the verifier would reject; entries go only after the commit.
+
+        Returns:
+            The events appended.
+
+        Raises:
+            CorruptLedgerError: the ledger is damaged (opened with ``verify=False``).
+            StorageError: ``LOCK_COMPROMISED``, ``STORAGE_WRITE_FAILED`` (the entries stay for the next drain).
+        """
+        from intentloop.store._spool import read_spool, remove_entries
+
+        self._check_writable()
+        entries = read_spool(self._paths)
+        if not entries:
+            return []
+        known = set(self.view.task_ids())
+        seen: set[tuple[str, str]] = set()
+        drafts: list[EventDraft] = []
+        for _path, draft in entries:
+            if draft is None or draft.task_id not in known:
+                continue
+            key = (draft.task_id, draft.request_id)
+            if key in seen or self.view.find_request(*key) is not None:
+                continue
+            seen.add(key)
+            drafts.append(draft)
+        appended: list[Event] = []
+        try:
+            appended = self.append(drafts)
+        except InvalidInputError:  # one bad entry must not hold back the others: one at a time
+            for draft in drafts:
+                try:
+                    appended += self.append([draft])
+                except InvalidInputError:
+                    continue
+        remove_entries(self._paths, [path for path, _draft in entries])
+        return appended
+
     def repair_torn_tail(self) -> dict[str, Any]:
         """Record ``{byte_length, observed_at, sha256}`` of the torn last line and drop it (no raw bytes kept).
 

@@ -25,6 +25,7 @@ from intentloop.store._verify import Verification, verify_continuation, verify_l
 from intentloop.store._view import EMPTY_VIEW, LedgerView
 
 if TYPE_CHECKING:  # the lock machinery is imported on the way into the lock: a reader never loads it
+    from intentloop.model.events import EventDraft
     from intentloop.store._ledger import LockedLedger
     from intentloop.store._lock import Acquirer, LockHandle
 
@@ -244,8 +245,20 @@ class ProjectStore:
 
         return Acquirer(self.paths, self.config, now=now, deadline=deadline)
 
+    def spool(self, draft: EventDraft) -> bool:
+        """Leave an observation for the next writer when the lock cannot be had in time (a hook at its deadline);
+        lock-free. ``False`` when it was not spooled (the spool is full, the draft is no observation or too large).
+
+        Raises:
+            StorageError: path-safety refusals, ``STORAGE_WRITE_FAILED``.
+        """
+        from intentloop.store._spool import spool_draft
+
+        return spool_draft(self.paths, draft)
+
     def _enter(self, handle: LockHandle, *, verify: bool) -> LockedLedger:
-        """Inside the lock: remove orphans, verify the whole chain, repair a torn tail (all unless ``verify`` is false).
+        """Inside the lock: remove orphans, verify the whole chain, repair a torn tail and append the spooled
+        observations (all unless ``verify`` is false).
 
         Raises:
             CorruptLedgerError: a damaged ledger, unless ``verify`` is false.
@@ -259,11 +272,13 @@ class ProjectStore:
         data, verification, view = self._load()
         ledger = LockedLedger(self.paths, handle, data or b"", verification, view, self._remember)
         error = verification.error
-        if error is None or not verify:
+        if not verify:
             return ledger
-        if error.code != "CORRUPT_TRAILING_EVENT":
-            raise _fresh(error)
-        ledger.repair_torn_tail()
+        if error is not None:
+            if error.code != "CORRUPT_TRAILING_EVENT":
+                raise _fresh(error)
+            ledger.repair_torn_tail()
+        ledger.drain_spool()
         return ledger
 
     def _remember(self, st: os.stat_result | None, data: bytes, view: LedgerView) -> None:
