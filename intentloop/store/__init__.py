@@ -24,15 +24,17 @@ if TYPE_CHECKING:
         validate_project_id,
     )
     from intentloop.store._project import ProjectStore
-    from intentloop.store._verify import Verification, verify_ledger_bytes
+    from intentloop.store._verify import MAX_LINE_BYTES, Damage, Verification, verify_ledger_bytes
     from intentloop.store._view import LedgerView
 
 _LAZY = {
     "CURRENT_SCHEMA_VERSION": "_migrate",
+    "Damage": "_verify",
     "ENV_CEILING": "_config",
     "ENV_HEARTBEAT": "_config",
     "ENV_STALE": "_config",
     "ENV_WAIT": "_config",
+    "MAX_LINE_BYTES": "_verify",
     "MIGRATIONS": "_migrate",
     "LedgerView": "_view",
     "LockConfig": "_config",
@@ -57,7 +59,9 @@ __all__ = [
     "ENV_HEARTBEAT",
     "ENV_STALE",
     "ENV_WAIT",
+    "MAX_LINE_BYTES",
     "MIGRATIONS",
+    "Damage",
     "LedgerView",
     "LockConfig",
     "LockedLedger",

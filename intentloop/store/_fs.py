@@ -148,6 +148,101 @@ def read_open(path: Path, fd: int, st: os.stat_result) -> bytes:
     return b"".join(chunks)
 
 
+class Overflow:
+    """The bytes of a file from ``offset`` on, which were hashed while streaming instead of being held.
+
+    Attributes:
+        offset: where the unread part starts (the start of a line longer than the caller's limit).
+        length: how many bytes it has.
+        sha256: their SHA-256 (hex).
+        newline: whether they contain a newline (a complete, overlong line) or not (one torn last line).
+        torn: the file does not end with a newline.
+    """
+
+    __slots__ = ("length", "newline", "offset", "sha256", "torn")
+
+    def __init__(self, offset: int, length: int, sha256: str, newline: bool) -> None:
+        self.offset = offset
+        self.length = length
+        self.sha256 = sha256
+        self.newline = newline
+        self.torn = True
+
+
+_STREAM_CHUNK = 1 << 20
+
+
+def read_lines_open(path: Path, fd: int, st: os.stat_result, max_line: int) -> tuple[bytes, Overflow | None]:
+    """Like :func:`read_open`, but a line longer than ``max_line`` bytes is not held: from its start to the end of
+    the file the bytes are hashed in chunks (memory stays about ``max_line`` whatever the file's size).
+
+    Returns:
+        The bytes before that line (all of them when there is none), and its summary.
+
+    Raises:
+        StorageError: ``TRANSIENT_FILE_RACE`` or ``STORAGE_READ_FAILED``.
+    """
+    if st.st_size <= max_line:  # no line can be too long: one read, as before
+        return read_open(path, fd, st), None
+    import hashlib
+
+    buffer = bytearray()
+    line_start = 0
+    overflow: Overflow | None = None
+    digest = hashlib.sha256()
+    newline = False
+    last = b""
+    try:
+        while chunk := os.read(fd, _STREAM_CHUNK):
+            last = chunk[-1:]
+            if overflow is not None:
+                digest.update(chunk)
+                newline = newline or b"\n" in chunk
+                overflow.length += len(chunk)
+                continue
+            end = chunk.rfind(b"\n")
+            if end >= 0:
+                line_start = len(buffer) + end + 1
+            buffer += chunk
+            if len(buffer) - line_start > max_line:  # the line from line_start on has no newline yet
+                with memoryview(buffer) as view:
+                    digest.update(view[line_start:])
+                overflow = Overflow(line_start, len(buffer) - line_start, "", False)
+                del buffer[line_start:]
+        after = os.fstat(fd)
+    except OSError as exc:
+        raise storage_error(exc, f"reading {path.name}", code="STORAGE_READ_FAILED") from exc
+    if content_key(after) != content_key(st):
+        raise StorageError(f"{path.name} changed while being read", code="TRANSIENT_FILE_RACE")
+    if overflow is not None:
+        overflow.sha256 = digest.hexdigest()
+        overflow.newline = newline
+        overflow.torn = last != b"\n"
+    return bytes(buffer), overflow
+
+
+def hash_from(path: Path, fd: int, st: os.stat_result, offset: int) -> tuple[int, str]:
+    """Length and SHA-256 of an opened file's bytes from ``offset`` to its end, read in chunks.
+
+    Raises:
+        StorageError: ``TRANSIENT_FILE_RACE`` or ``STORAGE_READ_FAILED``.
+    """
+    import hashlib
+
+    digest = hashlib.sha256()
+    length = 0
+    try:
+        while chunk := os.pread(fd, _STREAM_CHUNK, offset + length):
+            digest.update(chunk)
+            length += len(chunk)
+        after = os.fstat(fd)
+    except OSError as exc:
+        raise storage_error(exc, f"reading {path.name}", code="STORAGE_READ_FAILED") from exc
+    if content_key(after) != content_key(st):
+        raise StorageError(f"{path.name} changed while being read", code="TRANSIENT_FILE_RACE")
+    return length, digest.hexdigest()
+
+
 def content_key(st: os.stat_result) -> tuple[int, int, int, int]:
     """What changes when a file's bytes change: device, inode, size and mtime (not ctime: links and modes move it)."""
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
@@ -261,12 +356,13 @@ def fsync_dir(path: Path) -> None:
 def atomic_replace(
     target: Path,
     temp_name: str,
-    data: bytes,
+    data: bytes | Callable[[int], None],
     *,
     before_replace: Callable[[], None],
     on_commit: Callable[[os.stat_result | None], None],
 ) -> None:
-    """Write ``data`` to a 0600 sibling temp file, fsync it, run ``before_replace``, rename it over ``target``,
+    """Write ``data`` (bytes, or a function writing them to the descriptor it is given) to a 0600 sibling temp file,
+    fsync it, run ``before_replace``, rename it over ``target``,
     report the new file's stat (``None`` if unknown) to ``on_commit`` and fsync the directory.
 
     Until the rename nothing visible changes and the temp file is removed on failure. ``on_commit`` runs right after
@@ -285,7 +381,10 @@ def atomic_replace(
     try:
         try:
             os.fchmod(fd, FILE_MODE)
-            write_all(fd, data)
+            if isinstance(data, bytes):
+                write_all(fd, data)
+            else:
+                data(fd)
             os.fsync(fd)
         except OSError as exc:
             raise storage_error(exc, f"writing {temp_name}", code="STORAGE_WRITE_FAILED") from exc
@@ -388,6 +487,7 @@ def unlink_quietly(path: str | Path, *, dir_fd: int | None = None) -> None:
 __all__ = [
     "DIR_MODE",
     "FILE_MODE",
+    "Overflow",
     "atomic_replace",
     "check_dir",
     "check_regular",
@@ -395,8 +495,10 @@ __all__ = [
     "create_exclusive",
     "file_key",
     "fsync_dir",
+    "hash_from",
     "make_dir",
     "open_regular",
+    "read_lines_open",
     "read_marker",
     "read_open",
     "read_regular",
