@@ -47,7 +47,8 @@ def dispatch(payload: HookPayload, env: Mapping[str, str], *, lock_deadline: flo
         deadline=lock_deadline,
         with_context=payload.event == "UserPromptSubmit",
     )
-    debug_log(debug, f"{payload.event}: observation {'recorded' if outcome.recorded else 'not recorded'}")
+    state = "recorded" if outcome.recorded else "spooled for the next writer" if outcome.spooled else "not recorded"
+    debug_log(debug, f"{payload.event}: observation {state}")
     if payload.event == "UserPromptSubmit":
         return answer_line(payload.event, outcome.context)
     return FAIL_OPEN_LINE

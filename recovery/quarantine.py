@@ -159,7 +159,7 @@ def _write_record(
     stem = f"{RECORD_PREFIX}{int(time.time() * 1000)}-{uuid.uuid4()}"
     kept = directory / f"{stem}.bytes" if keep_bytes else None
     if kept is not None:
-        ledger.write_quarantine(kept.name, check.suffix)
+        ledger.keep_damaged_bytes(kept.name)  # streamed from the file: a huge damaged tail is never held whole
     summary = {
         "byte_length": report.damaged_bytes,
         "sha256": report.damaged_sha256,

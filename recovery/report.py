@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from intentloop.errors import StorageError
+from intentloop.store import Damage
 
 if TYPE_CHECKING:
     from intentloop.store import ProjectStore, Verification
@@ -98,7 +99,9 @@ class LedgerCheck:
 
     @property
     def suffix(self) -> bytes:
-        """Everything after the verified prefix (empty when the ledger is intact)."""
+        """What the store read after the verified prefix: everything, unless a line was too long to hold (then
+        ``report.damaged_bytes`` and ``damaged_sha256`` still describe all of it; ``recover quarantine --keep-bytes``
+        copies it from the file in chunks)."""
         return self.data[self.verification.byte_length :]
 
 
@@ -116,7 +119,10 @@ def check_bytes(
 
         verification = verify_ledger_bytes(data, project_id=store.project_id)
     error = verification.error
-    suffix = data[verification.byte_length :]
+    damage = verification.damage  # all bytes after the verified prefix; the store may not have held them (too long)
+    if damage is None and len(data) > verification.byte_length:
+        suffix = data[verification.byte_length :]
+        damage = Damage(length=len(suffix), sha256=hashlib.sha256(suffix).hexdigest(), torn=not data.endswith(b"\n"))
     versions = {event.schema_version for event in verification.events}
     report = VerifyReport(
         project_id=store.project_id,
@@ -128,14 +134,14 @@ def check_bytes(
         events=len(verification.events),
         head_hash=verification.head_hash,
         ledger_schema_version=max(versions) if versions else None,
-        byte_length=len(data),
+        byte_length=verification.byte_length + (damage.length if damage else 0),
         verified_bytes=verification.byte_length,
-        damaged_bytes=len(suffix),
-        damaged_sha256=hashlib.sha256(suffix).hexdigest() if suffix else None,
+        damaged_bytes=damage.length if damage else 0,
+        damaged_sha256=damage.sha256 if damage and damage.length else None,
         first_bad_line=error.line if error is not None else None,
         reason=error.reason if error is not None else None,
         code=error.code if error is not None else None,
-        torn_tail=bool(data) and not data.endswith(b"\n"),
+        torn_tail=damage.torn if damage else bool(data) and not data.endswith(b"\n"),
         quarantine_records=count_quarantine_records(store),
     )
     return LedgerCheck(data=data, verification=verification, report=report)

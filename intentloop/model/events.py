@@ -15,6 +15,8 @@ from intentloop.model.canonical import canonical_bytes, sha256_hex
 from intentloop.model.ids import new_uuid, utc_now
 
 Actor = Literal["user", "agent", "evidence", "system"]
+#: What hooks record (content-free observations); the only events a hook may spool for the next writer.
+ObservationType = Literal["source_observed", "result_signal_observed", "compaction_observed"]
 EventType = Literal[
     "task_started",
     "mode_set",
@@ -22,12 +24,11 @@ EventType = Literal[
     "claim_replaced",
     "claim_invalidated",
     "candidate_added",
-    "source_observed",
-    "result_signal_observed",
-    "compaction_observed",
+    ObservationType,
     "graph_imported",
 ]
 EVENT_TYPES: frozenset[str] = frozenset(EventType.__args__)  # type: ignore[attr-defined]
+OBSERVATION_EVENT_TYPES: frozenset[str] = frozenset(ObservationType.__args__)  # type: ignore[attr-defined]
 ACTORS: frozenset[str] = frozenset(Actor.__args__)  # type: ignore[attr-defined]
 
 
@@ -120,6 +121,7 @@ def event_line(event: Event) -> bytes:
 __all__ = [
     "ACTORS",
     "EVENT_TYPES",
+    "OBSERVATION_EVENT_TYPES",
     "Actor",
     "Event",
     "EventDraft",

@@ -1,8 +1,12 @@
 """The per-installation secret of the hook's keyed digests (CONTRACT §9.10): ``R/keys/hook-digest.key``.
 
-Why link-then-unlink: the key is written completely to a private temporary file, fsynced, and published with
-``link()``, which fails if another process published first, so every process ends up using the same key and no
-reader ever sees a partial one (a crash leaves at most a stray temporary file, never a short key).
+Why rename-no-replace: the key is written completely to a private temporary file, fsynced, and published with
+``renameat2(RENAME_NOREPLACE)``, which fails if another process published first, so every process ends up using the
+same key, no reader ever sees a partial one, and no crash point leaves anything but the key or a stray temporary file
+(never a second link). Where that call is unavailable the key is published with ``link()`` then ``unlink()`` of the
+temporary file, as older versions always did; a kill between the two leaves a second link whose other name is our own
+strictly named temporary file (same inode, in ``keys/``): a load recognises exactly that leftover, removes it and uses
+the key. Any other second link is still refused. Stray temporary files older than a minute are removed on creation.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import stat
 import time
 import uuid
@@ -17,12 +22,20 @@ from pathlib import Path
 from typing import Final
 
 from intentloop.errors import StorageError
+from intentloop.store import rename_noreplace
 
 KEY_DIR: Final = "keys"
 KEY_NAME: Final = "hook-digest.key"
 KEY_BYTES: Final = 32
 _NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
+#: ``.hook-digest.key.<32 hex>.tmp``: the only names a load or a creation ever removes from ``keys/``.
+TEMP_RE: Final = re.compile(r"^\.hook-digest\.key\.[0-9a-f]{32}\.tmp$")
+_STRAY_TEMP_S: Final = 60.0  # a creator writes and publishes its temporary file within milliseconds
+
+
+def _temp_name() -> str:
+    return f".{KEY_NAME}.{uuid.uuid4().hex}.tmp"
 
 
 def key_path(data_root: Path) -> Path:
@@ -51,8 +64,9 @@ def _check_key_dir(directory: Path) -> bool:
 def load_hook_key(data_root: Path) -> bytes | None:
     """The key, or ``None`` when none was created yet; lock-free, creates nothing.
 
-    The file must be a regular 0600 file of this user holding exactly 32 bytes, with one link (a second link is
-    tolerated for a few milliseconds: a creator between its ``link`` and ``unlink``).
+    The file must be a regular 0600 file of this user holding exactly 32 bytes, with one link. A second link that is
+    our own temporary file (same inode, strict name, in ``keys/``) is a creator killed between ``link`` and
+    ``unlink`` (or one between them right now): it is removed and the key used. Any other second link is refused.
 
     Raises:
         StorageError: ``PATH_ESCAPE`` (symlink), ``UNSAFE_DATA_FILE`` (wrong type, owner, mode, size or links),
@@ -73,7 +87,8 @@ def load_hook_key(data_root: Path) -> bytes | None:
             if not stat.S_ISREG(st.st_mode):
                 raise StorageError("the hook key is not a regular file", code="UNSAFE_DATA_FILE")
             if st.st_nlink > 1:
-                time.sleep(0.002)
+                if not _remove_own_links(data_root / KEY_DIR, st):
+                    time.sleep(0.002)
                 continue
             if os.name == "posix" and (st.st_uid != os.getuid() or st.st_mode & 0o077):
                 raise StorageError("the hook key is not a private (0600) file of this user", code="UNSAFE_DATA_FILE")
@@ -88,12 +103,66 @@ def load_hook_key(data_root: Path) -> bytes | None:
     raise StorageError("the hook key has more than one hard link", code="UNSAFE_DATA_FILE")
 
 
+def _remove_own_links(directory: Path, key: os.stat_result) -> bool:
+    """Remove the extra links of the key that are our own temporary files (a creator killed between ``link`` and
+    ``unlink``, or one between them right now: its ``unlink`` tolerates this); ``False`` when there are none."""
+    removed = False
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return False
+    for name in names:
+        if not TEMP_RE.match(name):
+            continue
+        with contextlib.suppress(OSError):
+            st = os.lstat(directory / name)
+            if stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) == (key.st_dev, key.st_ino):
+                os.unlink(directory / name)
+                removed = True
+    if removed:
+        with contextlib.suppress(OSError):
+            _fsync_dir(directory)
+    return removed
+
+
+def _remove_stray_temps(directory: Path) -> None:
+    """Remove temporary files of creators killed before publishing (single-linked, older than a minute)."""
+    with contextlib.suppress(OSError):
+        for name in os.listdir(directory):
+            if TEMP_RE.match(name):
+                with contextlib.suppress(OSError):
+                    st = os.lstat(directory / name)
+                    if stat.S_ISREG(st.st_mode) and st.st_nlink == 1 and time.time() - st.st_mtime > _STRAY_TEMP_S:
+                        os.unlink(directory / name)
+
+
 def _fsync_dir(directory: Path) -> None:
     fd = os.open(directory, os.O_RDONLY | _CLOEXEC)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _publish(tmp: Path, key: Path) -> None:
+    """Make the complete ``tmp`` the key unless one exists (then ours is dropped: every process uses the first).
+
+    Raises:
+        OSError: unchanged.
+    """
+    try:
+        renamed = rename_noreplace(tmp, key)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    if renamed:
+        return
+    if renamed is None:  # no RENAME_NOREPLACE here: link, then unlink (a kill between them is recovered on load)
+        with contextlib.suppress(FileExistsError):
+            os.link(tmp, key)
+    with contextlib.suppress(FileNotFoundError):  # a loader may have removed it as a leftover already
+        os.unlink(tmp)
 
 
 def load_or_create_hook_key(data_root: Path) -> bytes:
@@ -108,7 +177,7 @@ def load_or_create_hook_key(data_root: Path) -> bytes:
     if existing is not None:
         return existing
     directory = data_root / KEY_DIR
-    tmp = directory / f".{KEY_NAME}.{uuid.uuid4().hex}.tmp"
+    tmp = directory / _temp_name()
     try:
         with contextlib.suppress(FileExistsError):
             os.mkdir(directory, 0o700)
@@ -124,13 +193,9 @@ def load_or_create_hook_key(data_root: Path) -> bytes:
             os.fsync(fd)
         finally:
             os.close(fd)
-        try:
-            os.link(tmp, key_path(data_root))
-        except FileExistsError:
-            pass  # another process published first: use its key
-        finally:
-            os.unlink(tmp)
+        _publish(tmp, key_path(data_root))
         _fsync_dir(directory)
+        _remove_stray_temps(directory)
     except OSError as exc:
         raise _error(exc, "creating the hook key", "STORAGE_WRITE_FAILED") from exc
     key = load_hook_key(data_root)
@@ -139,4 +204,4 @@ def load_or_create_hook_key(data_root: Path) -> bytes:
     return key
 
 
-__all__ = ["KEY_BYTES", "KEY_DIR", "KEY_NAME", "key_path", "load_hook_key", "load_or_create_hook_key"]
+__all__ = ["KEY_BYTES", "KEY_DIR", "KEY_NAME", "TEMP_RE", "key_path", "load_hook_key", "load_or_create_hook_key"]

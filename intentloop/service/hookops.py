@@ -60,10 +60,12 @@ class Observation(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class HookOutcome(msgspec.Struct, frozen=True, kw_only=True):
-    """Whether an observation was appended, and the context text for the host (``None``: inject nothing)."""
+    """Whether an observation was appended (or, the lock being busy until the deadline, spooled for the next writer),
+    and the context text for the host (``None``: inject nothing)."""
 
     recorded: bool
     context: str | None = None
+    spooled: bool = False
 
 
 def _open_store(data_root: Path, cwd: str) -> ProjectStore:
@@ -177,14 +179,16 @@ def record_observation(
     """Append one hook observation for the task bound to the session, unless private, off, unlinked or a repeat.
 
     The decision is taken lock-free first (most sessions are not linked: no lock, no write), then again under the
-    lock, which is acquired by ``deadline`` (a ``time.monotonic()`` value) or not at all.
+    lock, which is acquired by ``deadline`` (a ``time.monotonic()`` value) or not at all: then the observation's draft
+    (content-free: keyed digests and a character count) is spooled for the next writer to append
+    (``HookOutcome.spooled``), so contention does not lose it.
 
     Args:
         with_context: also return the context text (UserPromptSubmit answers with SessionStart's context).
 
     Raises:
         InvalidInputError: ``PROJECT_ROOT_INVALID``, or an event that records nothing.
-        StorageError: ``LOCK_TIMEOUT``, a damaged ledger, an unreadable control, an unsafe path, a failed write.
+        StorageError: a damaged ledger, an unreadable control, an unsafe path, a failed write or spool.
     """
     if obs.event not in _OBSERVATIONS:
         raise InvalidInputError(f"{obs.event} records no observation", code="INVALID_ARGUMENTS")
@@ -205,6 +209,35 @@ def record_observation(
     identity = _identity(obs, lambda: load_hook_key(data_root))
     if identity is not None and f"hook:{obs.event}:{identity[0]}" in task.requests:
         return HookOutcome(recorded=False, context=_if(with_context, context))
+    try:
+        return _record_locked(store, data_root, obs, shash, view, bound, identity, deadline, with_context)
+    except StorageError as exc:
+        if exc.code != "LOCK_TIMEOUT":
+            raise
+    # The lock stayed busy until the deadline: leave the observation for the next writer (the spool), decided on the
+    # lock-free view like the rest of this call; the drain under the lock skips it if it is recorded meanwhile.
+    if identity is None:
+        identity = _identity(obs, lambda: load_or_create_hook_key(data_root))  # publication is atomic, lock or not
+    if identity is None:  # load_or_create_hook_key returns a key or raises: unreachable
+        raise StorageError("the hook digest key is unavailable", code="STORAGE_READ_FAILED")
+    spooled = store.spool(_draft(obs, task.task_id, identity))
+    return HookOutcome(recorded=False, spooled=spooled, context=_if(with_context, context))
+
+
+def _record_locked(
+    store: ProjectStore,
+    data_root: Path,
+    obs: Observation,
+    shash: str,
+    view: LedgerView,
+    bound: TaskState | None,
+    identity: Identity | None,
+    deadline: float | None,
+    with_context: bool,
+) -> HookOutcome:
+    """The decision again under the lock (taken by ``deadline`` or ``LOCK_TIMEOUT``), and the append."""
+    from intentloop.service._hookkey import load_or_create_hook_key
+
     with store.locked(deadline) as ledger:
         control = store.read_control(shash)
         if ledger.view is not view:  # the ledger changed since the lock-free read (an unchanged file: the same view)

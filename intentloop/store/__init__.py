@@ -14,6 +14,7 @@ from intentloop._lazy import lazy_face
 if TYPE_CHECKING:
     from intentloop.store._config import ENV_CEILING, ENV_HEARTBEAT, ENV_STALE, ENV_WAIT, LockConfig
     from intentloop.store._controls import PrivateControl
+    from intentloop.store._fs import rename_noreplace
     from intentloop.store._ledger import LockedLedger
     from intentloop.store._migrate import CURRENT_SCHEMA_VERSION, MIGRATIONS, migrate, migrate_v1
     from intentloop.store._paths import (
@@ -23,15 +24,17 @@ if TYPE_CHECKING:
         validate_project_id,
     )
     from intentloop.store._project import ProjectStore
-    from intentloop.store._verify import Verification, verify_ledger_bytes
+    from intentloop.store._verify import MAX_LINE_BYTES, Damage, Verification, verify_ledger_bytes
     from intentloop.store._view import LedgerView
 
 _LAZY = {
     "CURRENT_SCHEMA_VERSION": "_migrate",
+    "Damage": "_verify",
     "ENV_CEILING": "_config",
     "ENV_HEARTBEAT": "_config",
     "ENV_STALE": "_config",
     "ENV_WAIT": "_config",
+    "MAX_LINE_BYTES": "_verify",
     "MIGRATIONS": "_migrate",
     "LedgerView": "_view",
     "LockConfig": "_config",
@@ -43,6 +46,7 @@ _LAZY = {
     "canonicalize_project_root": "_paths",
     "migrate": "_migrate",
     "migrate_v1": "_migrate",
+    "rename_noreplace": "_fs",
     "resolve_data_root": "_paths",
     "validate_project_id": "_paths",
     "verify_ledger_bytes": "_verify",
@@ -55,7 +59,9 @@ __all__ = [
     "ENV_HEARTBEAT",
     "ENV_STALE",
     "ENV_WAIT",
+    "MAX_LINE_BYTES",
     "MIGRATIONS",
+    "Damage",
     "LedgerView",
     "LockConfig",
     "LockedLedger",
@@ -66,6 +72,7 @@ __all__ = [
     "canonicalize_project_root",
     "migrate",
     "migrate_v1",
+    "rename_noreplace",
     "resolve_data_root",
     "validate_project_id",
     "verify_ledger_bytes",

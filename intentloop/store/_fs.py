@@ -3,6 +3,12 @@
 Files are opened with ``O_NOFOLLOW`` and trusted only when the descriptor is the inode that ``lstat`` approved (no
 symlink or swap between check and use); every write goes to a fresh ``O_EXCL`` sibling, is fsynced, renamed into
 place and followed by a directory fsync (dulwich's ``file.py`` without the missing directory fsync).
+
+Why a reader keeps bytes whose file lost its link or got a new ctime while it read: a writer never changes a file in
+place, it renames a new one over it, which drops the old file's link count to 0 and raises its ctime. The old file's
+bytes are still a whole earlier version (a read linearised before the rename), so only a change of what the bytes can
+be — size or mtime — makes a read retry. Taking the link drop for tampering failed ~9 % of the reads during writes
+(measured: 17 of 186 fresh reads, 1 of 5 SessionStart hooks and 1 of 5 ``intentloop verify`` runs).
 """
 
 from __future__ import annotations
@@ -74,44 +80,58 @@ def check_dir(path: Path, *, missing_ok: bool) -> bool:
     return True
 
 
+_OPEN_ATTEMPTS = 8  # a file replaced between lstat and open is looked at again: a writer renamed a new one in
+
+
 def open_regular(path: Path) -> tuple[int, os.stat_result] | None:
     """Open a regular, singly linked file for reading; ``None`` when it does not exist.
 
-    The descriptor is returned only if it is the inode that ``lstat`` approved.
+    The descriptor is returned only if it is the inode that ``lstat`` approved; a file replaced between the two is
+    looked at again. After the open, a link count of 0 only means a writer renamed a new file over this one since:
+    the descriptor still reads a whole earlier version (see the module docstring).
 
     Raises:
-        StorageError: ``PATH_ESCAPE``, ``UNSAFE_DATA_FILE``, ``TRANSIENT_FILE_RACE`` or ``STORAGE_READ_FAILED``.
+        StorageError: ``PATH_ESCAPE``, ``UNSAFE_DATA_FILE``, ``TRANSIENT_FILE_RACE`` (replaced at every attempt) or
+            ``STORAGE_READ_FAILED``.
     """
-    try:
-        before = os.lstat(path)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise storage_error(exc, f"checking {path.name}", code="STORAGE_READ_FAILED") from exc
-    check_regular(path, before)
-    try:
-        fd = os.open(path, _READ_FLAGS)
-    except FileNotFoundError:
-        raise StorageError(f"{path.name} vanished while being opened", code="TRANSIENT_FILE_RACE") from None
-    except OSError as exc:
-        raise storage_error(exc, f"opening {path.name}", code="STORAGE_READ_FAILED") from exc
-    trusted = False
-    try:
-        st = os.fstat(fd)
-        if (st.st_dev, st.st_ino) != (before.st_dev, before.st_ino):
-            raise StorageError(f"{path.name} changed while being opened", code="TRANSIENT_FILE_RACE")
-        check_regular(path, st)
-        trusted = True
-    except OSError as exc:
-        raise storage_error(exc, f"checking {path.name}", code="STORAGE_READ_FAILED") from exc
-    finally:
-        if not trusted:
-            os.close(fd)
-    return fd, st
+    for _attempt in range(_OPEN_ATTEMPTS):
+        try:
+            before = os.lstat(path)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise storage_error(exc, f"checking {path.name}", code="STORAGE_READ_FAILED") from exc
+        if before.st_nlink == 0 and stat.S_ISREG(before.st_mode):
+            continue  # lstat raced a rename over the file: it saw the old inode just unlinked
+        check_regular(path, before)
+        try:
+            fd = os.open(path, _READ_FLAGS)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise storage_error(exc, f"opening {path.name}", code="STORAGE_READ_FAILED") from exc
+        trusted = False
+        try:
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) != (before.st_dev, before.st_ino):
+                continue
+            if st.st_nlink != 0:  # 0: replaced since it was opened, and its bytes are a whole earlier version
+                check_regular(path, st)
+            trusted = True
+        except OSError as exc:
+            raise storage_error(exc, f"checking {path.name}", code="STORAGE_READ_FAILED") from exc
+        finally:
+            if not trusted:
+                os.close(fd)
+        return fd, st
+    raise StorageError(f"{path.name} kept changing while being opened", code="TRANSIENT_FILE_RACE")
 
 
 def read_open(path: Path, fd: int, st: os.stat_result) -> bytes:
-    """Read all of an opened file; the bytes are returned only if the file did not change meanwhile.
+    """Read all of an opened file; the bytes are returned only if its content did not change meanwhile.
+
+    A new ctime or a link count dropped to 0 (a writer renamed a new file over this one) leave the bytes a whole
+    earlier version; only a new size or mtime (written in place) make them untrustworthy.
 
     Raises:
         StorageError: ``TRANSIENT_FILE_RACE`` or ``STORAGE_READ_FAILED``.
@@ -123,9 +143,109 @@ def read_open(path: Path, fd: int, st: os.stat_result) -> bytes:
         after = os.fstat(fd)
     except OSError as exc:
         raise storage_error(exc, f"reading {path.name}", code="STORAGE_READ_FAILED") from exc
-    if file_key(after) != file_key(st):
+    if content_key(after) != content_key(st):
         raise StorageError(f"{path.name} changed while being read", code="TRANSIENT_FILE_RACE")
     return b"".join(chunks)
+
+
+class Overflow:
+    """The bytes of a file from ``offset`` on, which were hashed while streaming instead of being held.
+
+    Attributes:
+        offset: where the unread part starts (the start of a line longer than the caller's limit).
+        length: how many bytes it has.
+        sha256: their SHA-256 (hex).
+        newline: whether they contain a newline (a complete, overlong line) or not (one torn last line).
+        torn: the file does not end with a newline.
+    """
+
+    __slots__ = ("length", "newline", "offset", "sha256", "torn")
+
+    def __init__(self, offset: int, length: int, sha256: str, newline: bool) -> None:
+        self.offset = offset
+        self.length = length
+        self.sha256 = sha256
+        self.newline = newline
+        self.torn = True
+
+
+_STREAM_CHUNK = 1 << 20
+
+
+def read_lines_open(path: Path, fd: int, st: os.stat_result, max_line: int) -> tuple[bytes, Overflow | None]:
+    """Like :func:`read_open`, but a line longer than ``max_line`` bytes is not held: from its start to the end of
+    the file the bytes are hashed in chunks (memory stays about ``max_line`` whatever the file's size).
+
+    Returns:
+        The bytes before that line (all of them when there is none), and its summary.
+
+    Raises:
+        StorageError: ``TRANSIENT_FILE_RACE`` or ``STORAGE_READ_FAILED``.
+    """
+    if st.st_size <= max_line:  # no line can be too long: one read, as before
+        return read_open(path, fd, st), None
+    import hashlib
+
+    buffer = bytearray()
+    line_start = 0
+    overflow: Overflow | None = None
+    digest = hashlib.sha256()
+    newline = False
+    last = b""
+    try:
+        while chunk := os.read(fd, _STREAM_CHUNK):
+            last = chunk[-1:]
+            if overflow is not None:
+                digest.update(chunk)
+                newline = newline or b"\n" in chunk
+                overflow.length += len(chunk)
+                continue
+            end = chunk.rfind(b"\n")
+            if end >= 0:
+                line_start = len(buffer) + end + 1
+            buffer += chunk
+            if len(buffer) - line_start > max_line:  # the line from line_start on has no newline yet
+                with memoryview(buffer) as view:
+                    digest.update(view[line_start:])
+                overflow = Overflow(line_start, len(buffer) - line_start, "", False)
+                del buffer[line_start:]
+        after = os.fstat(fd)
+    except OSError as exc:
+        raise storage_error(exc, f"reading {path.name}", code="STORAGE_READ_FAILED") from exc
+    if content_key(after) != content_key(st):
+        raise StorageError(f"{path.name} changed while being read", code="TRANSIENT_FILE_RACE")
+    if overflow is not None:
+        overflow.sha256 = digest.hexdigest()
+        overflow.newline = newline
+        overflow.torn = last != b"\n"
+    return bytes(buffer), overflow
+
+
+def hash_from(path: Path, fd: int, st: os.stat_result, offset: int) -> tuple[int, str]:
+    """Length and SHA-256 of an opened file's bytes from ``offset`` to its end, read in chunks.
+
+    Raises:
+        StorageError: ``TRANSIENT_FILE_RACE`` or ``STORAGE_READ_FAILED``.
+    """
+    import hashlib
+
+    digest = hashlib.sha256()
+    length = 0
+    try:
+        while chunk := os.pread(fd, _STREAM_CHUNK, offset + length):
+            digest.update(chunk)
+            length += len(chunk)
+        after = os.fstat(fd)
+    except OSError as exc:
+        raise storage_error(exc, f"reading {path.name}", code="STORAGE_READ_FAILED") from exc
+    if content_key(after) != content_key(st):
+        raise StorageError(f"{path.name} changed while being read", code="TRANSIENT_FILE_RACE")
+    return length, digest.hexdigest()
+
+
+def content_key(st: os.stat_result) -> tuple[int, int, int, int]:
+    """What changes when a file's bytes change: device, inode, size and mtime (not ctime: links and modes move it)."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def read_regular(path: Path) -> tuple[bytes, os.stat_result] | None:
@@ -236,12 +356,13 @@ def fsync_dir(path: Path) -> None:
 def atomic_replace(
     target: Path,
     temp_name: str,
-    data: bytes,
+    data: bytes | Callable[[int], None],
     *,
     before_replace: Callable[[], None],
     on_commit: Callable[[os.stat_result | None], None],
 ) -> None:
-    """Write ``data`` to a 0600 sibling temp file, fsync it, run ``before_replace``, rename it over ``target``,
+    """Write ``data`` (bytes, or a function writing them to the descriptor it is given) to a 0600 sibling temp file,
+    fsync it, run ``before_replace``, rename it over ``target``,
     report the new file's stat (``None`` if unknown) to ``on_commit`` and fsync the directory.
 
     Until the rename nothing visible changes and the temp file is removed on failure. ``on_commit`` runs right after
@@ -260,7 +381,10 @@ def atomic_replace(
     try:
         try:
             os.fchmod(fd, FILE_MODE)
-            write_all(fd, data)
+            if isinstance(data, bytes):
+                write_all(fd, data)
+            else:
+                data(fd)
             os.fsync(fd)
         except OSError as exc:
             raise storage_error(exc, f"writing {temp_name}", code="STORAGE_WRITE_FAILED") from exc
@@ -363,14 +487,18 @@ def unlink_quietly(path: str | Path, *, dir_fd: int | None = None) -> None:
 __all__ = [
     "DIR_MODE",
     "FILE_MODE",
+    "Overflow",
     "atomic_replace",
     "check_dir",
     "check_regular",
+    "content_key",
     "create_exclusive",
     "file_key",
     "fsync_dir",
+    "hash_from",
     "make_dir",
     "open_regular",
+    "read_lines_open",
     "read_marker",
     "read_open",
     "read_regular",

@@ -25,13 +25,15 @@ from intentloop.store._fs import (
     atomic_replace,
     check_regular,
     fsync_dir,
+    open_regular,
     remove_tree_quietly,
     storage_error,
+    write_all,
 )
 from intentloop.store._lock import LockHandle
 from intentloop.store._names import control_temp_name, ledger_temp_name, quarantine_temp_name
 from intentloop.store._paths import ProjectPaths
-from intentloop.store._verify import Verification, verify_continuation, verify_ledger_bytes
+from intentloop.store._verify import MAX_LINE_BYTES, Verification, verify_continuation, verify_ledger_bytes
 from intentloop.store._view import LedgerView
 
 # Called after every commit with the new file's stat (None if unknown), bytes and verified view.
@@ -90,9 +92,12 @@ class LockedLedger:
                 event = seal(draft, project_id=self._paths.project_id, prev_hash=prev)
                 events.append(event)
                 prev = event.event_hash
-            lines = b"".join(event_line(event) for event in events)
+            encoded = [event_line(event) for event in events]
         except (ValueError, TypeError, msgspec.EncodeError) as exc:
             raise InvalidInputError("an event payload has no canonical JSON form", code="INVALID_ARGUMENTS") from exc
+        lines = b"".join(encoded)
+        if max(map(len, encoded)) > MAX_LINE_BYTES:
+            raise InvalidInputError(f"an event would be longer than {MAX_LINE_BYTES} bytes", code="INVALID_ARGUMENTS")
         check = verify_continuation(
             lines, project_id=self._paths.project_id, prev_hash=self.view.head_hash, first_line=len(self.view) + 1
         )
@@ -189,18 +194,110 @@ class LockedLedger:
             raise storage_error(exc, "removing quarantine", code="STORAGE_WRITE_FAILED") from exc
         remove_tree_quietly(aside)
 
+    def drain_spool(self) -> list[Event]:
+        """Append the observations hooks spooled while the lock was busy (see ``_spool``), then remove their entries.
+
+        Exactly once: a spooled draft whose ``(task_id, request_id)`` is already in the ledger (an earlier drain that
+        crashed before removing its entries, or the same turn spooled twice) is skipped, as is one of a task the
+        ledger does not hold (deleted since) and one the verifier would reject; entries go only after the commit.
+
+        Returns:
+            The events appended.
+
+        Raises:
+            CorruptLedgerError: the ledger is damaged (opened with ``verify=False``).
+            StorageError: ``LOCK_COMPROMISED``, ``STORAGE_WRITE_FAILED`` (the entries stay for the next drain).
+        """
+        from intentloop.store._spool import read_spool, remove_entries
+
+        self._check_writable()
+        entries = read_spool(self._paths)
+        if not entries:
+            return []
+        known = set(self.view.task_ids())
+        seen: set[tuple[str, str]] = set()
+        drafts: list[EventDraft] = []
+        for _path, draft in entries:
+            if draft is None or draft.task_id not in known:
+                continue
+            key = (draft.task_id, draft.request_id)
+            if key in seen or self.view.find_request(*key) is not None:
+                continue
+            seen.add(key)
+            drafts.append(draft)
+        appended: list[Event] = []
+        try:
+            appended = self.append(drafts)
+        except InvalidInputError:  # one bad entry must not hold back the others: one at a time
+            for draft in drafts:
+                try:
+                    appended += self.append([draft])
+                except InvalidInputError:
+                    continue
+        remove_entries(self._paths, [path for path, _draft in entries])
+        return appended
+
     def repair_torn_tail(self) -> dict[str, Any]:
-        """Record ``{byte_length, observed_at, sha256}`` of the torn last line and drop it (no raw bytes kept).
+        """Repair a last line without its newline.
+
+        A last line that is a whole event chaining after the head, lacking only its newline (a writer killed between
+        writing it and its newline, or an editor that strips the final newline), is kept: only the newline is
+        restored. Anything else is dropped after recording ``{byte_length, observed_at, sha256}`` of it in
+        ``quarantine/`` (no raw bytes kept; a tail too large to hold was summarised by streaming).
+
+        Returns:
+            ``{"restored": "newline", "events": 1}`` or the quarantine record.
 
         Raises:
             StorageError: ``PATH_ESCAPE``, ``LOCK_COMPROMISED``, ``STORAGE_WRITE_FAILED``.
         """
-        torn = self._verification.torn_tail or b""
-        record = {"byte_length": len(torn), "observed_at": utc_now(), "sha256": sha256_hex(torn)}
+        torn = self._verification.torn_tail
+        if torn is not None:
+            line = torn + b"\n"
+            check = verify_continuation(
+                line, project_id=self._paths.project_id, prev_hash=self.view.head_hash, first_line=len(self.view) + 1
+            )
+            if check.error is None and check.line_count == 1:
+                data = self._data + line
+                self._commit(data, "repair", self.view.extended(check.events, len(data)))
+                return {"restored": "newline", "events": 1}
+        damage = self._verification.damage
+        length, digest = (damage.length, damage.sha256) if damage else (len(torn or b""), sha256_hex(torn or b""))
+        record = {"byte_length": length, "observed_at": utc_now(), "sha256": digest}
         name = f"partial-{int(time.time() * 1000)}-{uuid.uuid4()}.json"
         self.write_quarantine(name, canonical_bytes(record) + b"\n")
         self._commit(self._data, "repair", self.view)
         return record
+
+    def keep_damaged_bytes(self, name: str) -> int:
+        """Copy the ledger's bytes after the verified prefix into a new ``quarantine/`` file, in chunks (a huge
+        damaged tail is never held whole); returns how many bytes were kept.
+
+        Raises:
+            StorageError: ``TRANSIENT_FILE_RACE`` (the ledger is not the one verified), ``PATH_ESCAPE``,
+                ``INVALID_DATA_DIR``, ``LOCK_COMPROMISED``, ``STORAGE_WRITE_FAILED``.
+        """
+        self._check_open()
+        offset = self._verification.byte_length
+        expected = self._verification.damage.length if self._verification.damage else 0
+        opened = open_regular(self._paths.ledger_path)
+        if opened is None:
+            raise StorageError("the ledger vanished", code="TRANSIENT_FILE_RACE")
+        fd, st = opened
+        try:
+            if st.st_size != offset + expected:
+                raise StorageError("the ledger changed since it was verified", code="TRANSIENT_FILE_RACE")
+
+            def copy(out: int) -> None:
+                position = offset
+                while chunk := os.pread(fd, 1 << 20, position):
+                    write_all(out, chunk)
+                    position += len(chunk)
+
+            self._new_quarantine_file(name, copy)
+        finally:
+            os.close(fd)
+        return expected
 
     def write_quarantine(self, name: str, data: bytes) -> None:
         """Write one new file into ``quarantine/`` (created 0700 if needed) through the atomic write path.
@@ -209,6 +306,9 @@ class LockedLedger:
             StorageError: ``PATH_ESCAPE``, ``INVALID_DATA_DIR``, ``LOCK_COMPROMISED``, ``STORAGE_WRITE_FAILED``.
         """
         self._check_open()
+        self._new_quarantine_file(name, data)
+
+    def _new_quarantine_file(self, name: str, data: bytes | Callable[[int], None]) -> None:
         self._paths.ensure_subdir(self._paths.quarantine_dir)
         target = self._paths.quarantine_dir / name
         if os.path.lexists(target):

@@ -77,6 +77,9 @@ def remove_orphans(paths: ProjectPaths, config: LockConfig, me: ProcessIdentity)
         else:
             continue
         removed.append(name)
+    from intentloop.store._spool import remove_stale_temps
+
+    removed += remove_stale_temps(paths, config.stale_s)
     for directory, pattern in ((paths.private_dir, CONTROL_TEMP_RE), (paths.quarantine_dir, QUARANTINE_TEMP_RE)):
         try:
             st = os.lstat(directory)

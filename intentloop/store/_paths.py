@@ -124,6 +124,10 @@ class ProjectPaths(msgspec.Struct, frozen=True):
     def quarantine_dir(self) -> Path:
         return self.project_dir / "quarantine"
 
+    @property
+    def spool_dir(self) -> Path:
+        return self.project_dir / "spool"
+
     def check_project(self) -> bool:
         """Whether the project directory exists; refuses a symlinked or escaping ``projects`` or project directory.
 
@@ -153,7 +157,7 @@ class ProjectPaths(msgspec.Struct, frozen=True):
             raise StorageError(f"{path.name} resolves outside its directory", code="PATH_ESCAPE")
 
     def check_subdir(self, path: Path) -> bool:
-        """Whether an internal directory (``private-sessions``, ``quarantine``) exists; refuses unsafe ones.
+        """Whether an internal directory (``private-sessions``, ``quarantine``, ``spool``) exists; refuses unsafe ones.
 
         Raises:
             StorageError: ``PATH_ESCAPE``, ``INVALID_DATA_DIR`` or ``STORAGE_READ_FAILED``.
@@ -189,7 +193,7 @@ class ProjectPaths(msgspec.Struct, frozen=True):
             raise StorageError("the project directory vanished", code="INVALID_DATA_DIR")
 
     def ensure_subdir(self, path: Path) -> None:
-        """Create ``private-sessions`` or ``quarantine`` (0700) if missing, then check it.
+        """Create ``private-sessions``, ``quarantine`` or ``spool`` (0700) if missing, then check it.
 
         Raises:
             StorageError: ``PATH_ESCAPE``, ``INVALID_DATA_DIR`` or ``STORAGE_WRITE_FAILED``.

@@ -19,12 +19,20 @@ from typing import TYPE_CHECKING
 from intentloop.errors import CorruptLedgerError
 from intentloop.store._config import LockConfig
 from intentloop.store._controls import PrivateControl, read_control, read_controls
-from intentloop.store._fs import file_key, open_regular, read_open
+from intentloop.store._fs import Overflow, file_key, hash_from, open_regular, read_lines_open
 from intentloop.store._paths import ProjectPaths
-from intentloop.store._verify import Verification, verify_continuation, verify_ledger_bytes
+from intentloop.store._verify import (
+    MAX_LINE_BYTES,
+    Damage,
+    Verification,
+    trailing_error,
+    verify_continuation,
+    verify_ledger_bytes,
+)
 from intentloop.store._view import EMPTY_VIEW, LedgerView
 
 if TYPE_CHECKING:  # the lock machinery is imported on the way into the lock: a reader never loads it
+    from intentloop.model.events import EventDraft
     from intentloop.store._ledger import LockedLedger
     from intentloop.store._lock import Acquirer, LockHandle
 
@@ -244,8 +252,20 @@ class ProjectStore:
 
         return Acquirer(self.paths, self.config, now=now, deadline=deadline)
 
+    def spool(self, draft: EventDraft) -> bool:
+        """Leave an observation for the next writer when the lock cannot be had in time (a hook at its deadline);
+        lock-free. ``False`` when it was not spooled (the spool is full, the draft is no observation or too large).
+
+        Raises:
+            StorageError: path-safety refusals, ``STORAGE_WRITE_FAILED``.
+        """
+        from intentloop.store._spool import spool_draft
+
+        return spool_draft(self.paths, draft)
+
     def _enter(self, handle: LockHandle, *, verify: bool) -> LockedLedger:
-        """Inside the lock: remove orphans, verify the whole chain, repair a torn tail (all unless ``verify`` is false).
+        """Inside the lock: remove orphans, verify the whole chain, repair a torn tail and append the spooled
+        observations (all unless ``verify`` is false).
 
         Raises:
             CorruptLedgerError: a damaged ledger, unless ``verify`` is false.
@@ -259,11 +279,13 @@ class ProjectStore:
         data, verification, view = self._load()
         ledger = LockedLedger(self.paths, handle, data or b"", verification, view, self._remember)
         error = verification.error
-        if error is None or not verify:
+        if not verify:
             return ledger
-        if error.code != "CORRUPT_TRAILING_EVENT":
-            raise _fresh(error)
-        ledger.repair_torn_tail()
+        if error is not None:
+            if error.code != "CORRUPT_TRAILING_EVENT":
+                raise _fresh(error)
+            ledger.repair_torn_tail()
+        ledger.drain_spool()
         return ledger
 
     def _remember(self, st: os.stat_result | None, data: bytes, view: LedgerView) -> None:
@@ -293,12 +315,46 @@ class ProjectStore:
             cached = _cache.get(path)
             if cached is not None and cached.key == key:
                 return cached.data, cached.verification, cached.view
-            data = read_open(self.paths.ledger_path, fd, st)
+            data, overflow = read_lines_open(self.paths.ledger_path, fd, st, MAX_LINE_BYTES)
+            verification, view = self._verify(data, cached)
+            if overflow is not None:
+                verification = self._past_overflow(verification, overflow, fd, st)
         finally:
             os.close(fd)
-        verification, view = self._verify(data, cached)
         _cache.put(path, _Verified(key, data, verification, view))
         return data, verification, view
+
+    def _past_overflow(
+        self, verification: Verification, overflow: Overflow, fd: int, st: os.stat_result
+    ) -> Verification:
+        """The verdict on a file whose line at ``overflow.offset`` was too long to hold (``MAX_LINE_BYTES``): that line
+        is the first error unless an earlier one is, and the damage summary covers everything after the verified
+        prefix (hashed from the file in chunks, never held whole).
+
+        Raises:
+            StorageError: ``TRANSIENT_FILE_RACE``, ``STORAGE_READ_FAILED``.
+        """
+        error = verification.error
+        if error is None:
+            line_no = verification.line_count + 1
+            if overflow.newline:
+                reason = f"line longer than {MAX_LINE_BYTES} bytes"
+                error = CorruptLedgerError(f"ledger line {line_no}: {reason}", line=line_no, reason=reason)
+            else:
+                error = trailing_error(line_no)
+            damage = Damage(length=overflow.length, sha256=overflow.sha256, torn=overflow.torn)
+        else:
+            length, digest = hash_from(self.paths.ledger_path, fd, st, verification.byte_length)
+            damage = Damage(length=length, sha256=digest, torn=overflow.torn)
+        return Verification(
+            events=verification.events,
+            head_hash=verification.head_hash,
+            byte_length=verification.byte_length,
+            line_count=verification.line_count,
+            error=error,
+            torn_tail=None,
+            damage=damage,
+        )
 
     def _verify(self, data: bytes, cached: _Verified | None) -> tuple[Verification, LedgerView]:
         pid = self.paths.project_id
@@ -314,6 +370,7 @@ class ProjectStore:
                 line_count=base.line_count + more.line_count,
                 error=more.error,
                 torn_tail=more.torn_tail,
+                damage=more.damage,
             )
             view = cached.view.extended(more.events, verification.byte_length)
         else:

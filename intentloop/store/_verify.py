@@ -52,6 +52,24 @@ _FIELDS = frozenset(Event.__struct_fields__)
 # Any 8-4-4-4-12 hex UUID, as the original's JSON schema ("format": "uuid") accepts.
 _UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}\Z")
 _DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
+#: The longest line a ledger may hold (64 MiB; the largest the service writes, a graph import of 1000 claims and 1000
+#: candidates of maximal, fully escaped text, is ~40 MB). A longer line is damage, and the store streams past it
+#: instead of holding it: a 1 GB run of zeros after a crash must not need 1 GB of memory (it used to take 3.2 GB).
+MAX_LINE_BYTES = 64 * 1024 * 1024
+
+
+class Damage(msgspec.Struct, frozen=True):
+    """All the bytes after the verified prefix, summarised (they may be too large to hold: see ``ProjectStore``).
+
+    Attributes:
+        length: how many bytes follow the verified prefix.
+        sha256: their SHA-256 (hex).
+        torn: the file does not end with a newline (a crashed partial write).
+    """
+
+    length: int
+    sha256: str
+    torn: bool
 
 
 class Verification(msgspec.Struct, frozen=True):
@@ -64,7 +82,9 @@ class Verification(msgspec.Struct, frozen=True):
         line_count: number of verified lines.
         error: the first error (``CORRUPT_LEDGER``/``FUTURE_SCHEMA``/``MIGRATION_UNAVAILABLE`` with its 1-based line,
             or ``CORRUPT_TRAILING_EVENT`` for a last line without newline), ``None`` when everything verified.
-        torn_tail: the bytes after the last newline, if any (a crashed partial write).
+        torn_tail: the bytes after the last newline, if any (a crashed partial write); ``None`` also when the store
+            did not read them (a line longer than ``MAX_LINE_BYTES``: see ``damage``).
+        damage: the bytes after the verified prefix summarised (``None`` when everything verified).
     """
 
     events: tuple[Event, ...]
@@ -73,6 +93,7 @@ class Verification(msgspec.Struct, frozen=True):
     line_count: int
     error: CorruptLedgerError | None
     torn_tail: bytes | None
+    damage: Damage | None = None
 
     @property
     def ok(self) -> bool:
@@ -106,15 +127,29 @@ def verify_continuation(data: bytes, *, project_id: str, prev_hash: str | None, 
     count = len(events)
     head = events[-1].event_hash if events else prev_hash
     if error is None and torn is not None:
-        line_no = first_line + count
-        error = CorruptLedgerError(
-            f"line {line_no} is an incomplete trailing event (a crashed write; the next change repairs it)",
-            line=line_no,
-            reason="last line has no newline",
-            code="CORRUPT_TRAILING_EVENT",
-        )
+        error = trailing_error(first_line + count)
+    damage = None
+    if error is not None:
+        rest = memoryview(data)[length:]
+        damage = Damage(length=len(rest), sha256=hashlib.sha256(rest).hexdigest(), torn=torn is not None)
     return Verification(
-        events=tuple(events), head_hash=head, byte_length=length, line_count=count, error=error, torn_tail=torn
+        events=tuple(events),
+        head_hash=head,
+        byte_length=length,
+        line_count=count,
+        error=error,
+        torn_tail=torn,
+        damage=damage,
+    )
+
+
+def trailing_error(line_no: int) -> CorruptLedgerError:
+    """``CORRUPT_TRAILING_EVENT`` for a last line ``line_no`` without its newline."""
+    return CorruptLedgerError(
+        f"line {line_no} is an incomplete trailing event (a crashed write; the next change repairs it)",
+        line=line_no,
+        reason="last line has no newline",
+        code="CORRUPT_TRAILING_EVENT",
     )
 
 
@@ -309,4 +344,11 @@ def _corrupt(line_no: int, reason: str) -> CorruptLedgerError:
     return CorruptLedgerError(f"ledger line {line_no}: {reason}", line=line_no, reason=reason)
 
 
-__all__ = ["Verification", "verify_continuation", "verify_ledger_bytes"]
+__all__ = [
+    "MAX_LINE_BYTES",
+    "Damage",
+    "Verification",
+    "trailing_error",
+    "verify_continuation",
+    "verify_ledger_bytes",
+]

@@ -172,20 +172,31 @@ def test_session_start_records_nothing(project: Any) -> None:
         _record(project, event="SessionStart")
 
 
-def test_held_lock_gives_up_at_the_deadline(project: Any) -> None:
-    project.start_task(SESSION)
+def test_held_lock_spools_the_observation_at_the_deadline(project: Any) -> None:
+    task = project.start_task(SESSION)
+    obs = Observation(event="UserPromptSubmit", session_id=SESSION, text="deploy the quokka cluster tonight")
     with project.store.locked(time.monotonic() + 5):
         started = time.monotonic()
-        with pytest.raises(StorageError) as info:
-            record_observation(
-                project.data_root,
-                project.root,
-                Observation(event="UserPromptSubmit", session_id=SESSION, turn_id="t1"),
-                deadline=time.monotonic() + 0.3,
-            )
+        outcome = record_observation(project.data_root, project.root, obs, deadline=time.monotonic() + 0.3)
         assert time.monotonic() - started < 1.0
-    assert info.value.code == "LOCK_TIMEOUT"
-    assert _record(project, turn_id="t1").recorded  # positive control: free lock
+        assert (outcome.recorded, outcome.spooled) == (False, True)
+        [entry] = list(project.store.paths.spool_dir.iterdir())
+        stored = entry.read_bytes()
+        assert b"quokka" not in stored and b"deploy" not in stored  # content-free, like the observation itself
+    assert _hook_events(project) == []  # reads do not drain
+    # the next writer appends it, exactly once, before its own change
+    assert _record(project, turn_id="t1").recorded
+    events = _hook_events(project)
+    assert [e.request_id.split(":")[1] for e in events] == ["UserPromptSubmit", "UserPromptSubmit"]
+    assert len({e.request_id for e in events}) == 2 and all(e.task_id == task for e in events)
+    assert list(project.store.paths.spool_dir.iterdir()) == []
+    # the same turn again while the lock is free: recorded already, nothing new (positive control of the dedupe)
+    assert not record_observation(project.data_root, project.root, obs, deadline=time.monotonic() + 2).recorded
+    assert len(_hook_events(project)) == 2
+
+
+def _hook_events(project: Any) -> list[Any]:
+    return [e for e in project.store.read().events if e.request_id.startswith("hook:")]
 
 
 def test_relative_cwd_is_refused(project: Any) -> None:

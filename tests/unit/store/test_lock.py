@@ -15,6 +15,7 @@ import pytest
 from intentloop.errors import StorageError
 from intentloop.model import EventDraft, project_id_for
 from intentloop.store import LockConfig, ProjectStore
+from intentloop.store._lock import UNREADABLE_OWNER_GRACE_S
 
 PID = project_id_for("/lock/tests")
 TASK = str(uuid.uuid4())
@@ -127,6 +128,37 @@ def test_owner_of_unknown_liveness_is_broken_only_after_the_stale_window(data_ro
     assert sorted(os.listdir(store.project_dir)) == ["ledger.jsonl"]
 
 
+@pytest.mark.parametrize(
+    "owner", [b"", b"{garbage", b'{"pid":"x","token":5}', None], ids=["empty", "garbled", "wrong-types", "no-record"]
+)
+def test_unreadable_owner_record_is_abandoned_after_the_grace_not_the_stale_window(data_root, ledger_kit, owner):
+    """An acquirer writes ``owner.json`` right after its ``mkdir``: a record still unreadable well after that is
+    abandoned, so it blocks writers for the grace (3 s), not the 30 s stale window."""
+    store = ProjectStore(data_root, PID, config=PATIENT)
+    append(store, "before")
+    lock = ledger_kit.plant_lock(store.project_dir, owner)
+    before = snapshot(store)
+    # positive control: a fresh unreadable record may still be being written by a live acquirer; it is respected
+    with pytest.raises(StorageError) as info:
+        append(store, "too-early", deadline=time.monotonic() + 1.0)
+    assert info.value.code == "LOCK_TIMEOUT"
+    assert snapshot(store) == before
+    ledger_kit.age(lock, UNREADABLE_OWNER_GRACE_S + 0.5)  # far below the 30 s stale window
+    assert append(store, "after") < 1.0
+    assert [e.request_id for e in store.read().events] == ["before", "after"]
+    assert sorted(os.listdir(store.project_dir)) == ["ledger.jsonl"]
+
+
+def test_readable_owner_of_unknown_liveness_still_gets_the_stale_window(data_root, ledger_kit, dead_pid):
+    """The grace is only for unreadable records: a complete record of another host is not abandoned after it."""
+    store = ProjectStore(data_root, PID, config=PATIENT)
+    lock = ledger_kit.plant_lock(store.project_dir, ledger_kit.owner_record(os.getpid(), host="another-host"))
+    ledger_kit.age(lock, UNREADABLE_OWNER_GRACE_S + 0.5)
+    with pytest.raises(StorageError) as info:
+        append(store, "too-early", deadline=time.monotonic() + 1.0)
+    assert info.value.code == "LOCK_TIMEOUT" and lock.exists()
+
+
 def test_owner_on_another_host_is_broken_only_after_the_stale_window(data_root, ledger_kit, dead_pid):
     store = ProjectStore(data_root, PID, config=QUICK)
     lock = ledger_kit.plant_lock(store.project_dir, ledger_kit.owner_record(os.getpid(), host="another-host"))
@@ -207,6 +239,17 @@ def test_live_reclaimer_marker_is_respected_and_a_dead_one_is_not(data_root, led
         append(store, "x")
     assert info.value.code == "LOCK_TIMEOUT" and lock.exists()
     (lock / "reclaim.json").write_bytes(ledger_kit.owner_record(dead_pid, start_time=1))
+    assert append(store, "x") < 1.0
+
+
+def test_unreadable_reclaim_marker_is_ignored_after_the_grace(data_root, ledger_kit, dead_pid):
+    store = ProjectStore(data_root, PID, config=PATIENT)
+    lock = ledger_kit.plant_lock(store.project_dir, ledger_kit.legacy_owner(dead_pid))
+    (lock / "reclaim.json").write_bytes(b"{garbage")
+    with pytest.raises(StorageError) as info:  # positive control: a fresh marker may be a reclaimer mid-write
+        append(store, "x", deadline=time.monotonic() + 1.0)
+    assert info.value.code == "LOCK_TIMEOUT" and lock.exists()
+    ledger_kit.age(lock, UNREADABLE_OWNER_GRACE_S + 0.5)
     assert append(store, "x") < 1.0
 
 
