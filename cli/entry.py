@@ -1,4 +1,5 @@
-"""The ``intentloop`` console script. ``intentloop hook`` branches here before typer (or anything heavy) is imported."""
+"""The ``intentloop`` console script. ``intentloop hook`` branches here before typer (or anything heavy) is imported;
+``intentloop hook --help`` goes on to typer, which prints the command's help."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import sys
 
 def main() -> None:
     argv = sys.argv[1:]
-    if argv[:1] == ["hook"]:
+    if argv[:1] == ["hook"] and not {"--help", "-h"} & set(argv[1:]):
         from hooks import run_hook
 
         raise SystemExit(run_hook(argv[1:]))
