@@ -106,7 +106,11 @@ def build_app() -> typer.Typer:
     app.command(
         "hook",
         short_help="Handle one host hook event (JSON on stdin, one JSON line out).",
-        context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+        context_settings={
+            "ignore_unknown_options": True,
+            "allow_extra_args": True,
+            "help_option_names": ["-h", "--help"],
+        },
     )(hook.hook)
     app.command("install", short_help="Wire intentloop into Codex or Claude Code.")(install_cmd.install)
     app.command("demo", short_help="A guided tour in a throwaway data root (real server, hook, CLI).")(demo.demo)

@@ -95,12 +95,6 @@ def _run(out: Output, from_: str, to: str, *, merge: bool, yes: bool, wait: floa
     old = Target(data_root=data_root, project_id=old_id, project_root=None, store=old_store)
     old_view = old_store.read()
     target_events = len(new.store.read().events) if new.store.exists() else 0
-    if target_events and not merge:
-        raise IntentLoopError(
-            f"{new.project_root} already has a memory ({plural(target_events, 'event')}); nothing was moved",
-            code="RELINK_TARGET_EXISTS",
-        )
-    tasks = [t for t in project_state(old_view.events).tasks.values() if t.started]
     fields: dict[str, Any] = {
         "data_root": str(data_root),
         "from_project_id": old_id,
@@ -114,6 +108,12 @@ def _run(out: Output, from_: str, to: str, *, merge: bool, yes: bool, wait: floa
         else:
             out.line(f"Nothing to move: project {old_id} holds no events.")
         return OK
+    if target_events and not merge:
+        raise IntentLoopError(
+            f"{new.project_root} already has a memory ({plural(target_events, 'event')}); nothing was moved",
+            code="RELINK_TARGET_EXISTS",
+        )
+    tasks = [t for t in project_state(old_view.events).tasks.values() if t.started]
     if not out.json_mode:
         how = "import its tasks into the memory already there" if target_events else "move every event, re-chained"
         out.show(

@@ -328,3 +328,243 @@ def test_forget_on_a_terminal_asks_for_the_tools_confirmation_text(memory: Memor
     right = _on_terminal(memory, ["forget", "task", ids["b"]], f"DELETE TASK {ids['b']}\n".encode(), b"to confirm:")
     assert right[0] == 0 and "no byte of its id remains" in right[1]
     assert ids["b"].encode() not in _bytes_under(memory.dir)
+
+
+# ------------------------------------------------------------------------------------------------- salvage
+
+
+def _fields(line: bytes) -> tuple[Any, ...]:
+    event = json.loads(line)
+    return (
+        event["event_type"],
+        event["task_id"],
+        event["actor"],
+        event["request_id"],
+        event["occurred_at"],
+        json.dumps(event["payload"], sort_keys=True),
+    )
+
+
+@pytest.mark.parametrize("where", ["first", "middle", "last", "torn"])
+def test_one_damaged_line_costs_one_event_after_quarantine_and_salvage(memory: Memory, where: str) -> None:
+    from intentloop.model import EVENT_TYPES
+    from intentloop.store import verify_ledger_bytes
+
+    memory.populate()
+    ledger = memory.dir / "ledger.jsonl"
+    lines = ledger.read_bytes().splitlines(keepends=True)
+    count = len(lines)
+    index = {"first": 0, "middle": count // 2, "last": count - 1, "torn": count - 1}[where]
+    if where == "torn":
+        damaged = [*lines[:index], lines[index][:40]]
+    else:
+        damaged = list(lines)
+        damaged[index] = lines[index].replace(b'"occurred_at":"2026-', b'"occurred_at":"2025-', 1)
+        assert damaged[index] != lines[index]
+    ledger.write_bytes(b"".join(damaged))
+    assert memory.run("verify").returncode == 1
+
+    done = memory.run("recover", "quarantine", "--yes")
+    assert done.returncode == 0, done.stderr
+    set_aside = count - index
+    assert f"{set_aside} event{'s' if set_aside != 1 else ''}" in done.stdout or where == "torn"
+    assert memory.run("verify").returncode == 0
+    assert len(ledger.read_bytes().splitlines()) == index  # only the verified prefix is left
+
+    code, body = memory.json("recover", "salvage", "--yes")
+    assert code == 0, body
+    appended = count - index - 1
+    assert len(body["appended"]) == appended and body["action"] == ("salvaged" if appended else "none")
+    assert [s["line"] for s in body["skipped"]] == [index + 1]  # exactly the damaged line is left out
+    after = ledger.read_bytes()
+    check = verify_ledger_bytes(after, project_id=memory.pid)
+    assert check.error is None and len(check.events) == count - 1
+    assert {e.event_type for e in check.events} <= EVENT_TYPES  # only event types the original knows
+    expected = [_fields(line) for i, line in enumerate(lines) if i != index]
+    assert [_fields(line) for line in after.splitlines(keepends=True)] == expected
+    if appended:
+        [record] = list((memory.dir / "quarantine").glob("salvaged-*.json"))
+        provenance = json.loads(record.read_bytes())
+        originals = [json.loads(line)["event_id"] for line in lines[index + 1 :]]
+        assert [e["original_event_id"] for e in provenance["events"]] == originals
+        assert {e["new_event_id"] for e in provenance["events"]} == {e.event_id for e in check.events[index:]}
+
+    again_code, again = memory.json("recover", "salvage", "--yes")  # twice changes nothing more
+    assert again_code == 0 and again["action"] == "none" and not again["appended"]
+    assert ledger.read_bytes() == after
+    assert memory.run("verify").returncode == 0
+    if appended:  # the salvaged memory is usable: a new write extends the chain
+        task = check.events[-1].task_id
+        state = memory.json("tasks")[1]
+        if task in {row["task_id"] for row in state["tasks"]} and where != "first":
+            memory.claim(task, "after-salvage", "Written after salvage")
+            assert memory.run("verify").returncode == 0
+
+
+def test_salvage_with_summary_only_has_nothing_to_give_back_and_says_so(memory: Memory) -> None:
+    memory.populate()
+    ledger = memory.dir / "ledger.jsonl"
+    lines = ledger.read_bytes().splitlines(keepends=True)
+    lines[1] = lines[1].replace(b'"occurred_at":"2026-', b'"occurred_at":"2025-', 1)
+    ledger.write_bytes(b"".join(lines))
+    assert memory.run("recover", "quarantine", "--yes", "--summary-only").returncode == 0
+    kept = ledger.read_bytes()
+    done = memory.run("recover", "salvage", "--yes")
+    assert done.returncode == 0 and "summary only" in done.stdout and "Nothing to salvage" in done.stdout
+    assert ledger.read_bytes() == kept
+
+
+def test_salvage_without_a_terminal_needs_yes(memory: Memory) -> None:
+    memory.populate()
+    ledger = memory.dir / "ledger.jsonl"
+    lines = ledger.read_bytes().splitlines(keepends=True)
+    lines[1] = lines[1].replace(b'"occurred_at":"2026-', b'"occurred_at":"2025-', 1)
+    ledger.write_bytes(b"".join(lines))
+    assert memory.run("recover", "quarantine", "--yes").returncode == 0
+    kept = ledger.read_bytes()
+    code, body = memory.json("recover", "salvage")
+    assert code == 2 and body["error"]["code"] == "CONFIRMATION_REQUIRED" and ledger.read_bytes() == kept
+    assert memory.json("recover", "salvage", "--yes")[0] == 0 and ledger.read_bytes() != kept
+
+
+# ------------------------------------------------------------------------------------------------- relink
+
+
+def test_relink_moves_every_event_to_the_new_root_and_both_chains_verify(memory: Memory) -> None:
+    from intentloop.store import verify_ledger_bytes
+
+    ids = memory.populate()
+    old_lines = (memory.dir / "ledger.jsonl").read_bytes().splitlines(keepends=True)
+    moved = memory.tmp / "moved"
+    memory.root.rename(moved)  # the folder was moved: its old path no longer exists
+    new = Memory(memory.tmp, "moved")
+    assert memory.json("tasks", cwd=moved)[0] == 5  # the moved folder finds no memory yet
+
+    code, body = memory.json("relink", "--from", str(memory.root), "--to", str(moved), "--yes", cwd=memory.tmp)
+    assert code == 0, body
+    assert (body["from_project_id"], body["to_project_id"]) == (memory.pid, new.pid)
+    assert body["events"] == len(old_lines) and body["tasks"] == 2 and body["mode"] == "move"
+    new_bytes = (new.dir / "ledger.jsonl").read_bytes()
+    check = verify_ledger_bytes(new_bytes, project_id=new.pid)
+    assert check.error is None and [e.event_id for e in check.events] == [json.loads(x)["event_id"] for x in old_lines]
+    assert [_fields(x) for x in new_bytes.splitlines(keepends=True)] == [_fields(x) for x in old_lines]
+    assert (memory.dir / "ledger.jsonl").read_bytes() == b""  # the old ledger is emptied (and still verifies)
+    [record] = list((memory.dir / "quarantine").glob("relinked-*.json"))
+    assert json.loads(record.read_bytes())["to_project_id"] == new.pid
+
+    code, body = new.json("show", ids["a"][:8], cwd=moved)  # the memory is found from the new folder
+    assert code == 0 and body["project_id"] == new.pid
+    new.claim(ids["a"], "after-move", "Written after the move")  # and extends normally
+    assert new.run("verify", cwd=moved).returncode == 0
+    again = memory.json("relink", "--from", memory.pid[:12], "--to", str(moved), "--yes", cwd=memory.tmp)
+    assert again[0] == 0 and again[1]["action"] == "none"  # nothing left to move
+
+
+def test_relink_refuses_a_target_with_memory_unless_merge(memory: Memory) -> None:
+    ids = memory.populate()
+    target = Memory(memory.tmp, "target")
+    kept = target.call("intent_start_task", {"request_id": "t", "label": "already here"})["task_id"]
+    target_before = (target.dir / "ledger.jsonl").read_bytes()
+    old_before = (memory.dir / "ledger.jsonl").read_bytes()
+
+    code, body = memory.json("relink", "--from", memory.canonical, "--to", target.canonical, "--yes")
+    assert code == 2 and body["error"]["code"] == "RELINK_TARGET_EXISTS" and "--merge" in body["error"]["remedy"]
+    assert (target.dir / "ledger.jsonl").read_bytes() == target_before
+    assert (memory.dir / "ledger.jsonl").read_bytes() == old_before
+
+    code, body = memory.json("relink", "--from", memory.pid[:10], "--to", target.canonical, "--merge", "--yes")
+    assert code == 0, body
+    assert body["mode"] == "merge" and {m["task_id"] for m in body["merged"]} == {ids["a"], ids["b"]}
+    assert target.run("verify", cwd=target.root).returncode == 0
+    tasks = {row["task_id"]: row for row in target.json("tasks", cwd=target.root)[1]["tasks"]}
+    assert set(tasks) == {kept, ids["a"], ids["b"]}
+    assert tasks[ids["a"]]["label"] == "Ship [the] CLI"
+    assert tasks[ids["a"]]["claims"]["active"] == 2 and tasks[ids["b"]]["claims"]["active"] == 1
+    assert (memory.dir / "ledger.jsonl").read_bytes() == b""
+
+
+def test_relink_usage_and_not_found(memory: Memory) -> None:
+    memory.populate()
+    code, body = memory.json("relink", "--from", memory.canonical, "--to", memory.canonical, "--yes")
+    assert code == 2 and body["error"]["code"] == "INVALID_ARGUMENTS"
+    code, body = memory.json("relink", "--from", str(memory.tmp / "never-was"), "--to", memory.canonical, "--yes")
+    assert code == 5 and body["error"]["code"] == "PROJECT_NOT_FOUND"
+    other = memory.tmp / "other"
+    other.mkdir()
+    code, body = memory.json("relink", "--from", memory.canonical, "--to", str(other))  # no terminal, no --yes
+    assert code == 2 and body["error"]["code"] == "CONFIRMATION_REQUIRED"
+    assert not (memory.data_root / "projects" / project_id_for(os.path.realpath(other))).exists()
+
+
+# ------------------------------------------------------------------------------------------------- small things
+
+
+def test_version_python_dash_m_and_completion(memory: Memory) -> None:
+    from intentloop import __version__
+
+    done = memory.run("--version")
+    assert done.returncode == 0 and done.stdout == f"intentloop {__version__}\n"
+    module = subprocess.run(
+        [sys.executable, "-m", "intentloop", "--version"], capture_output=True, text=True, env=memory.env, timeout=60
+    )
+    assert module.returncode == 0 and module.stdout == done.stdout
+    env = {**memory.env, "_INTENTLOOP_COMPLETE": "complete_bash", "COMP_WORDS": "intentloop rel", "COMP_CWORD": "1"}
+    completed = subprocess.run([*INTENTLOOP], capture_output=True, text=True, env=env, timeout=60)
+    assert completed.returncode == 0 and completed.stdout.split() == ["relink"]
+    env["COMP_WORDS"] = "intentloop recover s"
+    env["COMP_CWORD"] = "2"
+    completed = subprocess.run([*INTENTLOOP], capture_output=True, text=True, env=env, timeout=60)
+    assert completed.stdout.split() == ["salvage"]
+    assert "--show-completion" in memory.run("--help").stdout
+
+
+def test_hook_help_prints_help_and_the_hook_path_still_answers(memory: Memory) -> None:
+    for flag in ("--help", "-h"):
+        done = memory.run("hook", flag)
+        assert done.returncode == 0 and "Usage: intentloop hook" in done.stdout and "session-start" in done.stdout
+    answer = memory.run("hook", stdin="not json")  # positive control: without --help it is still the hook
+    assert answer.returncode == 0 and json.loads(answer.stdout)["continue"] is True
+
+
+_CRASH = """
+import sys
+import cli.views
+def boom(*args, **kwargs):
+    raise RuntimeError("secret-looking detail")
+cli.views._projects = boom
+sys.argv = ["intentloop", "projects"]
+from cli.entry import main
+main()
+"""
+
+
+def test_internal_error_debug_prints_one_line_not_a_traceback(memory: Memory) -> None:
+    quiet = subprocess.run([sys.executable, "-c", _CRASH], capture_output=True, text=True, env=memory.env, timeout=60)
+    assert quiet.returncode == 1 and "error[INTERNAL_ERROR]" in quiet.stderr and "debug" not in quiet.stderr
+    loud_env = {**memory.env, "INTENT_LOOP_DEBUG": "1"}
+    loud = subprocess.run([sys.executable, "-c", _CRASH], capture_output=True, text=True, env=loud_env, timeout=60)
+    assert loud.returncode == 1 and "Traceback" not in loud.stderr
+    [debug] = [line for line in loud.stderr.splitlines() if line.startswith("intentloop: debug:")]
+    assert debug.startswith("intentloop: debug: RuntimeError at cli/views.py:") and "secret" not in debug
+    assert len(loud.stderr.splitlines()) == len(quiet.stderr.splitlines()) + 1  # exactly one line more
+
+
+def test_serve_on_a_terminal_says_what_it_is_and_how_to_stop(memory: Memory) -> None:
+    piped = memory.run("serve", stdin="")
+    assert piped.returncode == 0 and piped.stderr == "" and piped.stdout == ""  # hosts see nothing extra
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([*INTENTLOOP, "serve"], stdin=slave, stdout=subprocess.PIPE, stderr=slave, env=memory.env)
+    os.close(slave)
+    seen = b""
+    deadline = time.monotonic() + 30
+    try:
+        while b"Ctrl-C" not in seen and time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.5)
+            if ready:
+                seen += os.read(master, 4096)
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+        os.close(master)
+    assert b"speaks MCP" in seen and b"Ctrl-C" in seen
+    assert not memory.data_root.exists()
