@@ -164,6 +164,13 @@ def test_projects_tasks_and_show_read_the_memory_and_create_nothing(memory: Memo
     human = memory.run("show", ids["a"][:8], "--project-root", memory.canonical, cwd=memory.tmp)
     assert human.returncode == 0, human.stderr
     assert "Keep the ledger v1 and readable by the original" in human.stdout and "Print a banner" not in human.stdout
+    assert (
+        memory.run("export", ids["a"]).returncode == 0 and memory.json("export", ids["b"], "--format", "json")[0] == 0
+    )
+    status = memory.run("status")
+    assert (
+        status.returncode == 0 and "2 projects, 3 tasks, 0 candidates, 0 private controls, 0 damaged." in status.stdout
+    )
     assert memory.tree() == before  # nothing created or touched by any of the reads
 
 
