@@ -34,8 +34,10 @@ from cli._output import Output
 from intentloop.errors import IntentLoopError, InvalidInputError
 
 HELP = (
-    "intentloop's admin CLI: inspect, verify and repair the local intent ledgers, run the MCP server and hooks, "
-    "install into Codex or Claude Code, and try it all with `intentloop demo`.\n\n"
+    "intentloop's admin CLI: see, export and forget what the memory holds, verify and repair the local intent "
+    "ledgers, run the MCP server and hooks, install into Codex or Claude Code, and try it all with `intentloop demo`. "
+    "Per-project commands use the current directory's project unless --project-root or --project-id is given; ids "
+    "may be unique prefixes.\n\n"
     "Exit codes: 0 ok, 1 damaged ledger or failed operation, 2 usage, 3 environment (e.g. no data root), "
     "4 busy (the ledger lock is held; retry), 5 not found (no such project, task or claim)."
 )
