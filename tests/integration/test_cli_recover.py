@@ -338,6 +338,7 @@ def test_quarantine_asks_on_a_terminal_and_a_no_changes_nothing(world: World) ->
     live = world.ledger.read_bytes()
     code, _out, prompt = _on_terminal(world, b"n\n")
     assert b"[y/N]" in prompt
+    assert b"Set aside 2 events, 2 claims, 1 task (" in prompt  # the counts come before the question
     assert code == 1 and world.ledger.read_bytes() == live
 
 
