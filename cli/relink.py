@@ -142,14 +142,29 @@ def _run(out: Output, from_: str, to: str, *, merge: bool, yes: bool, wait: floa
 
         with out.progress("Moving the ledger under both locks"):
             result = relink_project(old_store, new.store, deadline=deadline).to_dict()
+    left = _left_behind(old_store.quarantine_dir)
     if out.json_mode:
-        out.json_object({**fields, "action": "relinked", **result}, exit_code=OK)
+        out.json_object({**fields, "action": "relinked", **result, "left_in_old_quarantine": left}, exit_code=OK)
         return OK
     out.line(
         f"Moved {plural(result['events'], 'event')} ({plural(result['tasks'], 'task')}) to {new.project_root}; "
         f"the old ledger is empty and the move is recorded in {result['record']}."
     )
+    if left:
+        out.line(
+            f"Note: {plural(len(left), 'earlier quarantine file')} stayed in {old_store.quarantine_dir} with the old "
+            "id (forget in the new project does not reach them; salvage before relinking, or remove them by hand)."
+        )
     return OK
+
+
+def _left_behind(directory: Any) -> list[str]:
+    """Quarantine files of the old project other than relink records (damage summaries, raw bytes, salvage records)."""
+    from recovery.relink import RELINK_PREFIX
+
+    if not directory.is_dir():
+        return []
+    return sorted(p.name for p in directory.iterdir() if not p.name.startswith(RELINK_PREFIX))
 
 
 def _merge(out: Output, old: Any, new: Any, tasks: list[Any], head: str | None, deadline: float) -> dict[str, Any]:

@@ -458,6 +458,7 @@ def test_relink_moves_every_event_to_the_new_root_and_both_chains_verify(memory:
     assert (memory.dir / "ledger.jsonl").read_bytes() == b""  # the old ledger is emptied (and still verifies)
     [record] = list((memory.dir / "quarantine").glob("relinked-*.json"))
     assert json.loads(record.read_bytes())["to_project_id"] == new.pid
+    assert body["left_in_old_quarantine"] == []
 
     code, body = new.json("show", ids["a"][:8], cwd=moved)  # the memory is found from the new folder
     assert code == 0 and body["project_id"] == new.pid
@@ -575,3 +576,21 @@ def test_serve_on_a_terminal_says_what_it_is_and_how_to_stop(memory: Memory) -> 
         os.close(master)
     assert b"speaks MCP" in seen and b"Ctrl-C" in seen
     assert not memory.data_root.exists()
+
+
+def test_relink_names_the_quarantine_files_it_leaves_with_the_old_id(memory: Memory) -> None:
+    memory.populate()
+    ledger = memory.dir / "ledger.jsonl"
+    lines = ledger.read_bytes().splitlines(keepends=True)
+    lines[-1] = lines[-1].replace(b'"occurred_at":"2026-', b'"occurred_at":"2025-', 1)
+    ledger.write_bytes(b"".join(lines))
+    assert memory.run("recover", "quarantine", "--yes").returncode == 0
+    left = sorted(p.name for p in (memory.dir / "quarantine").iterdir())
+    target = memory.tmp / "new-home"
+    target.mkdir()
+    done = memory.run("relink", "--from", memory.canonical, "--to", str(target), "--yes")
+    assert done.returncode == 0, done.stderr
+    assert "Note: 2 earlier quarantine files stayed in" in done.stdout
+    code, body = Memory(memory.tmp, "new-home").json("relink", "--from", memory.canonical, "--to", str(target))
+    assert code == 0 and body["action"] == "none"  # a second run finds nothing to move (and asks nothing)
+    assert len(left) == 2 and {n.rsplit(".", 1)[1] for n in left} == {"json", "bytes"}
