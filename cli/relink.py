@@ -197,8 +197,23 @@ def _merge(out: Output, old: Any, new: Any, tasks: list[Any], head: str | None, 
                     start["label"] = task.label
                 call_tool(new, "intent_start_task", start)
             request = f"relink-import-{tag}-{head[:16] if head else 'none'}"
-            call_tool(new, "intent_import", {"task_id": task.task_id, "request_id": request, "graph": graph})
-            merged.append({"task_id": task.task_id, "claims": len(graph["claims"]), "started_here": not present})
+            again = False
+            try:
+                call_tool(new, "intent_import", {"task_id": task.task_id, "request_id": request, "graph": graph})
+            except IntentLoopError as exc:
+                # This request id names exactly this old head merged into this task: a merge interrupted after this
+                # import and run again finds it done (its export time differs, so the tool calls it reused).
+                if exc.code != "REQUEST_ID_REUSED":
+                    raise
+                again = True
+            merged.append(
+                {
+                    "task_id": task.task_id,
+                    "claims": len(graph["claims"]),
+                    "started_here": not present,
+                    "already_imported": again,
+                }
+            )
             tick.advance()
     events = len(old.store.read().events)
     record = retire_after_merge(old.store, new.store, expected_head=head, deadline=deadline)

@@ -23,6 +23,7 @@ from intentloop.errors import IntentLoopError
 if TYPE_CHECKING:
     from cli._target import Target
     from intentloop.model import TaskState
+    from intentloop.store import ProjectStore
 
 TaskArgument = Annotated[str, typer.Argument(metavar="TASK", help="A task id, or a unique prefix of one.")]
 
@@ -93,7 +94,7 @@ def _projects(out: Output, project_root: str | None) -> int:
     return OK
 
 
-def _project_row(store: Any, root: str | None) -> dict[str, Any]:
+def _project_row(store: ProjectStore, root: str | None) -> dict[str, Any]:
     """One project's row; an unreadable project is a row with its code, never a failed listing."""
     from intentloop.errors import StorageError
     from intentloop.model import project

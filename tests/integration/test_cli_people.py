@@ -594,3 +594,22 @@ def test_relink_names_the_quarantine_files_it_leaves_with_the_old_id(memory: Mem
     code, body = Memory(memory.tmp, "new-home").json("relink", "--from", memory.canonical, "--to", str(target))
     assert code == 0 and body["action"] == "none"  # a second run finds nothing to move (and asks nothing)
     assert len(left) == 2 and {n.rsplit(".", 1)[1] for n in left} == {"json", "bytes"}
+
+
+def test_a_merge_interrupted_halfway_is_finished_by_running_it_again(memory: Memory) -> None:
+    ids = memory.populate()
+    target = Memory(memory.tmp, "target")
+    target.call("intent_start_task", {"request_id": "t", "task_id": ids["b"], "mode": "off"})  # B cannot take imports
+    old_before = (memory.dir / "ledger.jsonl").read_bytes()
+    code, body = memory.json("relink", "--from", memory.canonical, "--to", target.canonical, "--merge", "--yes")
+    assert code == 1 and body["error"]["code"] == "MODE_OFF"  # A was imported, then B refused
+    assert (memory.dir / "ledger.jsonl").read_bytes() == old_before  # so the old ledger was not emptied
+    target.call("intent_set_mode", {"task_id": ids["b"], "request_id": "on", "mode": "on"})
+    code, body = memory.json("relink", "--from", memory.canonical, "--to", target.canonical, "--merge", "--yes")
+    assert code == 0, body
+    merged = {m["task_id"]: m for m in body["merged"]}
+    assert merged[ids["a"]]["already_imported"] is True and merged[ids["b"]]["already_imported"] is False
+    tasks = {row["task_id"]: row for row in target.json("tasks", cwd=target.root)[1]["tasks"]}
+    assert tasks[ids["a"]]["claims"]["active"] == 2  # imported once, not twice
+    assert tasks[ids["b"]]["claims"]["active"] == 1
+    assert (memory.dir / "ledger.jsonl").read_bytes() == b""
