@@ -12,7 +12,9 @@ payload shapes define no provenance key (its ``request_fingerprint``/idempotency
 inside the payload could not be shown to be harmless there. Each salvage writes ``quarantine/salvaged-<ms>-<uuid>.json``
 first (source record, per event: original line, ``event_id`` and ``event_hash``, and the new ``event_id``), then
 appends. Running it again changes nothing: an event whose planned new id is already in the ledger, or whose request id
-its task already holds (the ledger's own idempotency key), is skipped.
+its task already holds (the ledger's own idempotency key), is skipped. So is a ``task_started``/``mode_set`` older than
+a mode change its task already has: appended after it, the stale one would win (a task the user turned off after the
+damage would come back on).
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ if TYPE_CHECKING:
     from intentloop.store import ProjectStore
 
 SALVAGE_PREFIX = "salvaged-"
+# A stale mode change must not undo a newer one (e.g. turn a task back on that the user turned off after the damage).
+_MODE_EVENTS = frozenset({"task_started", "mode_set"})
 _DAMAGED_PREFIX = "damaged-"
 _decode = msgspec.json.Decoder()
 
@@ -184,6 +188,10 @@ def _plan(store: ProjectStore, current: Any, head: str | None, *, writing: Any) 
     sources, candidates = _sources(store)
     present_ids = {e.event_id for e in current}
     requests = {(e.task_id, e.request_id) for e in current}
+    latest_mode: dict[str, str] = {}  # task -> time of its latest mode-setting event already in the ledger
+    for e in current:
+        if e.event_type in _MODE_EVENTS:
+            latest_mode[e.task_id] = max(latest_mode.get(e.task_id, ""), e.occurred_at)
     done = _already_salvaged(store.quarantine_dir, present_ids)
     appended: list[dict[str, Any]] = []
     skipped: list[dict[str, Any]] = []
@@ -196,6 +204,10 @@ def _plan(store: ProjectStore, current: Any, head: str | None, *, writing: Any) 
             continue
         if event.event_hash in done:
             skipped.append({**where, "reason": "already salvaged", "original_event_id": event.event_id})
+            continue
+        if event.event_type in _MODE_EVENTS and latest_mode.get(event.task_id, "") > event.occurred_at:
+            reason = "a later mode change of its task is already in the ledger"
+            skipped.append({**where, "reason": reason, "original_event_id": event.event_id})
             continue
         if (event.task_id, event.request_id) in requests:
             skipped.append(

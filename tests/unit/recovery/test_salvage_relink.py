@@ -135,3 +135,58 @@ def test_relink_refuses_a_different_target_ledger_and_a_live_private_session(pro
     with project.store.locked() as ledger:
         ledger.remove_control("a" * 64)
     assert relink_project(project.store, other.store).events == 3  # control: without the session it moves
+
+
+def test_a_stale_mode_change_does_not_undo_a_newer_one(project) -> None:
+    from intentloop.model import EventDraft as Draft
+
+    lines = project.write_lines(4)
+    task = json.loads(lines[0])["task_id"]
+    with project.store.locked() as ledger:  # line 5: the task is set on; line 6: a claim
+        ledger.append(
+            [
+                Draft(
+                    event_type="mode_set",
+                    task_id=task,
+                    actor="user",
+                    request_id="old-on",
+                    payload={"mode": "on"},
+                    occurred_at="2026-11-30T01:00:00.000Z",
+                )
+            ]
+        )
+        ledger.append(
+            [
+                Draft(
+                    event_type="claim_added",
+                    task_id=task,
+                    actor="user",
+                    request_id="late",
+                    payload={"claim": {"statement": "claim number 9"}},
+                )
+            ]
+        )
+    lines = project.ledger.read_bytes().splitlines(keepends=True)
+    lines[3] = project.tamper(lines[3])
+    project.write(b"".join(lines))
+    assert quarantine_damaged_suffix(project.store, keep_bytes=True).action == "quarantined"
+    with project.store.locked() as ledger:  # after the damage the user turned the task off
+        ledger.append(
+            [
+                Draft(
+                    event_type="mode_set",
+                    task_id=task,
+                    actor="user",
+                    request_id="now-off",
+                    payload={"mode": "off"},
+                    occurred_at="2026-11-30T02:00:00.000Z",
+                )
+            ]
+        )
+    result = salvage(project.store)
+    reasons = {s["line"]: s["reason"] for s in result.skipped}
+    assert reasons[5] == "a later mode change of its task is already in the ledger"
+    assert [item["line"] for item in result.appended] == [6]  # control: the claim after it is given back
+    from intentloop.model import project as fold
+
+    assert fold(project.store.read().events).tasks[task].mode == "off"
