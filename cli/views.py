@@ -124,7 +124,7 @@ def _project_row(store: ProjectStore, root: str | None) -> dict[str, Any]:
     return {
         **row,
         "exists": exists,
-        "status": "intact" if error is None else STATUS_BY_CODE.get(error.code, "corrupt"),
+        "status": ("intact" if exists else "no data") if error is None else STATUS_BY_CODE.get(error.code, "corrupt"),
         "intact": error is None,
         "events": len(events),
         "last_activity": max((e.occurred_at for e in events), default=None),
