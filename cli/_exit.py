@@ -1,7 +1,8 @@
 """The CLI's stable exit codes and the one-line remedy printed with every error code.
 
 Exit codes are grouped by what the person (or script) running the command should do next, not by which layer failed:
-fix the ledger (1), fix the command line (2), fix the environment (3) or simply retry (4). docs/CLI.md documents them.
+fix the ledger (1), fix the command line (2), fix the environment (3), simply retry (4) or name something that exists
+(5: a script can tell "no such project/task/claim" from a typo in the options). docs/CLI.md documents them.
 """
 
 from __future__ import annotations
@@ -18,18 +19,23 @@ ENVIRONMENT: Final = 3
 """The environment is wrong: no data root, an unsafe or unusable data directory."""
 BUSY: Final = 4
 """Another process holds the ledger lock; nothing was changed, retry later."""
+NOT_FOUND: Final = 5
+"""The project, task or claim named does not exist (under this data root)."""
 
 _USAGE_CODES: Final = frozenset(
     {
         "INVALID_ARGUMENTS",
         "INVALID_PROJECT_ID",
-        "PROJECT_NOT_FOUND",
+        "AMBIGUOUS_ID",
+        "INVALID_ID",
         "PROJECT_ROOT_INVALID",
         "PROJECT_ROOT_REQUIRED",
         "CONFIRMATION_REQUIRED",
         "OUTPUT_EXISTS",
+        "RELINK_TARGET_EXISTS",
     }
 )
+_NOT_FOUND_CODES: Final = frozenset({"PROJECT_NOT_FOUND", "TASK_NOT_FOUND", "CLAIM_NOT_FOUND"})
 _ENVIRONMENT_CODES: Final = frozenset(
     {"DATA_DIR_REQUIRED", "INVALID_DATA_DIR", "PATH_ESCAPE", "UNSAFE_DATA_FILE", "STORAGE_READ_FAILED"}
 )
@@ -38,7 +44,14 @@ _BUSY_CODES: Final = frozenset({"LOCK_TIMEOUT", "LOCK_COMPROMISED", "LOCK_RELEAS
 _REMEDIES: Final[dict[str, str]] = {
     "INVALID_ARGUMENTS": "check the options with `intentloop <command> --help`",
     "INVALID_PROJECT_ID": "a project id is 64 lowercase hex characters; `intentloop status` lists them",
-    "PROJECT_NOT_FOUND": "`intentloop status` lists the projects under this data root; check INTENT_LOOP_DATA_DIR",
+    "PROJECT_NOT_FOUND": "`intentloop projects` lists the projects under this data root; check INTENT_LOOP_DATA_DIR",
+    "TASK_NOT_FOUND": "`intentloop tasks` lists the tasks (choose the project with --project-root or --project-id)",
+    "CLAIM_NOT_FOUND": "`intentloop show TASK` lists a task's claims with their ids",
+    "INVALID_ID": "a task or claim is named by its id or a unique prefix of it (hex digits and dashes)",
+    "AMBIGUOUS_ID": "the prefix matches more than one id: type more of it (the error lists the candidates)",
+    "RELINK_TARGET_EXISTS": "the new root already has memory: pass --merge to import the old tasks into it",
+    "MODE_OFF": "the task is off: turn it on with intent_set_mode (or `/intent on` in the host) to read it",
+    "PRIVATE_SESSION_ACTIVE": "the task is private in a session: end private mode there, or `intentloop forget task`",
     "PROJECT_ROOT_INVALID": "pass --project-root as an absolute path to an existing local directory",
     "PROJECT_ROOT_REQUIRED": "pass --project-root P or --project-id ID",
     "CONFIRMATION_REQUIRED": "run it in a terminal to confirm, or pass --yes once you have read what it will do",
@@ -52,12 +65,12 @@ _REMEDIES: Final[dict[str, str]] = {
     "CORRUPT_LEDGER": "save what verifies with `intentloop recover export`, then `intentloop recover quarantine`",
     "CORRUPT_TRAILING_EVENT": "a write crashed midway: the next write repairs it (or `intentloop recover quarantine`)",
     "FUTURE_SCHEMA": "this ledger was written by a newer intentloop: upgrade intentloop; do not quarantine it",
-    "MIGRATION_UNAVAILABLE": "no release reads this record: `intentloop recover export`, then quarantine --keep-bytes",
+    "MIGRATION_UNAVAILABLE": "no release reads this record: `intentloop recover export`, then `recover quarantine`",
     "LOCK_TIMEOUT": "another process holds the ledger lock: retry when it has finished",
     "LOCK_COMPROMISED": "the ledger lock changed hands while waiting: retry",
     "LOCK_RELEASE_TIMEOUT": "the ledger lock could not be released in time: retry",
     "TRANSIENT_FILE_RACE": "the ledger changed while the command ran: run it again",
-    "INTERNAL_ERROR": "this is a bug: re-run with INTENT_LOOP_DEBUG=1 for a traceback and report it",
+    "INTERNAL_ERROR": "this is a bug: re-run with INTENT_LOOP_DEBUG=1 to see where it failed, and report it",
 }
 _DEFAULT_REMEDY: Final = "see docs/CLI.md for this code, or re-run with --json for the details"
 
@@ -69,7 +82,8 @@ def exit_code_for(code: str) -> int:
         code: a stable code from ``intentloop.errors.CODES``.
 
     Returns:
-        2 for usage errors, 3 for environment errors, 4 for a busy lock, 1 for everything else.
+        2 for usage errors, 3 for environment errors, 4 for a busy lock, 5 for a project, task or claim that does
+        not exist, 1 for everything else.
     """
     if code in _USAGE_CODES:
         return USAGE
@@ -77,6 +91,8 @@ def exit_code_for(code: str) -> int:
         return ENVIRONMENT
     if code in _BUSY_CODES:
         return BUSY
+    if code in _NOT_FOUND_CODES:
+        return NOT_FOUND
     return DAMAGED
 
 
@@ -85,4 +101,4 @@ def remedy_for(code: str) -> str:
     return _REMEDIES.get(code, _DEFAULT_REMEDY)
 
 
-__all__ = ["BUSY", "DAMAGED", "ENVIRONMENT", "OK", "USAGE", "exit_code_for", "remedy_for"]
+__all__ = ["BUSY", "DAMAGED", "ENVIRONMENT", "NOT_FOUND", "OK", "USAGE", "exit_code_for", "remedy_for"]

@@ -11,7 +11,7 @@ ProjectRootOption = Annotated[
     typer.Option(
         "--project-root",
         metavar="P",
-        help="The project's folder (an absolute path to an existing directory); hashed into its project id.",
+        help="The project's folder (an absolute path to an existing directory; default: the current directory).",
         show_default=False,
     ),
 ]
@@ -20,7 +20,7 @@ ProjectIdOption = Annotated[
     typer.Option(
         "--project-id",
         metavar="ID",
-        help="The project's id (64 hex characters, as `intentloop status` lists them).",
+        help="The project's id, or a unique prefix of it (as `intentloop projects` lists them).",
         show_default=False,
     ),
 ]

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from intentloop.errors import InvalidInputError, StorageError
+from intentloop.errors import InvalidInputError
 
 if TYPE_CHECKING:
     from intentloop.store import ProjectStore
@@ -64,25 +64,17 @@ def project_id_of(project_root: str | None, project_id: str | None) -> tuple[str
 def resolve_target(project_root: str | None, project_id: str | None, *, must_exist: bool = True) -> Target:
     """Resolve the options and the data root into a :class:`Target`; creates nothing.
 
-    Args:
-        project_root: ``--project-root`` (an existing local directory).
-        project_id: ``--project-id`` (64 lowercase hex).
-        must_exist: refuse a project that has no directory under the data root.
+    Without either option the project is the current directory's; ``--project-id`` may be a unique prefix of an id
+    (in either case). See :func:`cli._select.select_project`.
 
     Raises:
         InvalidInputError: ``INVALID_ARGUMENTS``, ``PROJECT_ROOT_INVALID``.
-        StorageError: ``INVALID_PROJECT_ID``, ``DATA_DIR_REQUIRED``, ``PROJECT_NOT_FOUND``, ``PATH_ESCAPE``,
-            ``INVALID_DATA_DIR``.
+        StorageError: ``INVALID_PROJECT_ID``, ``DATA_DIR_REQUIRED``, ``PROJECT_NOT_FOUND``, ``AMBIGUOUS_ID``,
+            ``PATH_ESCAPE``, ``INVALID_DATA_DIR``.
     """
-    from intentloop.store import ProjectStore, resolve_data_root
+    from cli._select import select_project
 
-    pid, canonical = project_id_of(project_root, project_id)
-    data_root = resolve_data_root()
-    store = ProjectStore(data_root, pid)
-    if must_exist and not store.exists():
-        named = f"the project at {canonical}" if canonical else f"project {pid}"
-        raise StorageError(f"{named} has no data under {data_root}", code="PROJECT_NOT_FOUND")
-    return Target(data_root=data_root, project_id=pid, project_root=canonical, store=store)
+    return select_project(project_root, project_id, must_exist=must_exist)
 
 
 __all__ = ["Target", "project_id_of", "resolve_target"]

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from cli._exit import OK
 from cli._options import JsonOption, ProjectRootOption
 from cli._output import Output, key_value_table
+from cli._select import plural
 from intentloop import SCHEMA_VERSION, SERVER_NAME, __version__
 from intentloop.errors import StorageError
 
@@ -134,8 +135,9 @@ def _show(out: Output, fields: dict[str, Any], summaries: list[ProjectSummary]) 
     out.show(table)
     totals = fields["totals"]
     out.line(
-        f"{totals['projects']} project(s), {totals['tasks']} task(s), {totals['candidates']} candidate(s), "
-        f"{totals['private_controls']} private control(s), {totals['damaged']} damaged."
+        f"{plural(totals['projects'], 'project')}, {plural(totals['tasks'], 'task')}, "
+        f"{plural(totals['candidates'], 'candidate')}, {plural(totals['private_controls'], 'private control')}, "
+        f"{totals['damaged']} damaged."
     )
 
 

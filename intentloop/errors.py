@@ -95,6 +95,8 @@ CODES: dict[str, bool] = {
     # admin CLI and recovery
     "PROJECT_NOT_FOUND": False,
     "OUTPUT_EXISTS": False,
+    "AMBIGUOUS_ID": False,
+    "RELINK_TARGET_EXISTS": False,
 }
 
 

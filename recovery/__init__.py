@@ -5,6 +5,7 @@ Verification is the store's (``intentloop.store.verify_ledger_bytes``); recovery
 and acts on exactly the prefix the store verified.
 """
 
+from recovery._files import write_private_file
 from recovery.export import ExportResult, export_verified_prefix
 from recovery.inventory import (
     ProjectSummary,
@@ -14,7 +15,9 @@ from recovery.inventory import (
     summarize_project,
 )
 from recovery.quarantine import RECORD_PREFIX, QuarantineResult, quarantine_damaged_suffix, refusal
+from recovery.relink import RelinkResult, relink_project, retire_after_merge
 from recovery.report import LedgerCheck, VerifyReport, check_bytes, check_ledger, verify_project
+from recovery.salvage import SalvageResult, SuffixContents, count_suffix, salvage
 
 __all__ = [
     "RECORD_PREFIX",
@@ -22,15 +25,23 @@ __all__ = [
     "LedgerCheck",
     "ProjectSummary",
     "QuarantineResult",
+    "RelinkResult",
+    "SalvageResult",
+    "SuffixContents",
     "VerifyReport",
     "check_bytes",
     "check_ledger",
+    "count_suffix",
     "count_tasks_and_candidates",
     "export_verified_prefix",
     "list_project_ids",
     "quarantine_damaged_suffix",
     "refusal",
+    "relink_project",
+    "retire_after_merge",
+    "salvage",
     "summarize_all",
     "summarize_project",
     "verify_project",
+    "write_private_file",
 ]

@@ -20,6 +20,7 @@ from intentloop.errors import CorruptLedgerError, StorageError
 from intentloop.model import canonical_bytes, utc_now
 from recovery._files import read_data_file
 from recovery.report import LedgerCheck, check_ledger
+from recovery.salvage import count_suffix
 
 if TYPE_CHECKING:
     from intentloop.store import LockedLedger, ProjectStore
@@ -169,6 +170,9 @@ def _write_record(
         "code": report.code,
         "torn_tail": report.torn_tail,
         "kept_prefix": {"events": report.events, "byte_length": report.verified_bytes, "head_hash": report.head_hash},
+        "contents": count_suffix(
+            check.suffix, project_id=report.project_id, first_line=report.first_bad_line or 1
+        ).to_dict(),
         "raw_bytes_file": kept.name if kept is not None else None,
     }
     ledger.write_quarantine(f"{stem}.json", canonical_bytes(summary) + b"\n")

@@ -158,22 +158,23 @@ def test_verify_tampered_middle_exits_1_with_line_and_reason(world: World) -> No
     assert "error[CORRUPT_LEDGER]: line 3" in human.stderr and "remedy:" in human.stderr
 
 
-def test_verify_missing_project_is_a_usage_error(world: World) -> None:
+def test_verify_missing_project_is_not_found(world: World) -> None:
     root, pid, _ledger = world.project()
     world.write(world.project("other")[2], b"")  # the data root exists, this project does not
     code, body = world.json("verify", "--project-root", str(root))
-    assert code == 2 and body["error"]["code"] == "PROJECT_NOT_FOUND"
+    assert code == 5 and body["error"]["code"] == "PROJECT_NOT_FOUND"
     assert world.run("verify", "--project-root", str(world.tmp / "no-such-folder")).returncode == 2
     assert not (world.data_root / "projects" / pid).exists()
 
 
-def test_verify_unknown_id_is_a_usage_error(world: World) -> None:
+def test_verify_unknown_id_is_not_found(world: World) -> None:
     code, body = world.json("verify", "--project-id", "../../etc")
     assert code == 2 and body["error"]["code"] == "INVALID_PROJECT_ID"
     code, body = world.json("verify", "--project-id", "a" * 64)
-    assert code == 2 and body["error"]["code"] == "PROJECT_NOT_FOUND"
-    code, body = world.json("verify")
-    assert code == 2 and body["error"]["code"] == "INVALID_ARGUMENTS"
+    assert code == 5 and body["error"]["code"] == "PROJECT_NOT_FOUND"
+    code, body = world.json("verify")  # no option: the current directory's project, which has no data here
+    assert code == 5 and body["error"]["code"] == "PROJECT_NOT_FOUND"
+    assert "current directory" in body["error"]["message"]
 
 
 def test_verify_reads_without_the_lock_while_a_live_process_holds_it(world: World) -> None:
@@ -196,10 +197,10 @@ def test_verify_reads_without_the_lock_while_a_live_process_holds_it(world: Worl
 
 def test_verify_on_an_empty_or_missing_data_root_creates_nothing(world: World) -> None:
     code, body = world.json("verify", "--project-id", "b" * 64)
-    assert code == 2 and body["error"]["code"] == "PROJECT_NOT_FOUND"
+    assert code == 5 and body["error"]["code"] == "PROJECT_NOT_FOUND"
     assert not world.data_root.exists()
     world.data_root.mkdir()
-    assert world.json("verify", "--project-id", "b" * 64)[0] == 2
+    assert world.json("verify", "--project-id", "b" * 64)[0] == 5
     assert list(world.data_root.iterdir()) == []
 
 

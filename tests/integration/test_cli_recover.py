@@ -2,8 +2,8 @@
 
 Export: the file holds exactly the verified prefix and verifies on its own; the live ledger is unchanged.
 Quarantine: afterwards the ledger is the verified prefix, verifies, and writes work again; raw damaged bytes are kept
-only with --keep-bytes (0600, inside quarantine/); it asks first, refuses without a terminal unless --yes, and
-refuses while a live process holds the lock.
+by default (0600, inside quarantine/) and not with --summary-only; it counts what it sets aside and asks first,
+refuses without a terminal unless --yes, and refuses while a live process holds the lock.
 """
 
 from __future__ import annotations
@@ -192,12 +192,14 @@ def test_export_refuses_to_overwrite_unless_asked(world: World) -> None:
 def test_export_missing_project_unknown_id_and_empty_data_root(world: World) -> None:
     out = world.tmp / "export.jsonl"
     code, body = world.json("recover", "export", "--project-root", str(world.root), "--out", str(out))
-    assert code == 2 and body["error"]["code"] == "PROJECT_NOT_FOUND"
+    assert code == 5 and body["error"]["code"] == "PROJECT_NOT_FOUND"
     assert not world.data_root.exists()
     world.data_root.mkdir()
     code, body = world.json("recover", "export", "--project-id", "e" * 64, "--out", str(out))
-    assert code == 2 and body["error"]["code"] == "PROJECT_NOT_FOUND"
-    code, body = world.json("recover", "export", "--project-id", "E" * 64, "--out", str(out))
+    assert code == 5 and body["error"]["code"] == "PROJECT_NOT_FOUND"
+    code, body = world.json("recover", "export", "--project-id", "E" * 64, "--out", str(out))  # ids in either case
+    assert code == 5 and body["error"]["code"] == "PROJECT_NOT_FOUND"
+    code, body = world.json("recover", "export", "--project-id", "G" * 64, "--out", str(out))
     assert code == 2 and body["error"]["code"] == "INVALID_PROJECT_ID"
     assert not out.exists() and list(world.data_root.iterdir()) == []
 
@@ -241,33 +243,59 @@ QUARANTINE_FIELDS = {
     "record",
     "kept_bytes_file",
     "reused_record",
+    "contents",
 }
 
 
 @pytest.mark.parametrize("damage", ["torn", "tampered"])
 def test_quarantine_keeps_the_prefix_records_a_summary_and_writes_work_again(world: World, damage: str) -> None:
     prefix_lines, suffix = world.torn() if damage == "torn" else world.tampered()
-    code, body = world.json("recover", "quarantine", "--project-root", str(world.root), "--yes")
+    code, body = world.json("recover", "quarantine", "--project-root", str(world.root), "--yes", "--summary-only")
     assert code == 0 and set(body) == QUARANTINE_FIELDS and body["action"] == "quarantined"
     assert world.ledger.read_bytes() == b"".join(prefix_lines)
     assert world.run("verify", "--project-id", world.pid).returncode == 0
     [record] = [json.loads(p.read_bytes()) for p in world.quarantine.glob("*.json")]
     assert record["byte_length"] == len(suffix) and record["first_bad_line"] == len(prefix_lines) + 1
     assert {"byte_length", "sha256", "observed_at", "first_bad_line", "reason"} <= set(record)
-    assert not [p for p in world.quarantine.iterdir() if p.suffix != ".json"]  # no raw bytes kept
+    assert not [p for p in world.quarantine.iterdir() if p.suffix != ".json"]  # --summary-only: no raw bytes kept
     assert all(suffix not in p.read_bytes() for p in world.quarantine.iterdir())
     assert world.can_write()
     again = world.json("recover", "quarantine", "--project-id", world.pid, "--yes")
     assert again[0] == 0 and again[1]["action"] == "none"  # idempotent
 
 
-def test_quarantine_keep_bytes_keeps_raw_bytes_0600_inside_quarantine(world: World) -> None:
+@pytest.mark.parametrize("flag", [[], ["--keep-bytes"]])
+def test_quarantine_keeps_raw_bytes_0600_inside_quarantine_by_default(world: World, flag: list[str]) -> None:
     _prefix, suffix = world.tampered()
-    code, body = world.json("recover", "quarantine", "--project-id", world.pid, "--yes", "--keep-bytes")
+    code, body = world.json("recover", "quarantine", "--project-id", world.pid, "--yes", *flag)
     assert code == 0
     kept = Path(body["kept_bytes_file"])
     assert kept.parent == world.quarantine and kept.read_bytes() == suffix
     assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+    # lines 4-5 of 5 are set aside: 2 events (line 4 tampered, line 5 intact), 2 claims, 1 task
+    assert body["contents"] == {
+        "bytes": len(suffix),
+        "lines": 2,
+        "events": 2,
+        "intact_events": 1,
+        "claims": 2,
+        "tasks": 1,
+    }
+    [record] = [json.loads(p.read_bytes()) for p in world.quarantine.glob("*.json")]
+    assert record["contents"] == body["contents"] and record["raw_bytes_file"] == kept.name
+
+
+def test_quarantine_prints_the_counts_before_acting_and_summary_only_conflicts_with_keep_bytes(world: World) -> None:
+    world.tampered()
+    live = world.ledger.read_bytes()
+    both = world.run("recover", "quarantine", "--project-id", world.pid, "--yes", "--summary-only", "--keep-bytes")
+    assert both.returncode == 2 and "error[INVALID_ARGUMENTS]" in both.stderr
+    assert world.ledger.read_bytes() == live  # positive control below: the same command without the conflict acts
+    done = world.run("recover", "quarantine", "--project-id", world.pid, "--yes")
+    assert done.returncode == 0, done.stderr
+    assert "2 events, 2 claims, 1 task (" in done.stdout and "1 event whose own hash verifies" in done.stdout
+    assert done.stdout.index("Damage found") < done.stdout.index("Quarantined")
+    assert "recover salvage" in done.stdout
 
 
 def test_quarantine_without_a_terminal_needs_yes(world: World) -> None:
@@ -310,6 +338,7 @@ def test_quarantine_asks_on_a_terminal_and_a_no_changes_nothing(world: World) ->
     live = world.ledger.read_bytes()
     code, _out, prompt = _on_terminal(world, b"n\n")
     assert b"[y/N]" in prompt
+    assert b"Set aside 2 events, 2 claims, 1 task (" in prompt  # the counts come before the question
     assert code == 1 and world.ledger.read_bytes() == live
 
 
@@ -333,7 +362,7 @@ def test_quarantine_refuses_while_a_live_process_holds_the_lock(world: World, ho
 
 def test_quarantine_intact_missing_unknown_and_empty_data_root(world: World) -> None:
     code, body = world.json("recover", "quarantine", "--project-id", world.pid, "--yes")
-    assert code == 2 and body["error"]["code"] == "PROJECT_NOT_FOUND" and not world.data_root.exists()
+    assert code == 5 and body["error"]["code"] == "PROJECT_NOT_FOUND" and not world.data_root.exists()
     world.data_root.mkdir()
     assert world.json("recover", "quarantine", "--project-id", "not-an-id", "--yes")[1]["error"]["code"] == (
         "INVALID_PROJECT_ID"

@@ -16,8 +16,12 @@ def test_every_documented_command_is_registered() -> None:
     from typer.main import get_command
 
     group = get_command(build_app())
-    assert set(group.commands) == {"status", "verify", "recover", "serve", "hook", "install", "demo"}  # type: ignore[attr-defined]
-    assert set(group.commands["recover"].commands) == {"export", "quarantine"}  # type: ignore[attr-defined]
+    assert set(group.commands) == {  # type: ignore[attr-defined]
+        *("status", "verify", "recover", "serve", "hook", "install", "demo"),
+        *("projects", "tasks", "show", "export", "forget", "relink"),
+    }
+    assert set(group.commands["recover"].commands) == {"export", "quarantine", "salvage"}  # type: ignore[attr-defined]
+    assert set(group.commands["forget"].commands) == {"claim", "task"}  # type: ignore[attr-defined]
 
 
 def test_help_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from cli._exit import BUSY, DAMAGED, ENVIRONMENT, OK, USAGE, exit_code_for, remedy_for
+from cli._exit import BUSY, DAMAGED, ENVIRONMENT, NOT_FOUND, OK, USAGE, exit_code_for, remedy_for
 from cli._output import Output, error_dict
 from intentloop.errors import CODES, CorruptLedgerError, IntentLoopError, StorageError
 
@@ -20,7 +20,11 @@ from intentloop.errors import CODES, CorruptLedgerError, IntentLoopError, Storag
         ("INTERNAL_ERROR", DAMAGED),
         ("INVALID_ARGUMENTS", USAGE),
         ("INVALID_PROJECT_ID", USAGE),
-        ("PROJECT_NOT_FOUND", USAGE),
+        ("PROJECT_NOT_FOUND", NOT_FOUND),
+        ("TASK_NOT_FOUND", NOT_FOUND),
+        ("CLAIM_NOT_FOUND", NOT_FOUND),
+        ("AMBIGUOUS_ID", USAGE),
+        ("INVALID_ID", USAGE),
         ("PROJECT_ROOT_INVALID", USAGE),
         ("CONFIRMATION_REQUIRED", USAGE),
         ("OUTPUT_EXISTS", USAGE),
