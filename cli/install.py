@@ -1,8 +1,9 @@
 """``intentloop install codex|claude [--dry-run] [--uninstall]``: register the MCP server and the five hooks.
 
 Everything points at this installation with absolute paths (the ``intentloop`` script beside ``sys.executable``, or
-``sys.executable -m cli.entry``) and names the data root explicitly: Codex gives an MCP server only its configured
-``env``, and neither host gives a non-plugin hook ``CODEX_HOME`` or ``PLUGIN_DATA`` for sure.
+``sys.executable -m cli.entry``) and pins the user's one data root (``locate_data_root``, the same for both hosts)
+explicitly: Codex gives an MCP server only HOME, PATH, USER, LANG, TERM, TMPDIR and its configured ``env``, and a
+host started from a desktop launcher may not see the ``XDG_DATA_HOME`` of the shell the installer ran in.
 
 Files written:
 
@@ -46,7 +47,7 @@ from cli._install_edit import (
     toml_uninstall,
 )
 from intentloop.errors import IntentLoopError, StorageError
-from intentloop.store import resolve_data_root
+from intentloop.store import DataRoot, locate_data_root
 
 Host = Literal["codex", "claude"]
 HOSTS: Final = ("codex", "claude")
@@ -127,20 +128,14 @@ def default_program() -> tuple[str, ...]:
     return (str(exe), "-m", "cli.entry")
 
 
-def default_data_root(host: Host, env: Mapping[str, str], home: Path) -> Path:
-    """The data root to pin: whatever CONTRACT §1 resolves in this environment, else the host's default.
+def default_data_root(env: Mapping[str, str], home: Path) -> DataRoot:
+    """The data root to pin: the one every other process of this user resolves (``locate_data_root``), with ``home``
+    as HOME. Both installers pin the same root, so Codex and Claude Code share one memory.
 
-    Codex: ``~/.codex/plugin-data/intent-loop/v1``, the place Codex's own plugin route uses; Claude Code:
-    ``$CLAUDE_CONFIG_DIR`` (or ``~/.claude``) ``/plugin-data/intent-loop/v1``.
+    Raises:
+        StorageError: ``DATA_DIR_REQUIRED`` (only when ``home`` is not absolute and no override is set).
     """
-    try:
-        return resolve_data_root(env)
-    except StorageError:
-        pass
-    if host == "codex":
-        return home / ".codex" / "plugin-data" / "intent-loop" / "v1"
-    base = Path(env["CLAUDE_CONFIG_DIR"]).expanduser() if env.get("CLAUDE_CONFIG_DIR") else home / ".claude"
-    return base.absolute() / "plugin-data" / "intent-loop" / "v1"
+    return locate_data_root({**env, "HOME": str(home)})
 
 
 def hook_command(program: Sequence[str], event: str, data_root: Path) -> str:
@@ -369,10 +364,14 @@ def install(
     if host not in HOSTS:
         raise IntentLoopError(f"unknown host {host!r}: expected codex or claude", code="INVALID_ARGUMENTS")
     env = os.environ if env is None else env
-    home = (home or Path.home()).absolute()
+    home = (home or (Path(env["HOME"]) if env.get("HOME") else Path.home())).absolute()
     prog = tuple(program) if program is not None else default_program()
     which = cast(Host, host)
-    root = (data_root or default_data_root(which, env, home)).absolute()
+    if data_root is not None:
+        located = DataRoot(data_root.absolute(), "INTENT_LOOP_DATA_DIR", "chosen by the caller")
+    else:
+        located = default_data_root(env, home)
+    root = located.path
     groups = hook_groups(prog, root)
     server = server_entry(prog, root)
     plans: list[tuple[Path, Transform, Transform, Callable[[bytes], bool]]] = []
@@ -434,7 +433,7 @@ def install(
         for change, backup_bytes in changes:
             _apply(change, backup_bytes)
     if not uninstall:
-        notes.append(f"MCP server `{SERVER_KEY}` and hooks use the data root {root}.")
+        notes.append(f"MCP server `{SERVER_KEY}` and hooks use the data root {root} ({located.reason}).")
     return InstallResult(
         host=which,
         uninstall=uninstall,

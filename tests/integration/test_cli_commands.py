@@ -60,8 +60,9 @@ def test_hook_prints_one_json_line_and_exits_0(tmp_path: Path) -> None:
 
 
 def test_hook_fails_open_without_a_data_root_and_on_garbage(tmp_path: Path) -> None:
+    no_home = {k: v for k, v in _env(tmp_path).items() if k != "HOME"}
     for stdin in (_hook_payload(tmp_path), "not json at all"):
-        done = _run(["hook"], _env(tmp_path), stdin)
+        done = _run(["hook"], no_home, stdin)
         assert done.returncode == 0
         assert json.loads(done.stdout) == {"continue": True, "suppressOutput": True}
 

@@ -14,6 +14,7 @@ import intentloop
 from cli._install_edit import HOOK_ARGS
 from cli.install import hook_groups
 from hooks._payload import FORCED_EVENTS
+from intentloop.store import ROOT_ENV_VARS
 
 REPO = Path(__file__).resolve().parents[2]
 EVENTS = ["SessionStart", "UserPromptSubmit", "PostCompact", "Stop", "SessionEnd"]
@@ -43,7 +44,8 @@ def test_codex_plugin_manifest() -> None:
 
 
 def test_mcp_json_registers_intent_loop() -> None:
-    assert _json(".mcp.json") == {"mcpServers": {"intent_loop": {"command": "intentloop", "args": ["serve"]}}}
+    entry = {"command": "intentloop", "args": ["serve"], "env_vars": list(ROOT_ENV_VARS)}
+    assert _json(".mcp.json") == {"mcpServers": {"intent_loop": entry}}
 
 
 def test_hooks_json_shape() -> None:

@@ -84,7 +84,7 @@ def test_install_adds_server_and_hooks_and_keeps_every_user_byte(codex: Codex) -
     assert text.startswith(USER_TOML)  # every byte of the user's file, then our block
     assert text[len(USER_TOML) :].startswith("\n" + TOML_BEGIN + "\n")
     doc = tomllib.loads(text)
-    root = codex.dir / "plugin-data" / "intent-loop" / "v1"
+    root = codex.home / ".local" / "share" / "intentloop" / "v1"  # the per-user default, not Codex's folder
     assert doc["mcp_servers"]["intent_loop"] == {
         "command": PROGRAM[0],
         "args": ["serve"],
@@ -223,7 +223,32 @@ def test_codex_home_comes_from_the_environment(tmp_path: Path) -> None:
     home = tmp_path / "custom-codex"
     result = install("codex", env={"CODEX_HOME": str(home)}, home=tmp_path / "h", program=PROGRAM)
     assert {c.path for c in result.changes} == {home / "config.toml", home / "hooks.json"}
-    assert result.data_root == home / "plugin-data" / "intent-loop" / "v1"
+    assert result.data_root == tmp_path / "h" / ".local" / "share" / "intentloop" / "v1"
+
+
+def test_the_original_plugins_data_is_pinned_when_it_is_all_there_is(tmp_path: Path) -> None:
+    codex_home = tmp_path / "custom-codex"
+    original = codex_home / "plugin-data" / "intent-loop" / "v1"
+    (original / "projects").mkdir(parents=True)
+    result = install("codex", env={"CODEX_HOME": str(codex_home)}, home=tmp_path / "h", program=PROGRAM)
+    assert result.data_root == original
+    assert any("original intent-loop plugin" in note for note in result.notes)
+    entry = tomllib.loads((codex_home / "config.toml").read_text())["mcp_servers"]["intent_loop"]
+    assert entry["env"] == {"INTENT_LOOP_DATA_DIR": str(original)}
+
+
+def test_both_installers_pin_the_same_root_for_one_user(tmp_path: Path) -> None:
+    home = tmp_path / "h"
+    codex = install("codex", env={}, home=home, program=PROGRAM)
+    claude = install("claude", env={}, home=home, program=PROGRAM)
+    assert codex.data_root == claude.data_root == home / ".local" / "share" / "intentloop" / "v1"
+    xdg = {"XDG_DATA_HOME": str(tmp_path / "xdg")}
+    assert (
+        install("codex", env=xdg, home=home, program=PROGRAM, dry_run=True).data_root == tmp_path / "xdg/intentloop/v1"
+    )
+    assert (
+        install("claude", env=xdg, home=home, program=PROGRAM, dry_run=True).data_root == tmp_path / "xdg/intentloop/v1"
+    )
 
 
 def test_installed_hook_commands_run(codex: Codex, tmp_path: Path) -> None:
