@@ -82,7 +82,7 @@ def test_install_codex_dry_run_writes_nothing_then_install_and_uninstall(tmp_pat
     assert not codex.exists()
     assert _run(["install", "codex"], env).returncode == 0
     config = (codex / "config.toml").read_text()
-    assert "[mcp_servers.intent_loop]" in config and "serve" in config
+    assert "mcp_servers.intent_loop = {" in config and "serve" in config
     again = json.loads(_run(["install", "codex", "--json"], env).stdout)
     assert again["changed"] is False
     assert _run(["install", "codex", "--uninstall"], env).returncode == 0

@@ -334,4 +334,10 @@ def uninstall(report: Report, host: str, env: dict[str, str], intentloop: str, c
         f"rc={res.rc}",
     )
     left = sorted(cfg.get("hooks", {}).get("state", {}))
-    report.note(host, f"hooks.state entries left after uninstall (Codex's own trust records): {len(left)}")
+    backups = sorted(p.name for p in codex_home.glob("*.intentloop.bak"))
+    report.check(
+        host,
+        "uninstall after trust: Codex's trust records for our hooks and the .intentloop.bak files are gone",
+        not left and not backups,
+        f"hooks.state left: {left}; backups left: {backups}",
+    )
