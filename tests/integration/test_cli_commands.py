@@ -133,3 +133,19 @@ def test_python_dash_m_cli_is_the_same_program(tmp_path: Path) -> None:
         timeout=60,
     )
     assert done.returncode == 0 and json.loads(done.stdout)["command"] == "status"
+
+
+def test_install_json_reports_a_backup_removed_by_uninstall(tmp_path: Path) -> None:
+    codex = tmp_path / "codex"
+    codex.mkdir()
+    (codex / "config.toml").write_text('model = "o3"\n')
+    env = _env(tmp_path, CODEX_HOME=str(codex))
+    assert _run(["install", "codex"], env).returncode == 0
+    assert (codex / "config.toml.intentloop.bak").exists()
+    with (codex / "config.toml").open("a") as fh:
+        fh.write("\n[tui]\nanimations = false\n")  # a later edit: the original bytes cannot simply come back
+    body = json.loads(_run(["install", "codex", "--uninstall", "--json"], env).stdout)
+    config = next(c for c in body["changes"] if c["path"].endswith("config.toml"))
+    assert config["action"] == "update" and config["backup_removed"] == str(codex / "config.toml.intentloop.bak")
+    assert not (codex / "config.toml.intentloop.bak").exists()
+    assert (codex / "config.toml").read_text() == 'model = "o3"\n\n[tui]\nanimations = false\n'
