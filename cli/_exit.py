@@ -44,7 +44,10 @@ _BUSY_CODES: Final = frozenset({"LOCK_TIMEOUT", "LOCK_COMPROMISED", "LOCK_RELEAS
 _REMEDIES: Final[dict[str, str]] = {
     "INVALID_ARGUMENTS": "check the options with `intentloop <command> --help`",
     "INVALID_PROJECT_ID": "a project id is 64 lowercase hex characters; `intentloop status` lists them",
-    "PROJECT_NOT_FOUND": "`intentloop projects` lists the projects under this data root; check INTENT_LOOP_DATA_DIR",
+    "PROJECT_NOT_FOUND": (
+        "`intentloop projects` lists the projects under this data root; `intentloop status` shows the root and why "
+        "it was chosen"
+    ),
     "TASK_NOT_FOUND": "`intentloop tasks` lists the tasks (choose the project with --project-root or --project-id)",
     "CLAIM_NOT_FOUND": "`intentloop show TASK` lists a task's claims with their ids",
     "INVALID_ID": "a task or claim is named by its id or a unique prefix of it (hex digits and dashes)",
@@ -56,7 +59,7 @@ _REMEDIES: Final[dict[str, str]] = {
     "PROJECT_ROOT_REQUIRED": "pass --project-root P or --project-id ID",
     "CONFIRMATION_REQUIRED": "run it in a terminal to confirm, or pass --yes once you have read what it will do",
     "OUTPUT_EXISTS": "choose another --out path, or pass --overwrite to replace the file",
-    "DATA_DIR_REQUIRED": "set INTENT_LOOP_DATA_DIR (or CODEX_HOME / PLUGIN_DATA) to the intentloop data root",
+    "DATA_DIR_REQUIRED": "set HOME (the data root defaults to ~/.local/share/intentloop/v1) or INTENT_LOOP_DATA_DIR",
     "INVALID_DATA_DIR": "the data root and its projects/ folder must be directories you own; inspect them by hand",
     "PATH_ESCAPE": "a path under the data root is a symlink or leads outside it; inspect and remove it by hand",
     "UNSAFE_DATA_FILE": "a data file is not a regular single-link file; inspect it by hand before retrying",

@@ -1,8 +1,9 @@
 """``intentloop install codex|claude [--dry-run] [--uninstall]``: register the MCP server and the five hooks.
 
 Everything points at this installation with absolute paths (the ``intentloop`` script beside ``sys.executable``, or
-``sys.executable -m cli.entry``) and names the data root explicitly: Codex gives an MCP server only its configured
-``env``, and neither host gives a non-plugin hook ``CODEX_HOME`` or ``PLUGIN_DATA`` for sure.
+``sys.executable -m cli.entry``) and pins the user's one data root (``locate_data_root``, the same for both hosts)
+explicitly: Codex gives an MCP server only HOME, PATH, USER, LANG, TERM, TMPDIR and its configured ``env``, and a
+host started from a desktop launcher may not see the ``XDG_DATA_HOME`` of the shell the installer ran in.
 
 Files written:
 
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import shlex
 import sys
 import tempfile
@@ -35,18 +37,22 @@ from typing import Any, Final, Literal, cast
 from cli._install_edit import (
     HOOK_ARGS,
     SERVER_KEY,
+    TOML_BEGIN,
     HostConfigError,
+    appended_settings_land_in_our_table,
     dump_json,
     hooks_install,
     hooks_uninstall,
+    is_our_hook_command,
     load_json_object,
     server_install,
     server_uninstall,
     toml_install,
+    toml_remove_tables,
     toml_uninstall,
 )
 from intentloop.errors import IntentLoopError, StorageError
-from intentloop.store import resolve_data_root
+from intentloop.store import DataRoot, locate_data_root
 
 Host = Literal["codex", "claude"]
 HOSTS: Final = ("codex", "claude")
@@ -67,6 +73,8 @@ class FileChange:
     before: bytes | None
     after: bytes | None
     backup: Path | None = None
+    #: a ``.intentloop.bak`` that nothing needs any more (an uninstall left none of our entries): removed
+    drop_backup: Path | None = None
 
     def diff(self) -> str:
         """A unified diff of the change ("" when unchanged)."""
@@ -108,6 +116,8 @@ class InstallResult:
         for c in self.changes:
             extra = f"  (backup: {c.backup})" if c.backup is not None and c.action in ("create", "update") else ""
             out.append(f"  {c.action:<9} {c.path}{extra}")
+            if c.drop_backup is not None:
+                out.append(f"  {'delete':<9} {c.drop_backup}  (backup no longer needed)")
         if self.dry_run:
             out.extend(c.diff().rstrip("\n") for c in self.changes if c.action != "unchanged")
         out.extend(self.notes)
@@ -127,20 +137,14 @@ def default_program() -> tuple[str, ...]:
     return (str(exe), "-m", "cli.entry")
 
 
-def default_data_root(host: Host, env: Mapping[str, str], home: Path) -> Path:
-    """The data root to pin: whatever CONTRACT §1 resolves in this environment, else the host's default.
+def default_data_root(env: Mapping[str, str], home: Path) -> DataRoot:
+    """The data root to pin: the one every other process of this user resolves (``locate_data_root``), with ``home``
+    as HOME. Both installers pin the same root, so Codex and Claude Code share one memory.
 
-    Codex: ``~/.codex/plugin-data/intent-loop/v1``, the place Codex's own plugin route uses; Claude Code:
-    ``$CLAUDE_CONFIG_DIR`` (or ``~/.claude``) ``/plugin-data/intent-loop/v1``.
+    Raises:
+        StorageError: ``DATA_DIR_REQUIRED`` (only when ``home`` is not absolute and no override is set).
     """
-    try:
-        return resolve_data_root(env)
-    except StorageError:
-        pass
-    if host == "codex":
-        return home / ".codex" / "plugin-data" / "intent-loop" / "v1"
-    base = Path(env["CLAUDE_CONFIG_DIR"]).expanduser() if env.get("CLAUDE_CONFIG_DIR") else home / ".claude"
-    return base.absolute() / "plugin-data" / "intent-loop" / "v1"
+    return locate_data_root({**env, "HOME": str(home)})
 
 
 def hook_command(program: Sequence[str], event: str, data_root: Path) -> str:
@@ -198,28 +202,35 @@ def _plan_install(path: Path, add: Transform, remove: Transform) -> tuple[FileCh
     new_backup: bytes | None = None
     old_backup = _read(backup)
     # Keep a backup from an earlier install while the file still carries our entries; otherwise the file's current
-    # bytes are the "before intentloop" state.
-    if old_backup is None or remove(before) == before:
-        new_backup = before
+    # bytes, without any entry of ours (an install from before backups, or whose backup was deleted), are the
+    # "before intentloop" state.
+    without_us = remove(before)
+    if without_us == before or old_backup is None:
+        new_backup = without_us
     return FileChange(path, "update", before, after, backup), new_backup
 
 
 def _plan_uninstall(
     path: Path, add: Transform, remove: Transform, created_empty: Callable[[bytes], bool]
 ) -> FileChange:
+    """Plan removing our entries. The backup's bytes come back when the file is exactly what installing into them
+    gives, or what removing our entries gives (Codex's trust records for our hooks were the only other change);
+    otherwise only our entries go. Either way the backup is removed: once none of our entries is left, nothing
+    needs it."""
     before = _read(path)
+    backup = _backup_path(path)
+    stale = backup if os.path.lexists(backup) else None
     if before is None:
-        return FileChange(path, "unchanged", None, None)
+        return FileChange(path, "unchanged", None, None, drop_backup=stale)
     after = remove(before)
     if after == before:
-        return FileChange(path, "unchanged", before, before)
-    backup = _backup_path(path)
+        return FileChange(path, "unchanged", before, before, drop_backup=stale)
     original = _read(backup)
-    if original is not None and _reproduces(add, original, before):
+    if original is not None and (after == original or _reproduces(add, original, before)):
         return FileChange(path, "restore", before, original, backup)
     if after is None or (original is None and created_empty(after)):
-        return FileChange(path, "delete", before, None)
-    return FileChange(path, "update", before, after, backup if original is not None else None)
+        return FileChange(path, "delete", before, None, drop_backup=stale)
+    return FileChange(path, "update", before, after, drop_backup=stale)
 
 
 def _reproduces(add: Transform, original: bytes, current: bytes) -> bool:
@@ -277,6 +288,8 @@ def _apply(change: FileChange, backup_bytes: bytes | None) -> None:
             _unlink(change.backup)
     elif change.action == "delete":
         _unlink(change.path)
+    if change.drop_backup is not None:
+        _unlink(change.drop_backup)
 
 
 # ------------------------------------------------------------------------------------------------------ transforms
@@ -290,12 +303,12 @@ def _json_transforms(
     def add(data: bytes | None) -> bytes | None:
         doc = load_json_object(data, what)
         new = add_doc(doc)
-        return data if new == doc and data is not None else dump_json(new)
+        return data if new == doc and data is not None else dump_json(new, like=data)
 
     def remove(data: bytes | None) -> bytes | None:
         doc = load_json_object(data, what)
         new = remove_doc(doc)
-        return data if new == doc else dump_json(new)
+        return data if new == doc else dump_json(new, like=data)
 
     def created_empty(data: bytes) -> bool:
         return load_json_object(data, what) == {}
@@ -303,7 +316,34 @@ def _json_transforms(
     return add, remove, created_empty
 
 
-def _toml_transforms(server: Mapping[str, Any], what: str) -> tuple[Transform, Transform, Callable[[bytes], bool]]:
+def trust_keys(hooks_file: Path, doc: Mapping[str, Any]) -> set[tuple[str, ...]]:
+    """The ``hooks.state`` key paths Codex uses for the trust records of our hooks in ``hooks_file``.
+
+    Codex keys a hook by ``<hooks.json path>:<event in snake_case>:<group index>:<handler index>`` (seen with Codex
+    0.171 in ``tools/e2e``); the path is taken as given and as resolved, in case either was used.
+    """
+    keys: set[tuple[str, ...]] = set()
+    table = doc.get("hooks")
+    if not isinstance(table, Mapping):
+        return keys
+    paths = {str(hooks_file), os.path.realpath(hooks_file)}
+    for event, groups in table.items():
+        if event not in HOOK_ARGS or not isinstance(groups, list):
+            continue
+        snake = re.sub(r"(?<!^)(?=[A-Z])", "_", event).lower()
+        for gi, group in enumerate(groups):
+            handlers = group.get("hooks") if isinstance(group, Mapping) else None
+            for hi, handler in enumerate(handlers if isinstance(handlers, list) else []):
+                if isinstance(handler, Mapping) and is_our_hook_command(handler.get("command")):
+                    keys.update(("hooks", "state", f"{p}:{snake}:{gi}:{hi}") for p in paths)
+    return keys
+
+
+def _toml_transforms(
+    server: Mapping[str, Any],
+    what: str,
+    trusted: frozenset[tuple[str, ...]] = frozenset(),
+) -> tuple[Transform, Transform, Callable[[bytes], bool]]:
     def decode(data: bytes | None) -> str:
         try:
             return (data or b"").decode("utf-8")
@@ -318,6 +358,8 @@ def _toml_transforms(server: Mapping[str, Any], what: str) -> tuple[Transform, T
     def remove(data: bytes | None) -> bytes | None:
         text = decode(data)
         new = toml_uninstall(text, what=what)
+        if trusted:
+            new = toml_remove_tables(new, set(trusted))[0]
         return data if new == text else new.encode("utf-8")
 
     def created_empty(data: bytes) -> bool:
@@ -369,10 +411,14 @@ def install(
     if host not in HOSTS:
         raise IntentLoopError(f"unknown host {host!r}: expected codex or claude", code="INVALID_ARGUMENTS")
     env = os.environ if env is None else env
-    home = (home or Path.home()).absolute()
+    home = (home or (Path(env["HOME"]) if env.get("HOME") else Path.home())).absolute()
     prog = tuple(program) if program is not None else default_program()
     which = cast(Host, host)
-    root = (data_root or default_data_root(which, env, home)).absolute()
+    if data_root is not None:
+        located = DataRoot(data_root.absolute(), "INTENT_LOOP_DATA_DIR", "chosen by the caller")
+    else:
+        located = default_data_root(env, home)
+    root = located.path
     groups = hook_groups(prog, root)
     server = server_entry(prog, root)
     plans: list[tuple[Path, Transform, Transform, Callable[[bytes], bool]]] = []
@@ -380,7 +426,9 @@ def install(
     if host == "codex":
         chome = codex_home or (Path(env["CODEX_HOME"]).expanduser() if env.get("CODEX_HOME") else home / ".codex")
         config, hooks_file = chome.absolute() / "config.toml", chome.absolute() / "hooks.json"
-        plans.append((config, *_toml_transforms(server, str(config))))
+        trusted = frozenset(trust_keys(hooks_file, load_json_object(_read(hooks_file), str(hooks_file))))
+        trusted = trusted if uninstall else frozenset()
+        plans.append((config, *_toml_transforms(server, str(config), trusted)))
         plans.append(
             (
                 hooks_file,
@@ -434,7 +482,15 @@ def install(
         for change, backup_bytes in changes:
             _apply(change, backup_bytes)
     if not uninstall:
-        notes.append(f"MCP server `{SERVER_KEY}` and hooks use the data root {root}.")
+        notes.append(f"MCP server `{SERVER_KEY}` and hooks use the data root {root} ({located.reason}).")
+        for change, _ in changes:
+            text = (change.after or b"").decode("utf-8", "replace")
+            if change.path.suffix == ".toml" and appended_settings_land_in_our_table(text):
+                notes.append(
+                    f"Warning: intentloop's [mcp_servers.{SERVER_KEY}] table is the last table of {change.path}: "
+                    f"a setting you append at the end of that file would belong to it. Add new settings above the "
+                    f"`{TOML_BEGIN}` line instead."
+                )
     return InstallResult(
         host=which,
         uninstall=uninstall,

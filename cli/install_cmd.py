@@ -48,6 +48,7 @@ def _run(out: Output, host: str, *, dry_run: bool, uninstall: bool) -> int:
                         "path": str(c.path),
                         "action": c.action,
                         "backup": str(c.backup) if c.backup is not None else None,
+                        "backup_removed": str(c.drop_backup) if c.drop_backup is not None else None,
                         "diff": c.diff() if dry_run else None,
                     }
                     for c in result.changes

@@ -1,4 +1,5 @@
-"""``intentloop status``: versions, the resolved data root, and every project's counts and corruption status.
+"""``intentloop status``: versions, the resolved data root and how it was chosen, and every project's counts and
+corruption status.
 
 Status reads only: a missing data root is reported as missing, never created, and a damaged project is shown with
 its first bad line instead of failing the whole listing. Its exit code is 0 whenever it could look (use ``verify`` to
@@ -51,7 +52,7 @@ def versions() -> dict[str, str | int]:
 
 def _run(out: Output, project_root: str | None) -> int:
     from cli._target import project_id_of
-    from intentloop.store import resolve_data_root
+    from intentloop.store import locate_data_root
     from recovery import list_project_ids, summarize_all
 
     fields: dict[str, Any] = {"versions": versions()}
@@ -59,18 +60,30 @@ def _run(out: Output, project_root: str | None) -> int:
     if project_root is not None:
         only, _ = project_id_of(project_root, None)
         fields["project_root"] = project_root
+    fields["last_hook_problem"] = _last_hook_problem()
     try:
-        data_root = resolve_data_root()
+        located = locate_data_root()
     except StorageError as exc:
         return out.failure(exc, fields=fields) if out.json_mode else _no_root(out, fields, exc)
+    data_root = located.path
     exists = data_root.is_dir()
-    ids = [only] if only is not None else list_project_ids(data_root)
+    try:
+        ids = [only] if only is not None else list_project_ids(data_root)
+    except StorageError as exc:  # e.g. the root is a file: still say which root, why, and the last hook problem
+        fields["data_root"] = {"path": str(data_root), "exists": exists, "source": located.source}
+        fields["data_root"]["reason"] = located.reason
+        return out.failure(exc, fields=fields) if out.json_mode else _no_root(out, fields, exc, str(data_root))
     summaries: list[ProjectSummary] = []
     with out.progress("Verifying projects", total=len(ids)) as tick:
         for summary in summarize_all(data_root, ids):
             summaries.append(summary)
             tick.advance()
-    fields["data_root"] = {"path": str(data_root), "exists": exists}
+    fields["data_root"] = {
+        "path": str(data_root),
+        "exists": exists,
+        "source": located.source,
+        "reason": located.reason,
+    }
     fields["projects"] = [s.to_dict() for s in summaries]
     fields["totals"] = {
         "projects": sum(1 for s in summaries if s.project_exists),
@@ -87,14 +100,45 @@ def _run(out: Output, project_root: str | None) -> int:
     return OK
 
 
-def _no_root(out: Output, fields: dict[str, Any], exc: StorageError) -> int:
-    out.show(_versions_table(fields["versions"], data_root="(none: no data root is configured)"))
+def _last_hook_problem() -> dict[str, Any] | None:
+    """The newest line of the hook problem logs, with the remedy for its code (``None``: no problem logged)."""
+    import os
+
+    from cli._exit import remedy_for
+    from hooks._problems import BROKEN_INSTALLATION, last_problem
+
+    found = last_problem(os.environ)
+    if found is None:
+        return None
+    code = str(found.get("code"))
+    remedy = (
+        "reinstall intentloop, then re-run `intentloop install codex|claude` (or check the hook command)"
+        if code == BROKEN_INSTALLATION
+        else remedy_for(code)
+    )
+    return {**found, "remedy": remedy}
+
+
+def _problem_text(problem: dict[str, Any]) -> str:
+    event = f" {problem['event']}" if problem.get("event") else ""
+    return (
+        f"last hook problem ({problem['at']}{event}): {problem['code']}: {problem.get('message', '')}\n"
+        f"  remedy: {problem['remedy']}\n  log: {problem['log']}"
+    )
+
+
+def _no_root(out: Output, fields: dict[str, Any], exc: StorageError, root: str | None = None) -> int:
+    out.show(_versions_table(fields["versions"], data_root=root or "(none: no data root is configured)"))
+    if fields.get("last_hook_problem"):
+        out.line(_problem_text(fields["last_hook_problem"]))
     return out.failure(exc)
 
 
-def _versions_table(found: dict[str, Any], *, data_root: str) -> Table:
+def _versions_table(found: dict[str, Any], *, data_root: str, chosen: str | None = None) -> Table:
     rows = [(name, str(value)) for name, value in found.items()]
     rows.append(("data root", data_root))
+    if chosen is not None:
+        rows.append(("chosen because", chosen))
     return key_value_table("intentloop status", rows)
 
 
@@ -105,7 +149,9 @@ def _show(out: Output, fields: dict[str, Any], summaries: list[ProjectSummary]) 
 
     root = fields["data_root"]
     where = root["path"] if root["exists"] else f"{root['path']} (does not exist yet; nothing was created)"
-    out.show(_versions_table(fields["versions"], data_root=where))
+    out.show(_versions_table(fields["versions"], data_root=where, chosen=root["reason"]))
+    if fields.get("last_hook_problem"):
+        out.line(_problem_text(fields["last_hook_problem"]))
     if not summaries:
         out.line("No projects yet.")
         return

@@ -6,6 +6,7 @@ store, the model) are imported inside the guarded call, so even a broken install
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import sys
@@ -127,6 +128,7 @@ def _run(argv: list[str], started: float) -> int:
     end = started + deadline_seconds(env) - process_age_s()
     answer = Answer(1)
     watchdog = Watchdog(answer, end - WATCHDOG_MARGIN_S).start()
+    problem: Exception | None = None
     try:
         line = handle(argv, sys.stdin.buffer, env, lock_deadline=end - WRITE_RESERVE_S, debug=debug)
     except Exception as exc:  # the hook's single catch-all: every failure is the fail-open answer
@@ -136,10 +138,28 @@ def _run(argv: list[str], started: float) -> int:
             debug_log(True, f"fail-open after {type(exc).__name__}: {getattr(exc, 'code', '')} {exc}")
             debug_log(True, "".join(traceback.format_exception(exc)).rstrip("\n"))
         line = FAIL_OPEN_LINE
+        problem = exc
     answer.send(line)
+    if problem is not None:  # after the answer, still under the watchdog: a hung disk cannot cost the host anything
+        _log_problem(problem, argv, env, debug)
     watchdog.cancel()
     debug_log(debug, f"answered in {1000 * (time.monotonic() - started):.1f} ms")
     return 0
+
+
+def _log_problem(problem: Exception, argv: Sequence[str], env: Mapping[str, str], debug: bool) -> None:
+    """Write a problem the user can fix to the hook problem log (``hooks/_problems.py``); never raises."""
+    try:
+        from hooks._problems import event_of, record_problem
+
+        data_dir = None
+        with contextlib.suppress(UsageError):
+            data_dir = parse_args(argv)[1]
+        where = record_problem(problem, event=event_of(argv), env=env, data_dir=data_dir)
+        if where is not None:
+            debug_log(debug, f"problem logged to {where}")
+    except Exception:  # the log is best effort; the answer has been sent
+        return
 
 
 __all__ = ["USAGE", "UsageError", "handle", "import_msgspec_alone", "parse_args", "run_hook"]

@@ -11,6 +11,15 @@ import pytest
 from hypothesis import settings
 
 
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test runs with a throwaway HOME and none of the data-root variables of the person running the tests:
+    without ``INTENT_LOOP_DATA_DIR`` the data root defaults to a folder under HOME, never the real one."""
+    monkeypatch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
+    for name in ("INTENT_LOOP_DATA_DIR", "XDG_DATA_HOME", "XDG_STATE_HOME", "CODEX_HOME", "PLUGIN_DATA"):
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture
 def data_root(tmp_path: Path) -> Path:
     """A storage root that does not exist yet (reads must not create it; the first write does)."""

@@ -18,8 +18,12 @@ if TYPE_CHECKING:
     from intentloop.store._ledger import LockedLedger
     from intentloop.store._migrate import CURRENT_SCHEMA_VERSION, MIGRATIONS, migrate, migrate_v1
     from intentloop.store._paths import (
+        DATA_DIR_ENV,
+        ROOT_ENV_VARS,
+        DataRoot,
         ProjectPaths,
         canonicalize_project_root,
+        locate_data_root,
         resolve_data_root,
         validate_project_id,
     )
@@ -30,6 +34,10 @@ if TYPE_CHECKING:
 _LAZY = {
     "CURRENT_SCHEMA_VERSION": "_migrate",
     "Damage": "_verify",
+    "DATA_DIR_ENV": "_paths",
+    "DataRoot": "_paths",
+    "ROOT_ENV_VARS": "_paths",
+    "locate_data_root": "_paths",
     "ENV_CEILING": "_config",
     "ENV_HEARTBEAT": "_config",
     "ENV_STALE": "_config",
@@ -55,6 +63,7 @@ _LAZY = {
 
 __all__ = [
     "CURRENT_SCHEMA_VERSION",
+    "DATA_DIR_ENV",
     "ENV_CEILING",
     "ENV_HEARTBEAT",
     "ENV_STALE",
@@ -62,6 +71,8 @@ __all__ = [
     "MAX_LINE_BYTES",
     "MIGRATIONS",
     "Damage",
+    "ROOT_ENV_VARS",
+    "DataRoot",
     "LedgerView",
     "LockConfig",
     "LockedLedger",
@@ -70,6 +81,7 @@ __all__ = [
     "ProjectStore",
     "Verification",
     "canonicalize_project_root",
+    "locate_data_root",
     "migrate",
     "migrate_v1",
     "rename_noreplace",

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Final, Literal
 
 import msgspec
 
@@ -18,41 +18,96 @@ from intentloop.errors import InvalidInputError, StorageError
 from intentloop.store._fs import check_dir, make_dir
 
 PROJECT_ID_RE = re.compile(r"^[a-f0-9]{64}$")
-_CACHE_MARKER = os.sep + os.path.join("plugins", "cache") + os.sep
-_APP_SUBDIR = ("intent-loop", "v1")
+
+#: The variable that overrides every other source of the data root.
+DATA_DIR_ENV: Final = "INTENT_LOOP_DATA_DIR"
+#: The variables the rule reads besides ``HOME`` (a Codex plugin's ``.mcp.json`` forwards exactly these to the server
+#: with ``env_vars``, because Codex gives an MCP server only HOME, PATH, USER, LANG, TERM, TMPDIR and its ``env``).
+ROOT_ENV_VARS: Final = (DATA_DIR_ENV, "XDG_DATA_HOME", "CODEX_HOME")
+#: The per-user default, below ``$XDG_DATA_HOME`` (default ``~/.local/share``).
+DEFAULT_SUBDIR: Final = ("intentloop", "v1")
+#: Where the original intent-loop plugin keeps its data, below ``$CODEX_HOME`` (default ``~/.codex``).
+ORIGINAL_SUBDIR: Final = ("plugin-data", "intent-loop", "v1")
+
+DataRootSource = Literal["INTENT_LOOP_DATA_DIR", "original", "default"]
 
 
-def resolve_data_root(env: Mapping[str, str] | None = None, argv0: str | None = None) -> Path:
-    """The storage root ``R``: the first of the four sources of CONTRACT §1 that is set and non-empty.
+class DataRoot(msgspec.Struct, frozen=True):
+    """The resolved storage root ``R`` and how it was chosen (``intentloop status`` prints both).
 
-    1. ``INTENT_LOOP_DATA_DIR=D`` → ``D``; 2. ``CODEX_HOME=C`` → ``C/plugin-data/intent-loop/v1``;
-    3. ``PLUGIN_DATA=P`` → ``P/intent-loop/v1``; 4. the running program (``argv0``, default ``sys.argv[0]``) lies under
-    ``<codex-home>/plugins/cache/`` → ``<codex-home>/plugin-data/intent-loop/v1``. Relative values are made absolute
-    against the current directory. Nothing is created.
+    Attributes:
+        path: the absolute root (it may not exist yet; nothing is created by resolving it).
+        source: ``INTENT_LOOP_DATA_DIR`` (the override), ``original`` (the original plugin's existing data, adopted
+            in place) or ``default`` (the per-user default).
+        reason: one human sentence saying why this root was chosen.
+    """
+
+    path: Path
+    source: DataRootSource
+    reason: str
+
+
+def _home(environ: Mapping[str, str]) -> str | None:
+    """The user's home folder from the environment alone (``HOME``; ``USERPROFILE`` on Windows), absolute or None.
+
+    No password-database fallback: every host gives its processes HOME, and a process without one must fail loudly
+    rather than guess a root another process of the same user might not guess.
+    """
+    home = environ.get("HOME", "") or (environ.get("USERPROFILE", "") if os.name == "nt" else "")
+    return home if os.path.isabs(home) else None
+
+
+def locate_data_root(env: Mapping[str, str] | None = None) -> DataRoot:
+    """The storage root ``R`` of this user, the same for the server, every hook, the CLI and both installers.
+
+    1. ``INTENT_LOOP_DATA_DIR=D`` (non-empty) → ``D`` (made absolute against the current directory).
+    2. The per-user default ``N`` = ``$XDG_DATA_HOME/intentloop/v1`` (an absolute ``XDG_DATA_HOME`` only, as the XDG
+       spec says) else ``$HOME/.local/share/intentloop/v1``.
+    3. The original plugin's root ``O`` = ``$CODEX_HOME/plugin-data/intent-loop/v1`` (``CODEX_HOME`` default
+       ``~/.codex``): when ``O/projects`` is a directory and ``N`` does not exist, ``O`` is used in place (adopted:
+       nothing is copied or moved, and the original, if still installed, keeps sharing the same ledgers).
+    4. Otherwise ``N``.
+
+    Only ``HOME``, ``XDG_DATA_HOME`` and ``CODEX_HOME`` are read: every host gives its
+    processes HOME, the installers pin the result, and the plugin's ``.mcp.json`` forwards the other two. Nothing is
+    created, and the program's own location, ``PLUGIN_DATA`` or the workspace never decide (a plugin cache is
+    replaced on every update; ``PLUGIN_DATA`` reaches hooks but never Codex's MCP server).
 
     Args:
         env: the environment to consult (default ``os.environ``).
-        argv0: the path of the running program (default ``sys.argv[0]``).
 
     Raises:
-        StorageError: ``DATA_DIR_REQUIRED`` when none of the four applies.
+        StorageError: ``DATA_DIR_REQUIRED`` when ``INTENT_LOOP_DATA_DIR`` is unset and HOME is not an absolute path.
     """
     environ = os.environ if env is None else env
-    if data_dir := environ.get("INTENT_LOOP_DATA_DIR", ""):
-        return Path(os.path.abspath(data_dir))
-    if codex_home := environ.get("CODEX_HOME", ""):
-        return Path(os.path.abspath(codex_home), "plugin-data", *_APP_SUBDIR)
-    if plugin_data := environ.get("PLUGIN_DATA", ""):
-        return Path(os.path.abspath(plugin_data), *_APP_SUBDIR)
-    program = sys.argv[0] if argv0 is None else argv0
-    if program:
-        absolute = os.path.abspath(program)
-        index = absolute.find(_CACHE_MARKER)
-        if index >= 0:
-            return Path(absolute[:index] or os.sep, "plugin-data", *_APP_SUBDIR)
-    raise StorageError(
-        "no data directory: set INTENT_LOOP_DATA_DIR, CODEX_HOME or PLUGIN_DATA", code="DATA_DIR_REQUIRED"
+    if data_dir := environ.get(DATA_DIR_ENV, ""):
+        return DataRoot(Path(os.path.abspath(data_dir)), DATA_DIR_ENV, f"{DATA_DIR_ENV} is set")
+    home = _home(environ)
+    if home is None:
+        raise StorageError(f"no data root: HOME is not set and {DATA_DIR_ENV} is not set", code="DATA_DIR_REQUIRED")
+    xdg = environ.get("XDG_DATA_HOME", "")
+    base, base_name = (
+        (xdg, "$XDG_DATA_HOME") if os.path.isabs(xdg) else (os.path.join(home, ".local", "share"), "~/.local/share")
     )
+    new = Path(base, *DEFAULT_SUBDIR)
+    codex_home = environ.get("CODEX_HOME", "")
+    original = Path(os.path.abspath(codex_home) if codex_home else os.path.join(home, ".codex"), *ORIGINAL_SUBDIR)
+    if not os.path.lexists(new) and os.path.isdir(original / "projects"):
+        return DataRoot(
+            original,
+            "original",
+            f"the original intent-loop plugin's data exists there and {new} does not (adopted in place)",
+        )
+    return DataRoot(new, "default", f"the per-user default ({base_name}/{'/'.join(DEFAULT_SUBDIR)})")
+
+
+def resolve_data_root(env: Mapping[str, str] | None = None) -> Path:
+    """The storage root ``R``: :func:`locate_data_root`'s path.
+
+    Raises:
+        StorageError: ``DATA_DIR_REQUIRED`` when ``INTENT_LOOP_DATA_DIR`` is unset and HOME is not an absolute path.
+    """
+    return locate_data_root(env).path
 
 
 def canonicalize_project_root(raw: object) -> str:
@@ -205,9 +260,14 @@ class ProjectPaths(msgspec.Struct, frozen=True):
 
 
 __all__ = [
+    "DATA_DIR_ENV",
     "PROJECT_ID_RE",
+    "ROOT_ENV_VARS",
+    "DataRoot",
+    "DataRootSource",
     "ProjectPaths",
     "canonicalize_project_root",
+    "locate_data_root",
     "resolve_data_root",
     "validate_project_id",
 ]

@@ -60,8 +60,9 @@ def test_hook_prints_one_json_line_and_exits_0(tmp_path: Path) -> None:
 
 
 def test_hook_fails_open_without_a_data_root_and_on_garbage(tmp_path: Path) -> None:
+    no_home = {k: v for k, v in _env(tmp_path).items() if k != "HOME"}
     for stdin in (_hook_payload(tmp_path), "not json at all"):
-        done = _run(["hook"], _env(tmp_path), stdin)
+        done = _run(["hook"], no_home, stdin)
         assert done.returncode == 0
         assert json.loads(done.stdout) == {"continue": True, "suppressOutput": True}
 
@@ -81,7 +82,7 @@ def test_install_codex_dry_run_writes_nothing_then_install_and_uninstall(tmp_pat
     assert not codex.exists()
     assert _run(["install", "codex"], env).returncode == 0
     config = (codex / "config.toml").read_text()
-    assert "[mcp_servers.intent_loop]" in config and "serve" in config
+    assert "mcp_servers.intent_loop = {" in config and "serve" in config
     again = json.loads(_run(["install", "codex", "--json"], env).stdout)
     assert again["changed"] is False
     assert _run(["install", "codex", "--uninstall"], env).returncode == 0
@@ -132,3 +133,19 @@ def test_python_dash_m_cli_is_the_same_program(tmp_path: Path) -> None:
         timeout=60,
     )
     assert done.returncode == 0 and json.loads(done.stdout)["command"] == "status"
+
+
+def test_install_json_reports_a_backup_removed_by_uninstall(tmp_path: Path) -> None:
+    codex = tmp_path / "codex"
+    codex.mkdir()
+    (codex / "config.toml").write_text('model = "o3"\n')
+    env = _env(tmp_path, CODEX_HOME=str(codex))
+    assert _run(["install", "codex"], env).returncode == 0
+    assert (codex / "config.toml.intentloop.bak").exists()
+    with (codex / "config.toml").open("a") as fh:
+        fh.write("\n[tui]\nanimations = false\n")  # a later edit: the original bytes cannot simply come back
+    body = json.loads(_run(["install", "codex", "--uninstall", "--json"], env).stdout)
+    config = next(c for c in body["changes"] if c["path"].endswith("config.toml"))
+    assert config["action"] == "update" and config["backup_removed"] == str(codex / "config.toml.intentloop.bak")
+    assert not (codex / "config.toml.intentloop.bak").exists()
+    assert (codex / "config.toml").read_text() == 'model = "o3"\n\n[tui]\nanimations = false\n'

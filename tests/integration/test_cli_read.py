@@ -88,9 +88,11 @@ class World:
         return data
 
     def env(self, *, data_root: bool = True) -> dict[str, str]:
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.home)}
+        """With ``data_root=False`` neither INTENT_LOOP_DATA_DIR nor HOME is set: no data root can be resolved."""
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
         if data_root:
             env["INTENT_LOOP_DATA_DIR"] = str(self.data_root)
+            env["HOME"] = str(self.home)
         return env
 
     def run(self, *args: str, data_root: bool = True) -> subprocess.CompletedProcess[str]:
@@ -224,9 +226,14 @@ def test_status_shows_each_project_health_and_counts(world: World) -> None:
     _tampered(world, bad, bad_ledger)
     code, body = world.json("status")
     assert code == 0 and body["ok"] is True and body["command"] == "status"
-    assert set(body) == HEAD_FIELDS | {"versions", "data_root", "projects", "totals"}
+    assert set(body) == HEAD_FIELDS | {"versions", "data_root", "projects", "totals", "last_hook_problem"}
     assert body["versions"]["intentloop"] and body["versions"]["ledger_schema"] == 1
-    assert body["data_root"] == {"path": str(world.data_root), "exists": True}
+    assert body["data_root"] == {
+        "path": str(world.data_root),
+        "exists": True,
+        "source": "INTENT_LOOP_DATA_DIR",
+        "reason": "INTENT_LOOP_DATA_DIR is set",
+    }
     projects = {p["project_id"]: p for p in body["projects"]}
     assert projects[good]["status"] == "intact" and projects[good]["events"] == 3 and projects[good]["tasks"] == 1
     assert projects[torn]["status"] == "torn_tail" and projects[torn]["first_bad_line"] == 3
@@ -245,7 +252,23 @@ def test_status_on_a_missing_data_root_creates_nothing(world: World) -> None:
     assert not world.data_root.exists()
     human = world.run("status")
     assert human.returncode == 0 and "nothing was created" in human.stdout
+    assert "INTENT_LOOP_DATA_DIR is set" in human.stdout  # how the root was chosen
     assert not world.data_root.exists()
+
+
+def test_status_without_an_override_shows_the_per_user_default_and_why(world: World) -> None:
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(world.home)}
+    done = subprocess.run([*INTENTLOOP, "status", "--json"], capture_output=True, text=True, env=env, timeout=60)
+    body = json.loads(done.stdout)
+    default = world.home / ".local" / "share" / "intentloop" / "v1"
+    assert done.returncode == 0 and body["data_root"]["path"] == str(default)
+    assert body["data_root"]["source"] == "default" and "per-user default" in body["data_root"]["reason"]
+    human = subprocess.run([*INTENTLOOP, "status"], capture_output=True, text=True, env=env, timeout=60)
+    assert human.returncode == 0 and "per-user default" in human.stdout and not default.exists()
+    original = world.home / ".codex" / "plugin-data" / "intent-loop" / "v1"
+    (original / "projects").mkdir(parents=True)
+    body = json.loads(subprocess.run([*INTENTLOOP, "status", "--json"], capture_output=True, env=env).stdout)
+    assert body["data_root"]["path"] == str(original) and body["data_root"]["source"] == "original"
 
 
 def test_status_on_an_empty_data_root_lists_no_projects(world: World) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from hooks._problems import LOG_NAME
 from intentloop.model import EventDraft, association_context, new_uuid, project_id_for, session_hash, utc_now
 from intentloop.store import ProjectStore, canonicalize_project_root
 
@@ -195,7 +196,7 @@ def test_forced_event_and_data_dir_argument(env: Env) -> None:
     env.link()
     payload = env.payload("SessionStart")
     del payload["hook_event_name"]
-    no_root = env.environ(INTENT_LOOP_DATA_DIR="")
+    no_root = env.environ(INTENT_LOOP_DATA_DIR="", HOME="")
     assert _context(env.answer(payload, "session-start", "--data-dir", str(env.data), env=no_root))
     assert _context(env.answer(payload, "session-start", env=no_root)) is None  # no data root: fail open
     assert _context(env.answer(payload)) is None  # no event at all: fail open
@@ -204,13 +205,17 @@ def test_forced_event_and_data_dir_argument(env: Env) -> None:
     assert forced["hookSpecificOutput"]["hookEventName"] == "SessionStart"
 
 
-def test_codex_home_is_a_data_root(env: Env, tmp_path: Path) -> None:
+def test_without_an_override_the_hook_uses_the_per_user_default(env: Env, tmp_path: Path) -> None:
     codex_home = tmp_path / "codex"
-    answer = env.answer(
-        env.payload("SessionStart"), env=env.environ(INTENT_LOOP_DATA_DIR="", CODEX_HOME=str(codex_home))
-    )
-    assert _context(answer) == association_context(SESSION)
-    assert not codex_home.exists()
+    plugin = {"PLUGIN_DATA": str(tmp_path / "plugin-data"), "CLAUDE_PLUGIN_DATA": str(tmp_path / "plugin-data")}
+    no_override = env.environ(INTENT_LOOP_DATA_DIR="", CODEX_HOME=str(codex_home), **plugin)
+    payload = env.payload("UserPromptSubmit", turn_id="t-1", prompt="hello")
+    assert _context(env.answer(payload, env=no_override)) == association_context(SESSION)  # nothing linked there
+    env.data = env.home / ".local" / "share" / "intentloop" / "v1"
+    env.store = ProjectStore(env.data, env.store.project_id)
+    task = env.link()  # a task linked to the session under the per-user default root
+    assert task in str(_context(env.answer(payload, env=no_override)))
+    assert not codex_home.exists() and not (tmp_path / "plugin-data").exists()
 
 
 # ------------------------------------------------------------------------------------------------ failure paths
@@ -271,7 +276,7 @@ def test_cwd_that_is_a_file_fails_open(env: Env) -> None:
 
 
 def test_no_data_root_fails_open(env: Env) -> None:
-    no_root = env.environ(INTENT_LOOP_DATA_DIR="")
+    no_root = env.environ(INTENT_LOOP_DATA_DIR="", HOME="")
     for event in ("SessionStart", "UserPromptSubmit", "Stop"):
         assert env.run(env.payload(event, prompt="p"), env=no_root)[:2] == (FAIL_OPEN, b"")
 
@@ -286,7 +291,9 @@ def test_damaged_ledger_fails_open_and_stays_untouched(env: Env) -> None:
     for event in ("SessionStart", "UserPromptSubmit", "PostCompact", "Stop", "SessionEnd"):
         out, err, elapsed = env.run(env.payload(event, turn_id="turn-2", prompt="again", last_assistant_message="x"))
         assert (out, err) == (FAIL_OPEN, b"") and elapsed < 2.5
-    assert env.files() == before
+    after = env.files()
+    problems = [json.loads(line) for line in after.pop(LOG_NAME).splitlines()]  # the ledger is untouched, and
+    assert after == before and {p["code"] for p in problems} == {"CORRUPT_LEDGER"}  # the user can find out why
 
 
 def test_torn_tail_fails_open_without_repairing(env: Env) -> None:
@@ -296,7 +303,9 @@ def test_torn_tail_fails_open_without_repairing(env: Env) -> None:
     before = env.files()
     for event in ("SessionStart", "UserPromptSubmit"):
         assert env.run(env.payload(event, turn_id="turn-1", prompt="go"))[:2] == (FAIL_OPEN, b"")
-    assert env.files() == before
+    after = env.files()
+    problems = [json.loads(line) for line in after.pop(LOG_NAME).splitlines()]
+    assert after == before and [p["code"] for p in problems] == ["CORRUPT_TRAILING_EVENT"] * 2
 
 
 _HOLDER = """

@@ -14,6 +14,7 @@ import intentloop
 from cli._install_edit import HOOK_ARGS
 from cli.install import hook_groups
 from hooks._payload import FORCED_EVENTS
+from intentloop.store import ROOT_ENV_VARS
 
 REPO = Path(__file__).resolve().parents[2]
 EVENTS = ["SessionStart", "UserPromptSubmit", "PostCompact", "Stop", "SessionEnd"]
@@ -42,8 +43,17 @@ def test_codex_plugin_manifest() -> None:
     assert [p for p in os.listdir(REPO / ".codex-plugin")] == ["plugin.json"]  # the folder holds only the manifest
 
 
+def test_claude_code_plugin_manifest_matches_the_codex_one() -> None:
+    """``claude --plugin-dir <repo>`` loads the same .mcp.json and hooks/hooks.json (Claude Code's default paths)."""
+    claude, codex = _json(".claude-plugin/plugin.json"), _json(".codex-plugin/plugin.json")
+    assert claude["name"] == codex["name"] == "intent-loop"
+    assert claude["version"] == intentloop.__version__ and claude["description"] == codex["description"]
+    assert os.listdir(REPO / ".claude-plugin") == ["plugin.json"]
+
+
 def test_mcp_json_registers_intent_loop() -> None:
-    assert _json(".mcp.json") == {"mcpServers": {"intent_loop": {"command": "intentloop", "args": ["serve"]}}}
+    entry = {"command": "intentloop", "args": ["serve"], "env_vars": list(ROOT_ENV_VARS)}
+    assert _json(".mcp.json") == {"mcpServers": {"intent_loop": entry}}
 
 
 def test_hooks_json_shape() -> None:

@@ -70,7 +70,7 @@ def _ours(settings: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
 def test_install_adds_hooks_and_user_scope_server_and_keeps_user_settings(claude: Claude) -> None:
     result = claude.run()
     assert [c.action for c in result.changes] == ["update", "update"]
-    root = claude.dir / "plugin-data" / "intent-loop" / "v1"
+    root = claude.home / ".local" / "share" / "intentloop" / "v1"  # the per-user default, shared with Codex
     settings = json.loads(claude.settings.read_text())
     for key in ("$schema", "permissions", "env", "model"):
         assert settings[key] == USER_SETTINGS[key]
@@ -138,7 +138,7 @@ def test_claude_config_dir_moves_both_files(tmp_path: Path) -> None:
     custom = tmp_path / "claude-config"
     result = claude.run(env={"CLAUDE_CONFIG_DIR": str(custom)})
     assert {c.path for c in result.changes} == {custom / "settings.json", custom / ".claude.json"}
-    assert result.data_root == custom / "plugin-data" / "intent-loop" / "v1"
+    assert result.data_root == claude.home / ".local" / "share" / "intentloop" / "v1"  # not under CLAUDE_CONFIG_DIR
     assert claude.snapshot() == {}
 
 

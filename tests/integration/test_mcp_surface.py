@@ -361,15 +361,19 @@ async def test_project_root_errors(data_root: Path, project: Path, other_project
 
 
 async def test_data_dir_required_without_a_data_root(data_root: Path, project: Path, tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    async with H.server(None, env={"HOME": str(home)}, cwd=tmp_path) as client:
+    async with H.server(None, env={"HOME": ""}, cwd=tmp_path) as client:  # no HOME, no INTENT_LOOP_DATA_DIR
         s = Surface(client, project)
         await s.fail("intent_status", {}, "DATA_DIR_REQUIRED")
         await s.fail("intent_start_task", {"request_id": "no-root"}, "DATA_DIR_REQUIRED")
-    assert list(home.iterdir()) == []
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["home", "project"]
-    async with H.server(data_root) as client:  # positive control: the same calls with a data root
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["project"]
+    home = tmp_path / "home"
+    home.mkdir()
+    async with H.server(None, env={"HOME": str(home)}, cwd=tmp_path) as client:  # HOME alone is enough
+        s = Surface(client, project)
+        await s.ok("intent_status", {})
+        await s.ok("intent_start_task", {"request_id": "no-root"})
+    assert (home / ".local" / "share" / "intentloop" / "v1" / "projects").is_dir()
+    async with H.server(data_root) as client:  # and the override wins
         s = Surface(client, project)
         await s.ok("intent_status", {})
         await s.ok("intent_start_task", {"request_id": "no-root"})

@@ -1,13 +1,15 @@
-"""Claude Code, configured by ``intentloop install claude``, against the scripted Anthropic Messages model.
-
-The run uses only what the installer wrote (``$CLAUDE_CONFIG_DIR/settings.json`` hooks and the user-scope
-``mcpServers`` in ``$CLAUDE_CONFIG_DIR/.claude.json``): no ``--mcp-config``, no ``project_root`` unless asked — the
-server must find the project through the client's roots.
+"""Claude Code against the scripted Anthropic Messages model, in two routes: configured by ``intentloop install
+claude`` ("installer": ``$CLAUDE_CONFIG_DIR/settings.json`` hooks and the user-scope ``mcpServers`` in
+``$CLAUDE_CONFIG_DIR/.claude.json``), or loading this repository as a Claude Code plugin (``--plugin-dir``: its
+``.claude-plugin/plugin.json``, ``.mcp.json`` and ``hooks/hooks.json``). No ``--mcp-config``, no ``project_root``
+unless asked — the server must find the project through the client's roots — and no ``INTENT_LOOP_DATA_DIR``: the
+processes must agree on the user's one data root by themselves.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -15,8 +17,11 @@ from typing import Any
 from e2e_common import Report, base_env, ledger_checks, ledger_events, run, verify
 from fake_model import STATEMENT, FakeModel
 
-HOST = "claude"
-TOOLS = "mcp__intent_loop__intent_start_task,mcp__intent_loop__intent_add_explicit"
+REPO = Path(__file__).resolve().parents[2]
+#: How Claude Code names our tools: a user-scope server ``intent_loop``, or the plugin ``intent-loop``'s server.
+PREFIX = {"installer": "mcp__intent_loop__", "plugin": "mcp__plugin_intent-loop_intent_loop__"}
+#: How Claude Code names the server in its init event.
+SERVER = {"installer": "intent_loop", "plugin": "plugin:intent-loop:intent_loop"}
 
 
 def _stream(stdout: str) -> list[dict[str, Any]]:
@@ -43,11 +48,20 @@ def _tool_results(events: list[dict[str, Any]]) -> dict[str, str]:
     return results
 
 
-def run_claude(report: Report, base: Path, claude: str, intentloop: str, pass_root: bool, blocking: bool) -> None:
-    home, project, data, logs = base / "home", base / "project", base / "data", base / "logs"
+def run_claude(
+    report: Report, base: Path, claude: str, intentloop: str, route: str, pass_root: bool, blocking: bool
+) -> None:
+    host = f"claude/{route}"
+    home, project, logs = base / "home", base / "project", base / "logs"
+    # Nobody names the data root: the installer route uses the per-user default under HOME; the plugin route sets
+    # XDG_DATA_HOME in the user's environment, which reaches the server only through .mcp.json's env_vars.
+    xdg = base / "xdg"
+    data = xdg / "intentloop" / "v1" if route == "plugin" else home / ".local" / "share" / "intentloop" / "v1"
     config_dir = home / ".claude"
-    for d in (config_dir, project, logs, base / "tmp"):
+    bindir = base / "bin"
+    for d in (config_dir, project, logs, base / "tmp", bindir):
         d.mkdir(parents=True, exist_ok=True)
+    os.symlink(intentloop, bindir / "intentloop")  # the plugin route starts `intentloop` from PATH
     with FakeModel(logs / "model-requests.jsonl", str(project) if pass_root else None) as model:
         env = base_env(
             home,
@@ -60,31 +74,33 @@ def run_claude(report: Report, base: Path, claude: str, intentloop: str, pass_ro
                 "DISABLE_AUTOUPDATER": "1",
             },
         )
+        env["PATH"] = f"{bindir}:{env['PATH']}"
+        if route == "plugin":
+            env["XDG_DATA_HOME"] = str(xdg)
         if blocking:
             env["MCP_CONNECTION_NONBLOCKING"] = "0"
-        inst = run(
-            report,
-            HOST,
-            "intentloop install claude",
-            [intentloop, "install", "claude"],
-            env=env | {"INTENT_LOOP_DATA_DIR": str(data)},
-            log_dir=logs,
-        )
-        settings = json.loads((config_dir / "settings.json").read_text(encoding="utf-8"))
-        state = json.loads((config_dir / ".claude.json").read_text(encoding="utf-8"))
-        entry = state.get("mcpServers", {}).get("intent_loop", {})
-        report.check(
-            HOST,
-            "install: exit 0, 5 hook events in settings.json, user-scope mcpServers.intent_loop pins the data root",
-            inst.rc == 0
-            and len(settings.get("hooks", {})) == 5
-            and entry.get("env", {}).get("INTENT_LOOP_DATA_DIR") == str(data),
-            f"rc={inst.rc}",
-        )
-        common = ["--output-format", "stream-json", "--verbose", "--allowedTools", TOOLS]
+        tools = f"{PREFIX[route]}intent_start_task,{PREFIX[route]}intent_add_explicit"
+        common = ["--output-format", "stream-json", "--verbose", "--allowedTools", tools]
+        if route == "installer":
+            inst = run(
+                report, host, "intentloop install claude", [intentloop, "install", "claude"], env=env, log_dir=logs
+            )
+            settings = json.loads((config_dir / "settings.json").read_text(encoding="utf-8"))
+            state = json.loads((config_dir / ".claude.json").read_text(encoding="utf-8"))
+            entry = state.get("mcpServers", {}).get("intent_loop", {})
+            report.check(
+                host,
+                "install: exit 0, 5 hook events in settings.json, user-scope mcpServers.intent_loop pins the data root",
+                inst.rc == 0
+                and len(settings.get("hooks", {})) == 5
+                and entry.get("env", {}).get("INTENT_LOOP_DATA_DIR") == str(data),
+                f"rc={inst.rc}",
+            )
+        else:
+            common += ["--plugin-dir", str(REPO)]
         first = run(
             report,
-            HOST,
+            host,
             "claude -p (session 1)",
             [claude, "-p", f"E2E-START Remember this: {STATEMENT}", *common],
             env=env,
@@ -96,27 +112,27 @@ def run_claude(report: Report, base: Path, claude: str, intentloop: str, pass_ro
         session = init.get("session_id")
         servers = {s.get("name"): s.get("status") for s in init.get("mcp_servers", [])}
         report.check(
-            HOST,
+            host,
             "claude -p session 1: exit 0, MCP server intent_loop connected",
-            first.rc == 0 and servers.get("intent_loop") == "connected",
+            first.rc == 0 and servers.get(SERVER[route]) == "connected",
             f"rc={first.rc} session={session} mcp={servers}",
         )
-        main = [r for r in model.requests() if "mcp__intent_loop__intent_start_task" in r.get("tools", [])]
+        main = [r for r in model.requests() if f"{PREFIX[route]}intent_start_task" in r.get("tools", [])]
         report.check(
-            HOST,
+            host,
             "model request lists the intent_loop MCP tools",
             bool(main),
             f"{len(model.requests())} request(s), {len(main)} with our tools",
         )
         first_req = main[0] if main else {}
         assoc = f'host_session_id="{session}"' in first_req.get("text", "")
-        report.check(HOST, "SessionStart hook context (association line with this session id) reached the model", assoc)
+        report.check(host, "SessionStart hook context (association line with this session id) reached the model", assoc)
         results = _tool_results(events)
         start = results.get("intent_start_task", "")
         found = re.search(r'task_id\\*"\s*:\s*\\*"([0-9a-f-]{36})', start)
         task_id = found.group(1) if found else None
         report.check(
-            HOST,
+            host,
             "intent_start_task via Claude Code: ok:true (project found from roots)"
             if not pass_root
             else "intent_start_task via Claude Code: ok:true",
@@ -125,12 +141,12 @@ def run_claude(report: Report, base: Path, claude: str, intentloop: str, pass_ro
         )
         add = results.get("intent_add_explicit", "")
         report.check(
-            HOST, "intent_add_explicit via Claude Code: ok:true", '\\"ok\\":true' in add.replace(" ", ""), add[:300]
+            host, "intent_add_explicit via Claude Code: ok:true", '\\"ok\\":true' in add.replace(" ", ""), add[:300]
         )
         before = len(model.requests())
         second = run(
             report,
-            HOST,
+            host,
             "claude -p --resume (turn 2)",
             [claude, "-p", "--resume", str(session), "E2E-SECOND what do you remember?", *common],
             env=env,
@@ -140,21 +156,21 @@ def run_claude(report: Report, base: Path, claude: str, intentloop: str, pass_ro
         events2 = _stream(second.stdout)
         init2 = next((e for e in events2 if e.get("type") == "system" and e.get("subtype") == "init"), {})
         report.check(
-            HOST, "claude -p --resume: exit 0", second.rc == 0, f"rc={second.rc} session={init2.get('session_id')}"
+            host, "claude -p --resume: exit 0", second.rc == 0, f"rc={second.rc} session={init2.get('session_id')}"
         )
-        later = [r for r in model.requests()[before:] if "mcp__intent_loop__intent_start_task" in r.get("tools", [])]
+        later = [r for r in model.requests()[before:] if f"{PREFIX[route]}intent_start_task" in r.get("tools", [])]
         text = later[0].get("text", "") if later else ""
         linked = f"[Intent Loop linked task_id={task_id}" in text and STATEMENT in text
         report.note(
-            HOST,
+            host,
             f"turn 2 request carries the linked-task context {text.count('[Intent Loop linked task_id=')}x "
             "(SessionStart on resume and/or UserPromptSubmit)",
         )
         report.check(
-            HOST,
+            host,
             "turn 2: hook context with the linked task and the explicit claim reached the model",
             linked,
             f"{len(later)} request(s)",
         )
-    ledger_checks(report, HOST, ledger_events(data, project), task_id)
-    verify(report, HOST, intentloop, data, project, logs)
+    ledger_checks(report, host, ledger_events(data, project), task_id)
+    verify(report, host, intentloop, data, project, logs, env)

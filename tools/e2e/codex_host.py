@@ -1,4 +1,8 @@
-"""Codex CLI, configured by ``intentloop install codex``, against the scripted model: MCP tools and trusted hooks.
+"""Codex CLI against the scripted model, in two routes: configured by ``intentloop install codex`` ("installer"), or
+with the repository installed as a Codex plugin from a local marketplace ("plugin"). MCP tools and trusted hooks.
+
+Neither route sets ``INTENT_LOOP_DATA_DIR``: the server and the hooks must find the user's one data root by
+themselves (``~/.local/share/intentloop/v1`` under the run's HOME), which is where the checks read the ledger.
 
 Hook trust is granted the way Codex's own ``/hooks`` review does it: ``codex app-server`` answers ``hooks/list`` with
 each hook's ``key`` and the ``currentHash`` *Codex* computed, and ``config/batchWrite`` upserts
@@ -9,6 +13,8 @@ command is this intentloop installation are trusted.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import time
 import tomllib
@@ -19,6 +25,10 @@ from e2e_common import Report, base_env, ledger_checks, ledger_events, run, veri
 from fake_model import STATEMENT, FakeModel
 
 HOST = "codex"
+REPO = Path(__file__).resolve().parents[2]
+#: The files a Codex plugin of this repository consists of (what .codex-plugin/plugin.json references).
+PLUGIN_FILES = (".codex-plugin", ".mcp.json", "hooks/hooks.json", "skills")
+MARKETPLACE = "intentloop-e2e"
 
 
 class AppServer:
@@ -72,7 +82,7 @@ def _our_hooks(server: AppServer, project: Path, intentloop: str) -> list[dict[s
     return [h for h in hooks if str(h.get("command", "")).startswith(intentloop + " hook ")]
 
 
-def trust_hooks(report: Report, codex: str, env: dict[str, str], project: Path, intentloop: str) -> bool:
+def trust_hooks(report: Report, host: str, codex: str, env: dict[str, str], project: Path, intentloop: str) -> bool:
     """Review and trust the five intentloop hooks exactly as ``/hooks`` would; check before/after states."""
     start = time.monotonic()
     server = AppServer(codex, env)
@@ -80,7 +90,7 @@ def trust_hooks(report: Report, codex: str, env: dict[str, str], project: Path, 
         before = _our_hooks(server, project, intentloop)
         events = sorted(h["eventName"] for h in before)
         report.check(
-            HOST,
+            host,
             "hooks/list shows the 5 installed intentloop hooks, untrusted before review",
             len(before) == 5 and all(h["trustStatus"] == "untrusted" for h in before),
             f"{events}",
@@ -90,10 +100,10 @@ def trust_hooks(report: Report, codex: str, env: dict[str, str], project: Path, 
         server.call("config/batchWrite", {"edits": [edit], "reloadUserConfig": True})
         after = _our_hooks(server, project, intentloop)
         trusted = len(after) == 5 and all(h["trustStatus"] == "trusted" for h in after)
-        report.check(HOST, "after the /hooks-equivalent review, all 5 are trusted", trusted)
+        report.check(host, "after the /hooks-equivalent review, all 5 are trusted", trusted)
     finally:
         server.close()
-        report.timings.append((HOST, "hook review via codex app-server", time.monotonic() - start))
+        report.timings.append((host, "hook review via codex app-server", time.monotonic() - start))
     return trusted
 
 
@@ -116,15 +126,69 @@ def _tool_items(events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return items
 
 
+def install_plugin(report: Report, host: str, codex: str, env: dict[str, str], base: Path, logs: Path) -> bool:
+    """Put this repository's plugin files in a local marketplace and install the plugin with Codex's own commands."""
+    market = base / "marketplace"
+    plugin = market / "intent-loop"
+    for rel in PLUGIN_FILES:
+        src, dst = REPO / rel, plugin / rel
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_dir():
+            shutil.copytree(src, dst)
+        else:
+            shutil.copy2(src, dst)
+    manifest = {
+        "name": MARKETPLACE,
+        "plugins": [{"name": "intent-loop", "source": {"source": "local", "path": "./intent-loop"}}],
+    }
+    (market / ".agents" / "plugins").mkdir(parents=True)
+    (market / ".agents" / "plugins" / "marketplace.json").write_text(json.dumps(manifest), encoding="utf-8")
+    added = run(
+        report,
+        host,
+        "codex plugin marketplace add",
+        [codex, "plugin", "marketplace", "add", str(market)],
+        env=env,
+        log_dir=logs,
+    )
+    installed = run(
+        report, host, "codex plugin add", [codex, "plugin", "add", f"intent-loop@{MARKETPLACE}"], env=env, log_dir=logs
+    )
+    cache = Path(env["CODEX_HOME"]) / "plugins" / "cache" / MARKETPLACE / "intent-loop"
+    ok = added.rc == 0 and installed.rc == 0 and any(cache.glob("*/.codex-plugin/plugin.json"))
+    report.check(
+        host,
+        "codex plugin marketplace add + codex plugin add: exit 0, plugin in Codex's cache",
+        ok,
+        f"rc={added.rc},{installed.rc}",
+    )
+    return ok
+
+
 def run_codex(
-    report: Report, base: Path, codex: str, intentloop: str, pass_root: bool, trust: bool, grace_ms: int | None
+    report: Report,
+    base: Path,
+    codex: str,
+    intentloop: str,
+    route: str,
+    pass_root: bool,
+    trust: bool,
+    grace_ms: int | None,
 ) -> None:
-    home, project, data, logs = base / "home", base / "project", base / "data", base / "logs"
+    host = f"{HOST}/{route}"
+    home, project, logs = base / "home", base / "project", base / "logs"
+    # Nobody names the data root: the installer route uses the per-user default under HOME; the plugin route sets
+    # XDG_DATA_HOME in the user's environment, which reaches the server only through .mcp.json's env_vars.
+    xdg = base / "xdg"
+    data = xdg / "intentloop" / "v1" if route == "plugin" else home / ".local" / "share" / "intentloop" / "v1"
     codex_home = home / ".codex"
-    for d in (codex_home, project, logs, base / "tmp"):
+    bindir = base / "bin"
+    for d in (codex_home, project, logs, base / "tmp", bindir):
         d.mkdir(parents=True, exist_ok=True)
+    # The plugin route starts `intentloop` from PATH, as a user's shell would.
+    os.symlink(intentloop, bindir / "intentloop")
     with FakeModel(logs / "model-requests.jsonl", str(project) if pass_root else None) as model:
-        # The user's own configuration before intentloop: the scripted provider (NOTES.md "Running the real hosts").
+        # The user's own configuration before intentloop: the scripted provider (the e2e README explains the grace).
         (codex_home / "config.toml").write_text(
             'model = "e2e-scripted"\nmodel_provider = "fake"\n'
             + (f"mcp_optional_startup_grace_ms = {grace_ms}\n" if grace_ms is not None else "")
@@ -133,31 +197,35 @@ def run_codex(
             encoding="utf-8",
         )
         env = base_env(home, {"CODEX_HOME": str(codex_home), "FAKE_MODEL_KEY": "dummy"})
-        inst = run(
-            report,
-            HOST,
-            "intentloop install codex",
-            [intentloop, "install", "codex"],
-            env=env | {"INTENT_LOOP_DATA_DIR": str(data)},
-            log_dir=logs,
-        )
-        cfg = tomllib.loads((codex_home / "config.toml").read_text(encoding="utf-8"))
-        entry = cfg.get("mcp_servers", {}).get("intent_loop", {})
-        report.check(
-            HOST,
-            "install: exit 0, [mcp_servers.intent_loop] pins the data root, hooks.json written",
-            inst.rc == 0
-            and entry.get("env", {}).get("INTENT_LOOP_DATA_DIR") == str(data)
-            and (codex_home / "hooks.json").is_file(),
-            f"rc={inst.rc}",
-        )
-        hooks_trusted = trust and trust_hooks(report, codex, env, project, intentloop)
+        env["PATH"] = f"{bindir}:{env['PATH']}"
+        if route == "plugin":
+            env["XDG_DATA_HOME"] = str(xdg)
+        if route == "installer":
+            inst = run(
+                report, host, "intentloop install codex", [intentloop, "install", "codex"], env=env, log_dir=logs
+            )
+            cfg = tomllib.loads((codex_home / "config.toml").read_text(encoding="utf-8"))
+            entry = cfg.get("mcp_servers", {}).get("intent_loop", {})
+            report.check(
+                host,
+                "install: exit 0, the server entry pins the per-user default root, hooks.json written",
+                inst.rc == 0
+                and entry.get("env", {}).get("INTENT_LOOP_DATA_DIR") == str(data)
+                and (codex_home / "hooks.json").is_file(),
+                f"rc={inst.rc} env={entry.get('env')}",
+            )
+            hook_program = intentloop
+            common = ["--json", "--skip-git-repo-check", "--disable", "plugins", "-C", str(project)]
+        else:
+            install_plugin(report, host, codex, env, base, logs)
+            hook_program = "intentloop"
+            common = ["--json", "--skip-git-repo-check", "-C", str(project)]
+        hooks_trusted = trust and trust_hooks(report, host, codex, env, project, hook_program)
         if not trust:
-            report.note(HOST, "hook trust not granted (--no-trust): only the MCP part is meaningful")
-        common = ["--json", "--skip-git-repo-check", "--disable", "plugins", "-C", str(project)]
+            report.note(host, "hook trust not granted (--no-trust): only the MCP part is meaningful")
         first = run(
             report,
-            HOST,
+            host,
             "codex exec (session 1)",
             [codex, "exec", *common, f"E2E-START Remember this: {STATEMENT}"],
             env=env,
@@ -167,7 +235,7 @@ def run_codex(
         events = _exec_events(first.stdout)
         thread = next((str(e["thread_id"]) for e in events if e.get("type") == "thread.started"), None)
         report.check(
-            HOST,
+            host,
             "codex exec session 1: exit 0, thread started",
             first.rc == 0 and thread is not None,
             f"rc={first.rc} thread={thread}",
@@ -177,25 +245,25 @@ def run_codex(
         ours = [t for t in first_req.get("tools", []) if t.startswith("mcp__intent_loop/")]
         tools_ok = {"mcp__intent_loop/intent_start_task", "mcp__intent_loop/intent_add_explicit"} <= set(ours)
         report.check(
-            HOST,
+            host,
             "model request lists the intent_loop MCP tools (namespace mcp__intent_loop)",
             tools_ok,
             f"{len(ours)} tools in the namespace",
         )
         if not tools_ok:
             report.note(
-                HOST,
+                host,
                 "the first request went out without intent_loop's tools: Codex builds its first tool catalog after "
                 "waiting mcp_optional_startup_grace_ms (default 1000) for optional servers; `intentloop serve` was "
                 "not ready by then (try --codex-grace-ms 0 to confirm)",
             )
         assoc = f'host_session_id="{thread}"' in first_req.get("text", "")
-        report.check(HOST, "SessionStart hook context (association line with this session id) reached the model", assoc)
+        report.check(host, "SessionStart hook context (association line with this session id) reached the model", assoc)
         items = _tool_items(events)
         start_item = items.get("intent_start_task", {})
         task_id = ((start_item.get("result") or {}).get("structured_content") or {}).get("task_id")
         report.check(
-            HOST,
+            host,
             "intent_start_task via Codex: completed, ok:true",
             start_item.get("status") == "completed" and task_id is not None,
             f"args={start_item.get('arguments')}",
@@ -203,47 +271,48 @@ def run_codex(
         add_item = items.get("intent_add_explicit", {})
         add_ok = ((add_item.get("result") or {}).get("structured_content") or {}).get("ok") is True
         report.check(
-            HOST,
+            host,
             "intent_add_explicit via Codex: completed, ok:true",
             add_item.get("status") == "completed" and add_ok,
             json.dumps(add_item.get("result"))[:300] if not add_ok else "",
         )
         second = run(
             report,
-            HOST,
+            host,
             "codex exec resume (session 1, turn 2)",
             [codex, "exec", "resume", *common[:-2], thread or "--last", "E2E-SECOND what do you remember?"],
             env=env,
             cwd=project,
             log_dir=logs,
         )
-        report.check(HOST, "codex exec resume: exit 0", second.rc == 0, f"rc={second.rc}")
+        report.check(host, "codex exec resume: exit 0", second.rc == 0, f"rc={second.rc}")
         later = [r for r in model.requests() if r.get("path", "").endswith("/responses")][len(reqs) :]
         text = later[0].get("text", "") if later else ""
         linked = f"[Intent Loop linked task_id={task_id}" in text and STATEMENT in text
         report.note(
-            HOST,
+            host,
             f"turn 2 request carries the linked-task context {text.count('[Intent Loop linked task_id=')}x "
             "(SessionStart on resume and/or UserPromptSubmit)",
         )
         report.check(
-            HOST,
+            host,
             "turn 2: hook context with the linked task and the explicit claim reached the model",
             linked,
             f"{len(later)} request(s)",
         )
         if not hooks_trusted:
-            report.note(HOST, "hooks were not trusted, so the hook checks are expected to fail")
-    ledger_checks(report, HOST, ledger_events(data, project), task_id)
-    verify(report, HOST, intentloop, data, project, logs)
-    uninstall(report, env, intentloop, codex_home, logs)
+            report.note(host, "hooks were not trusted, so the hook checks are expected to fail")
+    ledger_checks(report, host, ledger_events(data, project), task_id)
+    verify(report, host, intentloop, data, project, logs, env)
+    if route == "installer":
+        uninstall(report, host, env, intentloop, codex_home, logs)
 
 
-def uninstall(report: Report, env: dict[str, str], intentloop: str, codex_home: Path, logs: Path) -> None:
+def uninstall(report: Report, host: str, env: dict[str, str], intentloop: str, codex_home: Path, logs: Path) -> None:
     """After Codex wrote its trust records, ``--uninstall`` must leave a valid config without our server."""
     res = run(
         report,
-        HOST,
+        host,
         "intentloop install codex --uninstall",
         [intentloop, "install", "codex", "--uninstall"],
         env=env,
@@ -253,10 +322,10 @@ def uninstall(report: Report, env: dict[str, str], intentloop: str, codex_home: 
     try:
         cfg = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        report.check(HOST, "uninstall after trust: config.toml still valid TOML", False, str(exc))
+        report.check(host, "uninstall after trust: config.toml still valid TOML", False, str(exc))
         return
     report.check(
-        HOST,
+        host,
         "uninstall after trust: exit 0, server entry gone, provider config kept, hooks.json gone",
         res.rc == 0
         and "intent_loop" not in cfg.get("mcp_servers", {})
@@ -265,4 +334,10 @@ def uninstall(report: Report, env: dict[str, str], intentloop: str, codex_home: 
         f"rc={res.rc}",
     )
     left = sorted(cfg.get("hooks", {}).get("state", {}))
-    report.note(HOST, f"hooks.state entries left after uninstall (Codex's own trust records): {len(left)}")
+    backups = sorted(p.name for p in codex_home.glob("*.intentloop.bak"))
+    report.check(
+        host,
+        "uninstall after trust: Codex's trust records for our hooks and the .intentloop.bak files are gone",
+        not left and not backups,
+        f"hooks.state left: {left}; backups left: {backups}",
+    )

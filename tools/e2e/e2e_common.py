@@ -106,8 +106,9 @@ def run(
     report.timings.append((host, step, secs))
     if log_dir is not None:
         slug = step.replace(" ", "_").replace("/", "_")
-        (log_dir / f"{host}-{slug}.stdout").write_text(out, encoding="utf-8")
-        (log_dir / f"{host}-{slug}.stderr").write_text(err, encoding="utf-8")
+        label = host.replace("/", "-")
+        (log_dir / f"{label}-{slug}.stdout").write_text(out, encoding="utf-8")
+        (log_dir / f"{label}-{slug}.stderr").write_text(err, encoding="utf-8")
     return Run(list(argv), rc, out, err, secs)
 
 
@@ -135,22 +136,54 @@ def ledger_events(data_root: Path, root: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def verify(report: Report, host: str, intentloop: str, data_root: Path, root: Path, log_dir: Path) -> None:
-    """``intentloop verify --project-root ROOT --json`` must exit 0 and report an intact chain."""
-    env = base_env(log_dir.parent / "home", {"INTENT_LOOP_DATA_DIR": str(data_root)})
+def verify(
+    report: Report, host: str, intentloop: str, data_root: Path, root: Path, log_dir: Path, user_env: Mapping[str, str]
+) -> None:
+    """A bare ``intentloop verify --project-root ROOT --json`` (same HOME, no data-root variable) must find the same
+    data root the host's processes used, exit 0 and report an intact chain."""
+    env = base_env(log_dir.parent / "home", {k: v for k, v in user_env.items() if k == "XDG_DATA_HOME"})
     res = run(report, host, "intentloop verify", [intentloop, "verify", "--project-root", str(root), "--json"], env=env)
     try:
         doc = json.loads(res.stdout)
     except ValueError:
         doc = {}
     brief = json.dumps(doc)[:300]
-    report.check(host, "intentloop verify --json: exit 0, chain intact", res.rc == 0 and bool(doc), brief)
+    ok = res.rc == 0 and doc.get("intact") is True and doc.get("data_root") == str(data_root)
+    report.check(host, "bare intentloop verify --json: the same data root, exit 0, chain intact", ok, brief)
+
+
+#: What the two turns must leave in the ledger: the tools' events, then one observation per hook that saw a linked
+#: session (by the hook event that wrote it). Codex's SessionEnd payload carries no turn id and no text, so its
+#: observation id is the constant ``hook:SessionEnd:<sha256("none")>``: the resumed run's SessionEnd is the same
+#: observation as the first run's and is recorded once (an idempotent retry, as in the original). Claude Code's
+#: SessionEnd carries the last ``prompt_id``, so each run's end is its own observation: one more
+#: ``result_signal_observed`` than Codex.
+EXPECTED_LEDGER = {
+    "codex": ["task_started", "claim_added", "Stop", "SessionEnd", "UserPromptSubmit", "Stop"],
+    "claude": ["task_started", "claim_added", "Stop", "SessionEnd", "UserPromptSubmit", "Stop", "SessionEnd"],
+}
+
+
+def ledger_labels(events: list[dict[str, Any]]) -> list[str]:
+    """Each event as its type, or for a hook observation as the hook event that wrote it."""
+    out = []
+    for e in events:
+        request = str(e.get("request_id", ""))
+        out.append(request.split(":")[1] if request.startswith("hook:") else str(e.get("event_type")))
+    return out
 
 
 def ledger_checks(report: Report, host: str, events: list[dict[str, Any]], task_id: str | None) -> None:
     """The tool calls and the hooks left their events in the ledger, for the task the model started."""
     types = [e.get("event_type") for e in events]
     report.note(host, f"ledger event types in order: {types}")
+    expected = EXPECTED_LEDGER[host.split("/")[0]]
+    report.check(
+        host,
+        "ledger: exactly the expected events, one observation per hook (Codex: one SessionEnd for the session)",
+        ledger_labels(events) == expected,
+        f"got {ledger_labels(events)}",
+    )
     started = [e for e in events if e.get("event_type") == "task_started"]
     report.check(
         host, "ledger: task_started (intent_start_task landed)", bool(started) and started[0].get("task_id") == task_id

@@ -195,7 +195,9 @@ def messages_turn(body: dict[str, Any], script: Script) -> tuple[list[dict[str, 
     kind, what = script.decide(prompt, outputs, context_text)
     if kind == "call":
         tool, args = what
-        block = {"type": "tool_use", "id": f"toolu_{uuid.uuid4().hex[:16]}", "name": f"mcp__intent_loop__{tool}"}
+        # mcp__intent_loop__ (user-scope server) or mcp__plugin_intent-loop_intent_loop__ (a plugin's server)
+        prefix = next(t for t in tools if t.endswith("__intent_start_task"))[: -len("intent_start_task")]
+        block = {"type": "tool_use", "id": f"toolu_{uuid.uuid4().hex[:16]}", "name": f"{prefix}{tool}"}
         block["input"] = args
         return [block], "tool_use", {"decision": kind, "detail": what}
     return [{"type": "text", "text": what}], "end_turn", {"decision": kind, "detail": what}

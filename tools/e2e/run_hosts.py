@@ -1,17 +1,26 @@
-"""End-to-end: do Codex CLI and Claude Code, configured by ``intentloop install``, really run our server and hooks?
+"""End-to-end: do the real Codex CLI and Claude Code run our server and hooks, installed either way?
 
-Developer script, not part of CI (nothing imports it). It re-executes itself inside ``unshare -n`` (a network
-namespace with loopback only), so the hosts can reach nothing but the scripted model server on 127.0.0.1.
+Part of CI (``.ci/run``). The hosts come from npm at the versions pinned in ``tools/e2e/package.json`` /
+``package-lock.json``. The script re-executes itself inside ``unshare -n`` (a network namespace with loopback only),
+so the hosts can reach nothing but the scripted model server on 127.0.0.1.
 
 Usage::
 
-    npm install --prefix /tmp/hosts @openai/codex @anthropic-ai/claude-code
-    python tools/e2e/run_hosts.py [--hosts codex,claude] [--keep] [--project-root-arg] [--no-trust]
+    (cd tools/e2e && npm ci)
+    python tools/e2e/run_hosts.py [--hosts codex,claude] [--routes installer,plugin] [--keep] [--no-trust]
 
-Each host gets its own temporary HOME / CODEX_HOME / CLAUDE_CONFIG_DIR, project folder and data root; the installer
-runs against them; the model calls ``intent_start_task`` and ``intent_add_explicit``; a second turn shows whether the
-hooks linked the session. Checks: the hosts' JSON output, the requests the model received, the ledger and
-``intentloop verify --json``. Prints PASS/FAIL per host and check; exits 0 only when every check passed.
+Each host and route gets its own temporary HOME (with CODEX_HOME / CLAUDE_CONFIG_DIR below it) and project folder,
+and no data-root variable: route "installer" runs ``intentloop install codex|claude``, route "plugin" installs this
+repository as a Codex plugin (``codex plugin marketplace add`` + ``codex plugin add``) or loads it as a Claude Code
+plugin (``--plugin-dir``). The model calls ``intent_start_task`` and ``intent_add_explicit``; a resumed second turn
+shows whether the hooks linked the session. Checks: the hosts' JSON output, the requests the model received, the
+ledger under the per-user default root and a bare ``intentloop verify --json``. Prints PASS/FAIL per host, route and
+check; exits 0 only when every check passed.
+
+Codex's grace for optional MCP servers is raised to 60 s in the run's config (``--codex-grace-ms``): Codex sends its
+first turn after that grace even when a server is still starting, and on a loaded CI machine ``intentloop serve``
+may need more than Codex's default 1 s. Codex stops waiting as soon as the server has listed its tools, so a
+healthy run is not slower; ``--codex-grace-ms 1000`` runs with Codex's default.
 """
 
 from __future__ import annotations
@@ -53,19 +62,51 @@ def _version(argv: list[str]) -> str:
     return (out.stdout or out.stderr).strip().splitlines()[0] if (out.stdout or out.stderr).strip() else "?"
 
 
+def _run_one(report: Report, args: argparse.Namespace, host: str, route: str, base: Path, intentloop: str) -> None:
+    if route not in ("installer", "plugin"):
+        report.check(f"{host}/{route}", "known route", False, "expected installer or plugin")
+    elif host == "codex":
+        print(f"codex/{route}: {_version([args.codex, '--version'])}", flush=True)
+        run_codex(
+            report,
+            base,
+            args.codex,
+            intentloop,
+            route,
+            args.project_root_arg,
+            not args.no_trust,
+            args.codex_grace_ms,
+        )
+    elif host == "claude":
+        print(f"claude/{route}: {_version([args.claude, '--version'])}", flush=True)
+        run_claude(
+            report,
+            base,
+            args.claude,
+            intentloop,
+            route,
+            args.project_root_arg,
+            not args.claude_default_mcp_connect,
+        )
+    else:
+        report.check(host, "known host", False, "expected codex or claude")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    here = Path(__file__).resolve().parent
     parser.add_argument("--hosts", default="codex,claude")
-    parser.add_argument("--codex", default="/tmp/hosts/node_modules/.bin/codex")
-    parser.add_argument("--claude", default="/tmp/hosts/node_modules/.bin/claude")
+    parser.add_argument("--routes", default="installer,plugin")
+    parser.add_argument("--codex", default=str(here / "node_modules" / ".bin" / "codex"))
+    parser.add_argument("--claude", default=str(here / "node_modules" / ".bin" / "claude"))
     parser.add_argument("--intentloop", default=str(Path(sys.executable).parent / "intentloop"))
     parser.add_argument("--project-root-arg", action="store_true", help="pass project_root in every tool call")
     parser.add_argument("--no-trust", action="store_true", help="Codex: do not review/trust the hooks")
     parser.add_argument(
         "--codex-grace-ms",
         type=int,
-        default=None,
-        help="Codex: write mcp_optional_startup_grace_ms into the user's config (default: Codex's own, 1000)",
+        default=60000,
+        help="Codex: mcp_optional_startup_grace_ms in the run's config (default 60000; Codex's own default is 1000)",
     )
     parser.add_argument(
         "--claude-default-mcp-connect",
@@ -79,6 +120,7 @@ def main() -> int:
     if not args.no_netns:
         _enter_netns()
     hosts = [h.strip() for h in args.hosts.split(",") if h.strip()]
+    routes = [r.strip() for r in args.routes.split(",") if r.strip()]
     intentloop = str(Path(args.intentloop).absolute())
     report = Report()
     meta = "import importlib.metadata as m; print(m.version('intentloop'))"
@@ -86,29 +128,16 @@ def main() -> int:
     top = Path(tempfile.mkdtemp(prefix="intentloop-e2e-"))
     started = time.monotonic()
     try:
-        for n, host in enumerate(h for h in hosts for _ in range(args.repeat)):
-            base = top / f"{host}-{n}"
+        runs = [(h, r) for h in hosts for r in routes for _ in range(args.repeat)]
+        for n, (host, route) in enumerate(runs):
+            base = top / f"{host}-{route}-{n}"
             base.mkdir()
             host_start = time.monotonic()
-            if host == "codex":
-                print(f"codex: {_version([args.codex, '--version'])}", flush=True)
-                run_codex(
-                    report,
-                    base,
-                    args.codex,
-                    intentloop,
-                    args.project_root_arg,
-                    not args.no_trust,
-                    args.codex_grace_ms,
-                )
-            elif host == "claude":
-                print(f"claude: {_version([args.claude, '--version'])}", flush=True)
-                run_claude(
-                    report, base, args.claude, intentloop, args.project_root_arg, not args.claude_default_mcp_connect
-                )
-            else:
-                report.check(host, "known host", False, "expected codex or claude")
-            report.timings.append((host, "total", time.monotonic() - host_start))
+            try:
+                _run_one(report, args, host, route, base, intentloop)
+            except Exception as exc:  # a crashed run is a failed check, never a silent pass
+                report.check(f"{host}/{route}", "the run completed", False, f"{type(exc).__name__}: {exc}")
+            report.timings.append((f"{host}/{route}", "total", time.monotonic() - host_start))
     finally:
         print(report.render())
         print(f"total wall time: {time.monotonic() - started:.1f} s")

@@ -467,7 +467,7 @@ async def test_corrupt_ledger_is_reported_with_the_line(h: Any) -> None:
 
 
 async def test_data_dir_required(h: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("INTENT_LOOP_DATA_DIR", "CODEX_HOME", "PLUGIN_DATA"):
+    for name in ("INTENT_LOOP_DATA_DIR", "CODEX_HOME", "PLUGIN_DATA", "HOME"):
         monkeypatch.delenv(name, raising=False)
     service = IntentService()
     with pytest.raises(IntentLoopError) as info:

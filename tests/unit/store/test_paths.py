@@ -12,10 +12,12 @@ import pytest
 from intentloop.errors import InvalidInputError, StorageError
 from intentloop.model import EventDraft, project_id_for
 from intentloop.store import (
+    DataRoot,
     LockConfig,
     PrivateControl,
     ProjectStore,
     canonicalize_project_root,
+    locate_data_root,
     resolve_data_root,
 )
 
@@ -43,34 +45,65 @@ def control(store: ProjectStore, session: str = "a" * 64) -> PrivateControl:
 
 
 def test_data_root_sources_in_order(tmp_path):
-    env = {"INTENT_LOOP_DATA_DIR": "/d", "CODEX_HOME": "/c", "PLUGIN_DATA": "/p"}
-    assert resolve_data_root(env, argv0="") == Path("/d")
+    home = tmp_path / "home"
+    env = {
+        "HOME": str(home),
+        "INTENT_LOOP_DATA_DIR": "/d",
+        "XDG_DATA_HOME": "/x",
+        "CODEX_HOME": "/c",
+        "PLUGIN_DATA": "/p",
+    }
+    assert locate_data_root(env) == DataRoot(Path("/d"), "INTENT_LOOP_DATA_DIR", "INTENT_LOOP_DATA_DIR is set")
     del env["INTENT_LOOP_DATA_DIR"]
-    assert resolve_data_root(env, argv0="") == Path("/c/plugin-data/intent-loop/v1")
-    del env["CODEX_HOME"]
-    assert resolve_data_root(env, argv0="") == Path("/p/intent-loop/v1")
-    del env["PLUGIN_DATA"]
-    program = "/home/u/.codex/plugins/cache/intent-loop/0.2/.venv/bin/intentloop"
-    assert resolve_data_root(env, argv0=program) == Path("/home/u/.codex/plugin-data/intent-loop/v1")
+    found = locate_data_root(env)
+    assert (found.path, found.source) == (Path("/x/intentloop/v1"), "default")
+    del env["XDG_DATA_HOME"]
+    assert resolve_data_root(env) == home / ".local" / "share" / "intentloop" / "v1"
+    # PLUGIN_DATA and the program's location never decide: Codex gives neither to an MCP server
+    assert resolve_data_root({"HOME": str(home), "PLUGIN_DATA": "/p"}) == home / ".local/share/intentloop/v1"
+    assert not home.exists()  # resolving creates nothing
 
 
-def test_data_root_required_when_nothing_applies(tmp_path):
-    with pytest.raises(StorageError) as info:
-        resolve_data_root({}, argv0="/usr/local/bin/intentloop")
-    assert info.value.code == "DATA_DIR_REQUIRED"
-    with pytest.raises(StorageError):  # empty values do not count
-        resolve_data_root({"INTENT_LOOP_DATA_DIR": "", "CODEX_HOME": "", "PLUGIN_DATA": ""}, argv0="")
-    assert not (tmp_path / "plugin-data").exists()
+def test_a_relative_xdg_data_home_is_ignored(tmp_path):
+    home = tmp_path / "home"
+    assert resolve_data_root({"HOME": str(home), "XDG_DATA_HOME": "rel"}) == home / ".local/share/intentloop/v1"
+
+
+def test_the_original_plugins_data_is_adopted_in_place_until_the_new_root_exists(tmp_path):
+    home = tmp_path / "home"
+    env = {"HOME": str(home)}
+    original = home / ".codex" / "plugin-data" / "intent-loop" / "v1"
+    new = home / ".local" / "share" / "intentloop" / "v1"
+    original.mkdir(parents=True)  # an original root without projects/ is not data
+    assert resolve_data_root(env) == new
+    (original / "projects").mkdir()
+    found = locate_data_root(env)
+    assert (found.path, found.source) == (original, "original") and "adopted" in found.reason
+    custom = tmp_path / "codex-home"  # CODEX_HOME moves the original's location
+    assert resolve_data_root({**env, "CODEX_HOME": str(custom)}) == new
+    (custom / "plugin-data" / "intent-loop" / "v1" / "projects").mkdir(parents=True)
+    assert resolve_data_root({**env, "CODEX_HOME": str(custom)}) == custom / "plugin-data" / "intent-loop" / "v1"
+    new.mkdir(parents=True)  # once the new root exists, it wins
+    assert locate_data_root(env) == DataRoot(new, "default", "the per-user default (~/.local/share/intentloop/v1)")
+    assert resolve_data_root({**env, "INTENT_LOOP_DATA_DIR": "/d"}) == Path("/d")  # the override still wins
+
+
+def test_data_root_required_only_without_a_home(tmp_path):
+    for env in ({}, {"HOME": ""}, {"HOME": "relative/home"}, {"INTENT_LOOP_DATA_DIR": "", "CODEX_HOME": "/c"}):
+        with pytest.raises(StorageError) as info:
+            resolve_data_root(env)
+        assert info.value.code == "DATA_DIR_REQUIRED"
+    assert resolve_data_root({"HOME": str(tmp_path)}) == tmp_path / ".local/share/intentloop/v1"  # positive control
 
 
 def test_data_root_defaults_to_the_process_environment(data_env):
-    assert resolve_data_root(argv0="") == data_env
+    assert resolve_data_root() == data_env
     assert not data_env.exists()  # resolving creates nothing
 
 
 def test_relative_data_dir_is_made_absolute(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert resolve_data_root({"INTENT_LOOP_DATA_DIR": "rel"}, argv0="") == tmp_path / "rel"
+    assert resolve_data_root({"INTENT_LOOP_DATA_DIR": "rel"}) == tmp_path / "rel"
 
 
 # --- project roots -----------------------------------------------------------------------------------------------
