@@ -5,7 +5,7 @@ server behind ``timed_serve.py`` so each run also records when the first ``tools
 (measured from the server's spawn; an upper bound, see ``timed_serve.py``). Codex sends its first turn ~1 s after
 spawning its MCP servers; a run passes when that first model request already lists our tools.
 
-    python tools/e2e/codex_startup.py [--runs 20] [--busy 4] [--codex /tmp/hosts/node_modules/.bin/codex]
+    npm ci --prefix tools/e2e && python tools/e2e/codex_startup.py [--runs 20] [--busy 4]
 """
 
 from __future__ import annotations
@@ -60,9 +60,9 @@ def _route_server_through(wrapper: Path) -> None:
             config = Path(kwargs["env"]["CODEX_HOME"]) / "config.toml"
             text = config.read_text(encoding="utf-8")
             real = argv[0]
-            old = f'command = "{real}"\nargs = ["serve"]'
+            old = f'command = "{real}", args = ["serve"]'
             assert old in text, "the installer's server entry changed shape"
-            config.write_text(text.replace(old, f'command = "{wrapper}"\nargs = ["{real}"]'), encoding="utf-8")
+            config.write_text(text.replace(old, f'command = "{wrapper}", args = ["{real}"]'), encoding="utf-8")
         return result
 
     codex_host.run = run  # type: ignore[assignment]
@@ -72,7 +72,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--busy", type=int, default=4, help="busy-loop processes running during every run")
-    parser.add_argument("--codex", default="/tmp/hosts/node_modules/.bin/codex")
+    parser.add_argument("--codex", default=str(Path(__file__).resolve().parent / "node_modules" / ".bin" / "codex"))
     parser.add_argument("--intentloop", default=str(Path(sys.executable).parent / "intentloop"))
     args = parser.parse_args()
     _enter_netns()
@@ -86,7 +86,7 @@ def main() -> int:
             log = base / "serve-timing.jsonl"
             report = Report()
             _route_server_through(_timed_server(base / "bin", log))
-            run_codex(report, base, args.codex, args.intentloop, False, True, None)
+            run_codex(report, base, args.codex, args.intentloop, "installer", False, True, None)
             codex_host.run = ORIGINAL_RUN
             ok = any(check.name == FIRST_TURN_CHECK and check.ok for check in report.checks)
             offered += ok
