@@ -19,6 +19,7 @@ from hooks._guard import (
     WRITE_RESERVE_S,
     Answer,
     Watchdog,
+    answer_in_child,
     deadline_seconds,
     debug_enabled,
     debug_log,
@@ -101,8 +102,9 @@ def run_hook(argv: list[str]) -> int:
     """The ``intentloop hook`` process body: always prints exactly one JSON line and returns 0.
 
     The budget (``INTENT_LOOP_HOOK_DEADLINE_S``, default 2.5 s) counts from process start; lock waits end
-    ``WRITE_RESERVE_S`` before it and a watchdog answers fail-open and exits at it. Nothing reaches stderr unless
-    ``INTENT_LOOP_DEBUG=1``.
+    ``WRITE_RESERVE_S`` before it. The handler runs in a forked child; at the deadline the parent answers fail-open
+    itself and kills the child, even when the child is stuck in C code holding the GIL (without ``fork``: inline,
+    with a watchdog thread). Nothing reaches stderr unless ``INTENT_LOOP_DEBUG=1``.
 
     The cyclic garbage collector stays off while the hook runs (a bounded, short-lived process: the verified ledger's
     fresh objects would otherwise be traversed again and again) and everything alive is frozen after the answer, so
@@ -126,20 +128,33 @@ def _run(argv: list[str], started: float) -> int:
         silence_stderr()
     end = started + deadline_seconds(env) - process_age_s()
     answer = Answer(1)
-    watchdog = Watchdog(answer, end - WATCHDOG_MARGIN_S).start()
+
+    def work() -> bytes:
+        return _handled(argv, env, end, debug)
+
+    line = answer_in_child(work, end - WATCHDOG_MARGIN_S)
+    if line is None:  # no fork here: run inline, with the watchdog thread as the last resort
+        watchdog = Watchdog(answer, end - WATCHDOG_MARGIN_S).start()
+        line = work()
+        answer.send(line)
+        watchdog.cancel()
+    else:
+        answer.send(line)
+    debug_log(debug, f"answered in {1000 * (time.monotonic() - started):.1f} ms")
+    return 0
+
+
+def _handled(argv: Sequence[str], env: Mapping[str, str], end: float, debug: bool) -> bytes:
+    """:func:`handle`, with every failure turned into the fail-open line."""
     try:
-        line = handle(argv, sys.stdin.buffer, env, lock_deadline=end - WRITE_RESERVE_S, debug=debug)
+        return handle(argv, sys.stdin.buffer, env, lock_deadline=end - WRITE_RESERVE_S, debug=debug)
     except Exception as exc:  # the hook's single catch-all: every failure is the fail-open answer
         if debug:
             import traceback
 
             debug_log(True, f"fail-open after {type(exc).__name__}: {getattr(exc, 'code', '')} {exc}")
             debug_log(True, "".join(traceback.format_exception(exc)).rstrip("\n"))
-        line = FAIL_OPEN_LINE
-    answer.send(line)
-    watchdog.cancel()
-    debug_log(debug, f"answered in {1000 * (time.monotonic() - started):.1f} ms")
-    return 0
+        return FAIL_OPEN_LINE
 
 
 __all__ = ["USAGE", "UsageError", "handle", "import_msgspec_alone", "parse_args", "run_hook"]

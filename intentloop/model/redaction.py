@@ -55,18 +55,22 @@ _A = re.ASCII
 _AI = re.ASCII | re.IGNORECASE
 
 _KEY = r"(?:password|passwd|secret(?:[_-]?access)?(?:[_-]?key)?|api[_-]?key|(?:access|auth|refresh)[_-]?token)"
+# Once a value's first character matched, the value always matches (an unterminated quote runs to the end of the
+# line): a value can never scan far and then fail, which is what would make a start position cost more than once.
 _VALUE = (
-    r"(?:\"(?:\\.|[^\"\\\r\n])*\""  # "double-quoted \" escapes"
-    r"|'(?:\\.|[^'\\\r\n])*'"  # 'single-quoted'
+    r"(?:\"(?:\\[^\r\n]|[^\"\\\r\n])*+(?:\"|\\?(?=[\r\n])|\\?\Z)"  # "double-quoted \" escapes"
+    r"|'(?:\\[^\r\n]|[^'\\\r\n])*+(?:'|\\?(?=[\r\n])|\\?\Z)"  # 'single-quoted'
     # \"json-escaped\": runs of plain characters, backslashes and inner escaped quotes, then a closing \" before a
-    # delimiter; possessive so a long backslash run costs linear time.
-    r"|\\+\"(?:[^\"\\\r\n]++|\\++(?!\")|\\++\"(?![,;}\]\s)]|$))*+(?:\\+\"|(?=[\r\n])|\Z)"
+    # delimiter (or a bare ", a line break, the end); possessive so a long backslash run costs linear time.
+    r"|\\+\"(?:[^\"\\\r\n]++|\\++(?!\")|\\++\"(?![,;}\]\s)]|$))*+(?:\\+\"|\"|(?=[\r\n])|\Z)"
     rf"|[^,;\"'{JS_WHITESPACE}]+)"  # bare run
 )
 
-_Rule = tuple[str, re.Pattern[str]]
+#: (rule name, kind, pattern); a pattern may keep a leading ``keep`` group (text it skipped, not a secret).
+_Rule = tuple[str, str, re.Pattern[str]]
 _PATTERN_RULES: tuple[_Rule, ...] = (
     (
+        "private-key",
         "private-key",
         re.compile(
             r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
@@ -74,18 +78,34 @@ _PATTERN_RULES: tuple[_Rule, ...] = (
             _AI,
         ),
     ),
-    ("bearer", re.compile(rf"\bBearer{_WS}+[A-Za-z0-9._~+/-]{{12,}}={{0,2}}\b", _AI)),
-    ("openai-key", re.compile(r"\bsk-(?:proj-|svcacct-)?[A-Za-z0-9_-]{16,}\b", _A)),
-    ("github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})\b", _A)),
-    ("aws-key", re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b", _A)),
-    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b", _A)),
+    ("bearer", "bearer", re.compile(rf"\bBearer{_WS}+[A-Za-z0-9._~+/-]{{12,}}={{0,2}}\b", _AI)),
+    ("openai-key", "openai-key", re.compile(r"\bsk-(?:proj-|svcacct-)?[A-Za-z0-9_-]{16,}\b", _A)),
+    (
+        "github-token",
+        "github-token",
+        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})\b", _A),
+    ),
+    ("aws-key", "aws-key", re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b", _A)),
+    # Starts only where a [A-Za-z0-9_-] run starts and skips (possessively, keeping it) to the run's first "eyJ":
+    # every "eyJ" of a run shares the run's end, so if the first cannot start a token none can, and no run is
+    # scanned from more than one start (``"eyJ-" * n`` was quadratic).
+    (
+        "jwt",
+        "jwt",
+        re.compile(
+            r"(?<![A-Za-z0-9_-])(?P<keep>(?:(?!\beyJ)[A-Za-z0-9_-])*+)"
+            r"\beyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}\b",
+            _A,
+        ),
+    ),
 )
 _CREDENTIAL_RULES: tuple[_Rule, ...] = (
     (
+        "credential-quoted",
         "credential",
         re.compile(rf"(?<!\\)\\*+[\"'](?:[A-Za-z0-9]+[_.-])*{_KEY}\\*[\"']{_WS}*:{_WS}*{_VALUE}", _AI),
     ),
-    ("credential", re.compile(rf"(?<![A-Za-z0-9]){_KEY}{_WS}*(?::=|=>|[:=]){_WS}*{_VALUE}", _AI)),
+    ("credential-bare", "credential", re.compile(rf"(?<![A-Za-z0-9]){_KEY}{_WS}*(?::=|=>|[:=]){_WS}*{_VALUE}", _AI)),
 )
 _JSON_CREDENTIAL_KEY = re.compile(rf"(?:[A-Za-z0-9]+[_.-])*{_KEY}", _AI)
 
@@ -127,10 +147,11 @@ class _Counter:
         self.kinds: set[str] = set()
 
     def replacer(self, kind: str) -> Callable[[re.Match[str]], str]:
-        def replace(_match: re.Match[str]) -> str:
+        def replace(match: re.Match[str]) -> str:
             self.count += 1
             self.kinds.add(kind)
-            return _marker(kind)
+            keep = match.groupdict().get("keep")
+            return keep + _marker(kind) if keep else _marker(kind)
 
         return replace
 
@@ -140,8 +161,12 @@ class _Counter:
 
 def _apply_rules(text: str, counter: _Counter, *, credential_rules: bool) -> str:
     rules = _PATTERN_RULES + _CREDENTIAL_RULES if credential_rules else _PATTERN_RULES
-    for kind, pattern in rules:
+    for _name, kind, pattern in rules:
         text = pattern.sub(counter.replacer(kind), text)
+    return _apply_high_entropy(text, counter)
+
+
+def _apply_high_entropy(text: str, counter: _Counter) -> str:
     spans = high_entropy_spans(text)
     if spans:
         pieces: list[str] = []
@@ -189,6 +214,24 @@ def _redact_json(text: str) -> Redaction | None:
         return counter.result(js_stringify(visit(tree)))
     except (ValueError, RecursionError):
         return None
+
+
+RULE_NAMES: tuple[str, ...] = (*(rule[0] for rule in _PATTERN_RULES + _CREDENTIAL_RULES), HIGH_ENTROPY)
+
+
+def run_rule(name: str, text: str) -> str:
+    """Apply the one rule called ``name`` (see :data:`RULE_NAMES`) to ``text``: for tests and benchmarks.
+
+    Raises:
+        KeyError: an unknown rule name.
+    """
+    counter = _Counter()
+    if name == HIGH_ENTROPY:
+        return _apply_high_entropy(text, counter)
+    for rule_name, kind, pattern in _PATTERN_RULES + _CREDENTIAL_RULES:
+        if rule_name == name:
+            return pattern.sub(counter.replacer(kind), text)
+    raise KeyError(name)
 
 
 def redact(text: str) -> Redaction:
@@ -262,6 +305,7 @@ __all__ = [
     "HIGH_ENTROPY",
     "JS_WHITESPACE",
     "KINDS",
+    "RULE_NAMES",
     "Redaction",
     "atomic_statement",
     "has_line_break",
@@ -269,5 +313,6 @@ __all__ = [
     "known_credential_kinds",
     "minimal_excerpt",
     "redact",
+    "run_rule",
     "sanitize_label",
 ]
