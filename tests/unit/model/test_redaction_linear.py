@@ -31,6 +31,8 @@ ADVERSARIAL: dict[str, list[str]] = {
     "openai-key": ["sk-", "sk--", "sk-proj-", "-sk-"],
     "github-token": ["ghp_", "github_pat_", "ghp_a"],
     "aws-key": ["AKIA", "AKIAAAAAAAAAAAAAAAAA"],
+    "url-credential": ["a.", "a://", "a://b:", "a://b:c@", "x+y.z://u:p", "http://u:p@h/"],
+    "service-key": ["xoxb-", "AIza", "sk_live_", "aaa1Q~", "1234567890:AA", "hooks.slack.com/services/", "dp.pt."],
     "jwt": ["eyJ-", "-eyJ", "eyJ_", "eyJaaaaaaaa.", "eyJaaaaaaaa.bbbbbbbb.-", "eyJaaaaaaaa-."],
     "credential-quoted": ['"password": \\"', '"password":"', '\\"password\\":\\"', "'secret':'", '"a_', '"a.password'],
     "credential-bare": [
