@@ -2,6 +2,8 @@
 
 Deletion is verified three times: the re-chained ledger must not contain the id before it replaces the file, the
 store re-verifies what it wrote, and afterwards every file of the project directory is read back and searched.
+``quarantine/`` loses only the lines that hold the deleted item (an admin's kept bytes of other events stay): why
+line by line and not file by file — a kept damaged suffix holds many events, and one deletion must not take them.
 """
 
 from __future__ import annotations
@@ -94,7 +96,7 @@ async def delete(engine: Engine, ctx: Ctx, args: DeleteArgs) -> dict[str, Any]:
         # Refuse before changing anything when a file the deletion does not rewrite already holds the id.
         scan_project_files(ctx.store.project_dir, [claim_id], skip=REWRITTEN_BY_DELETE)
         _rewrite(locked, ctx, remove_claim(locked.view.events, task_id, claim_id), claim_id)
-        locked.remove_quarantine()
+        locked.strip_quarantine([claim_id.encode()])
         scanned = scan_project_files(ctx.store.project_dir, [claim_id])
         engine.state(ctx, locked.view)
     if private is not None:
@@ -119,7 +121,7 @@ async def _delete_task(engine: Engine, ctx: Ctx, task_id: str, confirmation: str
         _rewrite(locked, ctx, remove_task(locked.view.events, task_id), task_id)
         for control in engine.controls_for(ctx.store.read_controls(), task_id):
             locked.remove_control(control.host_session_hash)
-        locked.remove_quarantine()
+        locked.strip_quarantine([task_id.encode()])
         scanned = scan_project_files(ctx.store.project_dir, [task_id])
         engine.state(ctx, locked.view)
     engine.private.drop(ctx.project_id, task_id)

@@ -25,6 +25,7 @@ from intentloop.store._fs import (
     atomic_replace,
     check_regular,
     fsync_dir,
+    read_regular,
     remove_tree_quietly,
     storage_error,
 )
@@ -36,6 +37,10 @@ from intentloop.store._view import LedgerView
 
 # Called after every commit with the new file's stat (None if unknown), bytes and verified view.
 CommitHook = Callable[[os.stat_result | None, bytes, LedgerView], None]
+
+
+def _nothing(_st: os.stat_result | None) -> None:
+    """The commit hook of a side file: nothing to remember."""
 
 
 class LockedLedger:
@@ -188,6 +193,52 @@ class LockedLedger:
         except OSError as exc:
             raise storage_error(exc, "removing quarantine", code="STORAGE_WRITE_FAILED") from exc
         remove_tree_quietly(aside)
+
+    def strip_quarantine(self, needles: Sequence[bytes]) -> list[str]:
+        """Remove the lines that hold any of ``needles`` from every file in ``quarantine/`` (deletion).
+
+        A file without them is left byte for byte (an admin's kept raw bytes of other events survive); a file with
+        them is rewritten without those lines through the atomic write path, or removed when nothing else is left.
+        A line is the unit of a ledger event, so an event that names the deleted item goes whole.
+
+        Returns:
+            The names of the files rewritten or removed.
+
+        Raises:
+            StorageError: ``PATH_ESCAPE``, ``UNSAFE_DATA_FILE``, ``INVALID_DATA_DIR``, ``LOCK_COMPROMISED``,
+                ``STORAGE_READ_FAILED``, ``STORAGE_WRITE_FAILED``.
+        """
+        self._check_open()
+        directory = self._paths.quarantine_dir
+        if not needles or not self._paths.check_subdir(directory):
+            return []
+        changed: list[str] = []
+        try:
+            names = sorted(os.listdir(directory))
+        except OSError as exc:
+            raise storage_error(exc, "listing quarantine", code="STORAGE_READ_FAILED") from exc
+        for name in names:
+            target = directory / name
+            opened = read_regular(target)
+            if opened is None:
+                continue
+            data = opened[0]
+            if not any(needle in data for needle in needles):
+                continue
+            kept = b"".join(line for line in data.splitlines(keepends=True) if not any(n in line for n in needles))
+            self._handle.require_owner()
+            if kept:
+                atomic_replace(
+                    target, quarantine_temp_name(), kept, before_replace=self._handle.require_owner, on_commit=_nothing
+                )
+            else:
+                try:
+                    os.unlink(target)
+                    fsync_dir(directory)
+                except OSError as exc:
+                    raise storage_error(exc, "removing a quarantine file", code="STORAGE_WRITE_FAILED") from exc
+            changed.append(name)
+        return changed
 
     def repair_torn_tail(self) -> dict[str, Any]:
         """Record ``{byte_length, observed_at, sha256}`` of the torn last line and drop it (no raw bytes kept).

@@ -120,7 +120,7 @@ async def test_deleting_an_imported_claim_rewrites_the_import(h: Any) -> None:
     assert doomed["claim_id"].encode() not in h.disk_bytes()
 
 
-async def test_deleting_a_task_removes_every_reference_and_the_quarantine(h: Any) -> None:
+async def test_deleting_a_task_removes_every_reference(h: Any) -> None:
     doomed = await h.start("doomed task text PL-33", host_session_id="sess-d")
     kept = await h.start("kept task text")
     for task in (doomed, kept):
@@ -131,11 +131,11 @@ async def test_deleting_a_task_removes_every_reference_and_the_quarantine(h: Any
     await h.inferred(kept, "written after the crash")
     assert any((h.project_dir / "quarantine").iterdir())
     result = await h.call("intent_delete", task_id=doomed, target="task", confirmation=f"DELETE TASK {doomed}")
-    assert result == {"deleted": "task", "task_id": doomed, "persistent_files_scanned": 1}
+    assert result == {"deleted": "task", "task_id": doomed, "persistent_files_scanned": 2}  # ledger, torn summary
     after = h.disk_bytes()
     assert doomed.encode() not in after and b"PL-33" not in after
     assert b"kept task text" in after
-    assert not (h.project_dir / "quarantine").exists()
+    assert not any(doomed.encode() in p.read_bytes() for p in (h.project_dir / "quarantine").iterdir())
     assert (await h.call("intent_list_candidates", task_id=kept))[0]["task_ids"] == [kept]
     # the session of the deleted task is free again
     assert await h.start(host_session_id="sess-d")
@@ -170,3 +170,41 @@ async def test_the_deletion_scan_refuses_symlinks_and_hard_links(h: Any, tmp_pat
     assert (await h.snapshot(task))["active_claims"]  # refused before anything changed
     result = await h.call("intent_delete", task_id=task, target="task", confirmation=f"DELETE TASK {task}")
     assert result["deleted"] == "task"
+
+
+async def test_deleting_keeps_unrelated_quarantine_and_strips_the_deleted_bytes(h: Any) -> None:
+    """An admin's kept raw bytes survive a deletion; only the lines that hold the deleted item go."""
+    task = await h.start("kept initial claim")
+    doomed = await h.inferred(task, "doomed statement QX-9001")
+    other = await h.inferred(task, "unrelated inference QX-1234")
+    quarantine = h.project_dir / "quarantine"
+    quarantine.mkdir(mode=0o700)
+    unrelated = b'{"kept":"salvageable event of someone else"}\n{"more":"kept bytes"}\n'
+    (quarantine / "damaged-1-kept.bytes").write_bytes(unrelated)
+    (quarantine / "damaged-1-kept.json").write_bytes(b'{"byte_length":70,"raw_bytes_file":"damaged-1-kept.bytes"}\n')
+    doomed_line = next(line for line in h.ledger_lines() if doomed["claim_id"].encode() in line)
+    other_line = next(line for line in h.ledger_lines() if other["claim_id"].encode() in line)
+    (quarantine / "damaged-2-mixed.bytes").write_bytes(other_line + b"\n" + doomed_line + b"\n")
+    (quarantine / "damaged-3-only.bytes").write_bytes(doomed_line + b"\n")
+    (quarantine / "0600.mode").write_bytes(b"no ids here\n")
+    result = await _delete_claim(h, task, doomed["claim_id"])
+    assert result["deleted"] == "claim"
+    assert (quarantine / "damaged-1-kept.bytes").read_bytes() == unrelated  # untouched, byte for byte
+    assert (quarantine / "damaged-1-kept.json").exists() and (quarantine / "0600.mode").exists()
+    assert (quarantine / "damaged-2-mixed.bytes").read_bytes() == other_line + b"\n"  # the other line stays
+    assert not (quarantine / "damaged-3-only.bytes").exists()  # nothing else was in it
+    assert doomed["claim_id"].encode() not in h.disk_bytes() and b"QX-9001" not in h.disk_bytes()
+    assert b"QX-1234" in h.disk_bytes()  # positive control
+
+
+async def test_deleting_a_task_keeps_unrelated_quarantine(h: Any) -> None:
+    doomed = await h.start("doomed task text PL-77")
+    kept = await h.start("kept task text")
+    quarantine = h.project_dir / "quarantine"
+    quarantine.mkdir(mode=0o700)
+    (quarantine / "damaged-1-kept.bytes").write_bytes(b'{"task_id":"' + kept.encode() + b'"}\n')
+    (quarantine / "damaged-2-doomed.bytes").write_bytes(b'{"task_id":"' + doomed.encode() + b'"}\n')
+    await h.call("intent_delete", task_id=doomed, target="task", confirmation=f"DELETE TASK {doomed}")
+    assert (quarantine / "damaged-1-kept.bytes").exists()
+    assert not (quarantine / "damaged-2-doomed.bytes").exists()
+    assert doomed.encode() not in h.disk_bytes() and kept.encode() in h.disk_bytes()
