@@ -131,7 +131,14 @@ async def test_deleting_a_task_removes_every_reference(h: Any) -> None:
     await h.inferred(kept, "written after the crash")
     assert any((h.project_dir / "quarantine").iterdir())
     result = await h.call("intent_delete", task_id=doomed, target="task", confirmation=f"DELETE TASK {doomed}")
-    assert result == {"deleted": "task", "task_id": doomed, "persistent_files_scanned": 2}  # ledger, torn summary
+    assert result == {
+        "deleted": "task",
+        "task_id": doomed,
+        "persistent_files_scanned": 2,  # the ledger and the torn tail's summary
+        "other_copies": [],
+        "files_with_content": [],
+        "deleted_copies": [],
+    }
     after = h.disk_bytes()
     assert doomed.encode() not in after and b"PL-33" not in after
     assert b"kept task text" in after
@@ -208,3 +215,68 @@ async def test_deleting_a_task_keeps_unrelated_quarantine(h: Any) -> None:
     assert (quarantine / "damaged-1-kept.bytes").exists()
     assert not (quarantine / "damaged-2-doomed.bytes").exists()
     assert doomed.encode() not in h.disk_bytes() and kept.encode() in h.disk_bytes()
+
+
+async def _imported_copy(h: Any, statement: str) -> tuple[str, str, str, str]:
+    """(source task, its claim, target task, the imported copy's claim id)."""
+    source = await h.start(statement, "another source claim")
+    claim = next(c for c in (await h.snapshot(source))["active_claims"] if c["statement"] == statement)
+    graph = await h.call("intent_export", task_id=source)
+    target = await h.start("target's own claim")
+    snap = await h.call("intent_import", task_id=target, request_id=h.rid(), graph=graph)
+    copy = next(c for c in snap["active_claims"] if c["statement"] == statement)
+    assert copy["claim_id"] != claim["claim_id"]
+    return source, claim["claim_id"], target, copy["claim_id"]
+
+
+async def test_deleting_a_claim_reports_its_copy_in_another_task(h: Any) -> None:
+    source, claim_id, target, copy_id = await _imported_copy(h, "deploy only on Fridays ZK-5521")
+    quoting = await h.inferred(target, "we doubt 'deploy only on Fridays ZK-5521' still holds")
+    result = await _delete_claim(h, source, claim_id)
+    assert result["other_copies"] == [  # the import first, then the later claim quoting it (record order)
+        {"task_id": target, "claim_id": copy_id, "match": "same_statement"},
+        {"task_id": target, "claim_id": quoting["claim_id"], "match": "contains_statement"},
+    ]
+    assert result["files_with_content"] == ["ledger.jsonl"]
+    assert result["deleted_copies"] == []
+    assert claim_id.encode() not in h.disk_bytes()
+    assert b"ZK-5521" in h.disk_bytes()  # the copy was only reported: the user decides
+
+
+async def test_deleting_a_claim_with_its_copies_leaves_no_byte_of_the_statement(h: Any) -> None:
+    source, claim_id, target, copy_id = await _imported_copy(h, "deploy only on Fridays ZK-5522")
+    quarantine = h.project_dir / "quarantine"
+    quarantine.mkdir(mode=0o700)
+    copy_line = next(line for line in h.ledger_lines() if b"graph_imported" in line)
+    (quarantine / "damaged-1-kept.bytes").write_bytes(copy_line + b"\n" + b'{"other":"kept"}\n')
+    result = await h.call(
+        "intent_delete",
+        task_id=source,
+        target="claim",
+        claim_id=claim_id,
+        confirmation=f"DELETE CLAIM {claim_id}",
+        delete_copies=True,
+    )
+    assert result["deleted_copies"] == [{"task_id": target, "claim_id": copy_id}]
+    assert result["other_copies"] == [] and result["files_with_content"] == []
+    after = h.disk_bytes()
+    assert b"ZK-5522" not in after and claim_id.encode() not in after and copy_id.encode() not in after
+    assert (quarantine / "damaged-1-kept.bytes").read_bytes() == b'{"other":"kept"}\n'
+    statements = [c["statement"] for c in (await h.snapshot(target))["active_claims"]]
+    assert statements == ["target's own claim", "another source claim"]  # positive control: the rest stays
+
+
+async def test_deleting_a_task_with_copies_removes_its_statements_elsewhere(h: Any) -> None:
+    source, _claim_id, target, copy_id = await _imported_copy(h, "deploy only on Fridays ZK-5523")
+    kept = await h.call("intent_delete", task_id=source, target="task", confirmation=f"DELETE TASK {source}")
+    assert {"task_id": target, "claim_id": copy_id, "match": "same_statement"} in kept["other_copies"]
+    assert b"ZK-5523" in h.disk_bytes()
+    other = await h.start("deploy only on Fridays ZK-5524")
+    await h.call(
+        "intent_import", task_id=target, request_id=h.rid(), graph=await h.call("intent_export", task_id=other)
+    )
+    result = await h.call(
+        "intent_delete", task_id=other, target="task", confirmation=f"DELETE TASK {other}", delete_copies=True
+    )
+    assert len(result["deleted_copies"]) == 1 and result["deleted_copies"][0]["task_id"] == target
+    assert b"ZK-5524" not in h.disk_bytes() and b"ZK-5523" in h.disk_bytes()
