@@ -17,14 +17,17 @@ from intentloop.service._aio_txn import semantic_write
 from intentloop.service._delete import (
     REWRITTEN_BY_DELETE,
     content_needles,
+    creating_requests,
     files_holding,
     find_copies,
     remove_claim,
     remove_task,
     scan_project_files,
+    tombstone_digest,
 )
 from intentloop.service._engine import Ctx, Engine, task_not_found
 from intentloop.service._graph import import_payload, validate_graph
+from intentloop.service._hookkey import load_or_create_hook_key
 from intentloop.service._rules import check_request_id, check_uuid
 from intentloop.service.args import DeleteArgs, ImportArgs, opt
 from intentloop.store import LedgerView, LockedLedger
@@ -84,6 +87,15 @@ def _without_copies(events: list[Event], statements: Collection[str]) -> tuple[l
     return events, [{"task_id": c["task_id"], "claim_id": c["claim_id"]} for c in copies]
 
 
+def _remember_deleted(ctx: Ctx, locked: LockedLedger, requests: Sequence[tuple[str, str, str]]) -> None:
+    """Leave a content-free tombstone per request that created a deleted claim, so its replay answers
+    ``CLAIM_DELETED`` instead of recreating the claim (a deleted task needs none: its task id is gone, a replay
+    answers ``TASK_NOT_FOUND``)."""
+    if requests:
+        key = load_or_create_hook_key(ctx.store.data_root)
+        locked.add_tombstones([tombstone_digest(key, *request) for request in requests])
+
+
 def _finish(
     engine: Engine, ctx: Ctx, locked: LockedLedger, ids: Sequence[str], statements: Collection[str]
 ) -> dict[str, Any]:
@@ -137,7 +149,11 @@ async def delete(engine: Engine, ctx: Ctx, args: DeleteArgs) -> dict[str, Any]:
         if copies_too:
             events, deleted_copies = _without_copies(events, statements)
         ids = [claim_id, *(c["claim_id"] for c in deleted_copies)]
+        gone = creating_requests(locked.view.events, task_id, {claim_id})
+        for copy in deleted_copies:
+            gone += creating_requests(locked.view.events, copy["task_id"], {copy["claim_id"]})
         _rewrite(locked, ctx, events, ids)
+        _remember_deleted(ctx, locked, gone)
         found = _finish(engine, ctx, locked, ids, statements)
     if private is not None:
         events = engine.private.get(ctx.project_id, task_id) or []
@@ -168,7 +184,9 @@ async def _delete_task(engine: Engine, ctx: Ctx, task_id: str, confirmation: str
         if copies_too:
             events, deleted_copies = _without_copies(events, statements)
         ids = [task_id, *(c["claim_id"] for c in deleted_copies)]
+        gone = [r for c in deleted_copies for r in creating_requests(locked.view.events, c["task_id"], {c["claim_id"]})]
         _rewrite(locked, ctx, events, ids)
+        _remember_deleted(ctx, locked, gone)
         for control in engine.controls_for(ctx.store.read_controls(), task_id):
             locked.remove_control(control.host_session_hash)
         found = _finish(engine, ctx, locked, ids, statements)

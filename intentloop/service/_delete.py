@@ -11,6 +11,8 @@ deliberate record there; ``delete_copies`` removes the exact copies when asked.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
 import stat
 from collections.abc import Collection, Iterable, Iterator, Sequence
@@ -267,6 +269,32 @@ def find_copies(state: ProjectState, statements: Collection[str]) -> list[dict[s
     return out
 
 
+_TOMBSTONED_EVENTS = frozenset({"claim_added", "claim_replaced"})
+
+
+def tombstone_digest(key: bytes, task_id: str, request_id: str, fingerprint: str) -> str:
+    """HMAC-SHA-256 under the installation key of one request's identity: the task, the request id and the request
+    fingerprint (itself a digest of the normalized input). Nothing of the claim — not its id, not its text — can be
+    read from it, and without the key it cannot confirm a guess."""
+    body = canonical_bytes({"request_fingerprint": fingerprint, "request_id": request_id, "task_id": task_id})
+    return hmac.new(key, b"intent-loop-deleted-request-v1\0" + body, hashlib.sha256).hexdigest()
+
+
+def creating_requests(events: Sequence[Event], task_id: str, claim_ids: Collection[str]) -> list[tuple[str, str, str]]:
+    """(task id, request id, fingerprint) of the events that created ``claim_ids`` in ``task_id`` by a request
+    (``claim_added``/``claim_replaced``; initial and imported claims answer ``REQUEST_ID_REUSED`` on a replay
+    already, their events' fingerprints being recomputed without them)."""
+    out: list[tuple[str, str, str]] = []
+    for event in events:
+        if event.task_id != task_id or event.event_type not in _TOMBSTONED_EVENTS:
+            continue
+        claim = event.payload.get("claim")
+        fingerprint = event.payload.get("request_fingerprint")
+        if isinstance(claim, dict) and claim.get("claim_id") in claim_ids and isinstance(fingerprint, str):
+            out.append((event.task_id, event.request_id, fingerprint))
+    return out
+
+
 REWRITTEN_BY_DELETE = frozenset({"ledger.jsonl", "private-sessions", "quarantine"})
 
 
@@ -274,9 +302,11 @@ __all__ = [
     "MIN_CONTENT_CHARS",
     "REWRITTEN_BY_DELETE",
     "content_needles",
+    "creating_requests",
     "files_holding",
     "find_copies",
     "remove_claim",
     "remove_task",
     "scan_project_files",
+    "tombstone_digest",
 ]

@@ -19,7 +19,7 @@ import msgspec
 from intentloop.errors import CorruptLedgerError, InvalidInputError, StorageError
 from intentloop.model.canonical import canonical_bytes, sha256_hex
 from intentloop.model.events import Event, EventDraft, event_line, seal
-from intentloop.model.ids import utc_now
+from intentloop.model.ids import is_hex64, utc_now
 from intentloop.store._controls import PrivateControl, check_session_hash, control_path, control_problem
 from intentloop.store._fs import (
     atomic_replace,
@@ -41,6 +41,28 @@ CommitHook = Callable[[os.stat_result | None, bytes, LedgerView], None]
 
 def _nothing(_st: os.stat_result | None) -> None:
     """The commit hook of a side file: nothing to remember."""
+
+
+def read_tombstones(paths: ProjectPaths) -> frozenset[str]:
+    """The request tombstones of a project (empty when there is no file).
+
+    Raises:
+        StorageError: ``PATH_ESCAPE``, ``UNSAFE_DATA_FILE``, ``STORAGE_READ_FAILED`` (also for a garbled file: writes
+            that could replay a deleted claim stop until it is repaired, rather than resurrect one).
+    """
+    if not paths.check_project():
+        return frozenset()
+    opened = read_regular(paths.tombstones_path)
+    if opened is None:
+        return frozenset()
+    try:
+        record = msgspec.json.decode(opened[0])
+    except msgspec.DecodeError as exc:
+        raise StorageError("deleted-requests.json is not valid JSON", code="STORAGE_READ_FAILED") from exc
+    digests = record.get("digests") if isinstance(record, dict) else None
+    if not isinstance(digests, list) or not all(isinstance(d, str) and is_hex64(d) for d in digests):
+        raise StorageError("deleted-requests.json is malformed", code="STORAGE_READ_FAILED")
+    return frozenset(digests)
 
 
 class LockedLedger:
@@ -240,6 +262,27 @@ class LockedLedger:
             changed.append(name)
         return changed
 
+    def add_tombstones(self, digests: Sequence[str]) -> None:
+        """Add request tombstones (hex digests) to ``deleted-requests.json`` through the atomic write path.
+
+        Raises:
+            InvalidInputError: ``INVALID_ARGUMENTS`` for a digest that is not 64 lowercase hex.
+            StorageError: ``PATH_ESCAPE``, ``UNSAFE_DATA_FILE``, ``LOCK_COMPROMISED``, ``STORAGE_READ_FAILED``,
+                ``STORAGE_WRITE_FAILED``.
+        """
+        self._check_open()
+        if not digests:
+            return
+        if not all(is_hex64(d) for d in digests):
+            raise InvalidInputError("a tombstone must be 64 lowercase hex digits", code="INVALID_ARGUMENTS")
+        target = self._paths.tombstones_path
+        self._check_replaceable(target)
+        known = read_tombstones(self._paths)
+        data = canonical_bytes({"digests": sorted(known | set(digests)), "version": 1}) + b"\n"
+        atomic_replace(
+            target, ledger_temp_name("tombstones"), data, before_replace=self._handle.require_owner, on_commit=_nothing
+        )
+
     def repair_torn_tail(self) -> dict[str, Any]:
         """Record ``{byte_length, observed_at, sha256}`` of the torn last line and drop it (no raw bytes kept).
 
@@ -313,4 +356,4 @@ class LockedLedger:
             )
 
 
-__all__ = ["CommitHook", "LockedLedger"]
+__all__ = ["CommitHook", "LockedLedger", "read_tombstones"]

@@ -280,3 +280,48 @@ async def test_deleting_a_task_with_copies_removes_its_statements_elsewhere(h: A
     )
     assert len(result["deleted_copies"]) == 1 and result["deleted_copies"][0]["task_id"] == target
     assert b"ZK-5524" not in h.disk_bytes() and b"ZK-5523" in h.disk_bytes()
+
+
+async def test_a_deleted_claim_does_not_come_back_on_a_retry(h: Any) -> None:
+    task = await h.start("kept")
+    call = {"task_id": task, "statement": "retry me not QX-7301", "request_id": "add-7301"}
+    doomed = await h.inferred(**call)
+    assert (await h.inferred(**call))["claim_id"] == doomed["claim_id"]  # an ordinary retry: the same claim
+    await _delete_claim(h, task, doomed["claim_id"])
+    for service in (h, h.restarted()):  # this process, and a fresh one reading only the files
+        await service.fails(
+            "CLAIM_DELETED",
+            "intent_add_inference",
+            source_ref=h.agent_src(),
+            facets=["soft_constraint"],
+            confidence=0.6,
+            **call,
+        )
+    assert [c["statement"] for c in (await h.snapshot(task))["active_claims"]] == ["kept"]
+    tombstones = json.loads((h.project_dir / "deleted-requests.json").read_bytes())
+    assert len(tombstones["digests"]) == 1 and len(tombstones["digests"][0]) == 64
+    after = h.disk_bytes()
+    assert doomed["claim_id"].encode() not in after and b"QX-7301" not in after and b"add-7301" not in after
+    # positive controls: the statement again under a new request id is a new claim; another call is unaffected
+    again = await h.inferred(task, "retry me not QX-7301", request_id="add-7301-again")
+    assert again["claim_id"] != doomed["claim_id"]
+    assert (await h.inferred(task, "something else", request_id="add-7302"))["statement"] == "something else"
+
+
+async def test_a_deleted_replacement_is_remembered_too(h: Any) -> None:
+    task = await h.start()
+    base = await h.inferred(task, "deploy only on Fridays ZK-7303")
+    replacement = {
+        "task_id": task,
+        "request_id": "rep-7303",
+        "statement": "deploy any weekday ZK-7304",
+        "source_ref": h.agent_src(),
+        "facets": ["tradeoff"],
+        "replacement_kind": "unknown",
+        "supersedes": [base["claim_id"]],
+    }
+    replaced = await h.call("intent_replace_claim", **replacement)
+    await _delete_claim(h, task, replaced["claim_id"])
+    await h.fails("CLAIM_DELETED", "intent_replace_claim", **replacement)
+    assert replaced["claim_id"].encode() not in h.disk_bytes() and b"ZK-7304" not in h.disk_bytes()
+    assert [c["claim_id"] for c in (await h.snapshot(task))["active_claims"]] == [base["claim_id"]]
