@@ -20,6 +20,7 @@ from hooks._guard import (
     WRITE_RESERVE_S,
     Answer,
     Watchdog,
+    answer_in_child,
     deadline_seconds,
     debug_enabled,
     debug_log,
@@ -102,8 +103,9 @@ def run_hook(argv: list[str]) -> int:
     """The ``intentloop hook`` process body: always prints exactly one JSON line and returns 0.
 
     The budget (``INTENT_LOOP_HOOK_DEADLINE_S``, default 2.5 s) counts from process start; lock waits end
-    ``WRITE_RESERVE_S`` before it and a watchdog answers fail-open and exits at it. Nothing reaches stderr unless
-    ``INTENT_LOOP_DEBUG=1``.
+    ``WRITE_RESERVE_S`` before it. The handler runs in a forked child; at the deadline the parent answers fail-open
+    itself and kills the child, even when the child is stuck in C code holding the GIL (without ``fork``: inline,
+    with a watchdog thread). Nothing reaches stderr unless ``INTENT_LOOP_DEBUG=1``.
 
     The cyclic garbage collector stays off while the hook runs (a bounded, short-lived process: the verified ledger's
     fresh objects would otherwise be traversed again and again) and everything alive is frozen after the answer, so
@@ -127,24 +129,40 @@ def _run(argv: list[str], started: float) -> int:
         silence_stderr()
     end = started + deadline_seconds(env) - process_age_s()
     answer = Answer(1)
-    watchdog = Watchdog(answer, end - WATCHDOG_MARGIN_S).start()
-    problem: Exception | None = None
+    problems: list[Exception] = []
+
+    def work() -> bytes:
+        line, problem = _handled(argv, env, end, debug)
+        if problem is not None:
+            problems.append(problem)
+        return line
+
+    def after_answer() -> None:
+        # After the answer has left: logging a problem (a hung disk, say) cannot cost the host anything.
+        if problems:
+            _log_problem(problems[0], argv, env, debug)
+
+    if answer_in_child(work, end - WATCHDOG_MARGIN_S, send=answer.send, after=after_answer) is None:
+        # no fork here: run inline, with the watchdog thread as the last resort
+        watchdog = Watchdog(answer, end - WATCHDOG_MARGIN_S).start()
+        answer.send(work())
+        after_answer()
+        watchdog.cancel()
+    debug_log(debug, f"answered in {1000 * (time.monotonic() - started):.1f} ms")
+    return 0
+
+
+def _handled(argv: Sequence[str], env: Mapping[str, str], end: float, debug: bool) -> tuple[bytes, Exception | None]:
+    """:func:`handle`, with every failure turned into the fail-open line (and returned beside it, for the log)."""
     try:
-        line = handle(argv, sys.stdin.buffer, env, lock_deadline=end - WRITE_RESERVE_S, debug=debug)
+        return handle(argv, sys.stdin.buffer, env, lock_deadline=end - WRITE_RESERVE_S, debug=debug), None
     except Exception as exc:  # the hook's single catch-all: every failure is the fail-open answer
         if debug:
             import traceback
 
             debug_log(True, f"fail-open after {type(exc).__name__}: {getattr(exc, 'code', '')} {exc}")
             debug_log(True, "".join(traceback.format_exception(exc)).rstrip("\n"))
-        line = FAIL_OPEN_LINE
-        problem = exc
-    answer.send(line)
-    if problem is not None:  # after the answer, still under the watchdog: a hung disk cannot cost the host anything
-        _log_problem(problem, argv, env, debug)
-    watchdog.cancel()
-    debug_log(debug, f"answered in {1000 * (time.monotonic() - started):.1f} ms")
-    return 0
+        return FAIL_OPEN_LINE, exc
 
 
 def _log_problem(problem: Exception, argv: Sequence[str], env: Mapping[str, str], debug: bool) -> None:

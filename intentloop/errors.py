@@ -68,6 +68,8 @@ CODES: dict[str, bool] = {
     "CONFIRMATION_REQUIRED": False,
     "CLAIM_ID_REQUIRED": False,
     "CLAIM_NOT_FOUND": False,
+    # a replay of a request whose claim was deleted (a keyed, content-free tombstone remembers it)
+    "CLAIM_DELETED": False,
     "APPEND_VERIFICATION_FAILED": False,
     # storage
     "DATA_DIR_REQUIRED": False,

@@ -9,9 +9,15 @@ of at least :data:`MIN_LENGTH` characters is a secret when **all** of these hold
 
 1. not a hex shape: ``[0-9a-fA-F]`` groups joined by ``-``, optionally ``0x``-prefixed — UUIDs, SHA-1/SHA-256/MD5
    digests and git commit ids are identifiers, never redacted (a hex-only API key therefore survives: the price of
-   keeping digests);
+   keeping digests; vendor keys with a hex body are caught by their prefixes instead), nor a ``sha512-<base64>``
+   integrity digest;
 2. it mixes upper and lower case (random base64/base62 does with probability ≈ 1 - 2·(36/62)^24 at 24 characters;
-   ``snake_case``, ``kebab-case``, ``SCREAMING_CASE``, lowercase paths and base32 ids do not);
+   ``snake_case``, ``kebab-case``, ``SCREAMING_CASE`` and lowercase paths do not) — or it is single-case (a base32
+   or base36 key): one alphanumeric run without separators, with at least :data:`MIN_SINGLE_CASE_CLASS` letters and
+   as many digits, not a ULID; then check 3 asks for :data:`MIN_SINGLE_CASE_RUN_RATIO` letter/digit runs per
+   character and counts only pronounceable letter runs as words (≥ 30 % vowels, no four consonants in a row: random
+   letters hold vowels too), and check 4 asks for :data:`MIN_SINGLE_CASE_ENTROPY_RATIO` of a 32-letter alphabet's
+   entropy (a single-case token of letters only is not caught: without a dictionary it reads like a long name);
 3. it is *not identifier-shaped*: split into words (``[A-Z]?[a-z]+``, ``[A-Z]+``, ``[0-9]+``; separators split too),
    there are at least :data:`MIN_WORD_RATIO` words per alphanumeric character (identifiers have long words, ≈0.12–0.3;
    random text flips class every ~1.6 characters, ≈0.35–0.8), and less than :data:`MAX_WORD_COVERAGE` of its letters
@@ -44,12 +50,24 @@ MIN_ALNUM = 20
 MIN_WORD_RATIO = 0.33
 MAX_WORD_COVERAGE = 0.70
 MIN_ENTROPY_RATIO = 0.80
+#: A single-case token needs at least this many letters and as many digits …
+MIN_SINGLE_CASE_CLASS = 2
+#: … and letter/digit runs this often (random base36 switches every ≈2.5 characters, base32 every ≈3–6).
+MIN_SINGLE_CASE_RUN_RATIO = 0.1
+#: … and this much of log2(32) bits per character (32 draws from 36 symbols give 0.84 ± 0.04).
+MIN_SINGLE_CASE_ENTROPY_RATIO = 0.72
 
 _RUN = re.compile(r"[A-Za-z0-9+/_-]+=*", re.ASCII)
+# A ULID (Crockford base32, 48-bit time first): an identifier, never a secret.
+_ULID_SHAPE = re.compile(r"[0-7][0-9A-HJKMNP-TV-Z]{25}|[0-7][0-9a-hjkmnp-tv-z]{25}", re.ASCII)
+# A Subresource Integrity digest (package locks, HTML): ``sha512-<base64>``, a digest like a hex one.
+_SRI_DIGEST = re.compile(r"sha(?:1|256|384|512)-[A-Za-z0-9+/]+=*", re.ASCII)
 _HEX_SHAPE = re.compile(r"(?:0[xX])?[0-9a-fA-F]+(?:-[0-9a-fA-F]+)*", re.ASCII)
 _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+", re.ASCII)
 _SPOKEN = re.compile(r"[A-Z]?[a-z]{2,}", re.ASCII)
 _VOWEL = re.compile(r"[aeiouyAEIOUY]", re.ASCII)
+_LETTER_RUN = re.compile(r"[a-z]+", re.ASCII)
+_CONSONANTS = re.compile(r"[b-df-hj-np-tv-xz]{4}", re.ASCII)
 _NON_ALNUM = re.compile(r"[^A-Za-z0-9]", re.ASCII)
 _PARTS = re.compile(r"[_-]", re.ASCII)
 # Unambiguous on purpose (each repetition starts with a separator or a capital): no catastrophic backtracking.
@@ -62,6 +80,14 @@ _PATH_PREFIXES = ("/", "./", "../", "~/")
 def _shannon_bits(text: str) -> float:
     n = len(text)
     return -sum(c / n * math.log2(c / n) for c in Counter(text).values())
+
+
+def _pronounceable(word: str) -> bool:
+    """A lower-case letter run that reads like a word: ≥ 2 letters, ≥ 30 % vowels, no 4 consonants in a row."""
+    if len(word) < 2:
+        return False
+    vowels = sum(1 for ch in word if ch in "aeiouy")
+    return vowels >= 0.3 * len(word) and not _CONSONANTS.search(word)
 
 
 def is_hex_shape(token: str) -> bool:
@@ -77,17 +103,27 @@ def is_random_token(token: str) -> bool:
     n = len(core)
     if n < MIN_ALNUM:
         return False
-    has_upper = has_lower = False
+    upper = lower = digits = 0
     for ch in core:
         if ch.isupper():
-            has_upper = True
+            upper += 1
         elif ch.islower():
-            has_lower = True
-    if not (has_upper and has_lower):
-        return False
+            lower += 1
+        else:
+            digits += 1
+    letters = upper + lower
+    if not (upper and lower):  # single-case: base32/base36 keys, only with letters and digits mixed
+        if len(core) != len(token) or min(letters, digits) < MIN_SINGLE_CASE_CLASS or _ULID_SHAPE.fullmatch(token):
+            return False  # separators make a name (``x86_64-linux-gnu``); a random part is judged on its own
+        if len(_WORD.findall(token)) / n < MIN_SINGLE_CASE_RUN_RATIO:
+            return False
+        # random letters hold vowels too: a run is a word only when pronounceable (vowels, no consonant pile-up)
+        spoken = sum(len(w) for w in _LETTER_RUN.findall(token.lower()) if _pronounceable(w))
+        if spoken / letters >= MAX_WORD_COVERAGE:
+            return False
+        return _shannon_bits(core) / math.log2(min(n, 32)) >= MIN_SINGLE_CASE_ENTROPY_RATIO
     if len(_WORD.findall(token)) / n < MIN_WORD_RATIO:
         return False
-    letters = sum(1 for ch in core if ch.isalpha())
     spoken = sum(len(w) for w in _SPOKEN.findall(token) if _VOWEL.search(w))
     if spoken / letters >= MAX_WORD_COVERAGE:
         return False
@@ -151,7 +187,7 @@ def high_entropy_spans(text: str) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     for match in _RUN.finditer(text):
         run = match.group()
-        if len(run) < MIN_LENGTH:
+        if len(run) < MIN_LENGTH or _SRI_DIGEST.fullmatch(run):
             continue
         token = run.rstrip("=")
         if "/" not in token:
@@ -165,6 +201,9 @@ def high_entropy_spans(text: str) -> list[tuple[int, int]]:
 __all__ = [
     "MIN_ENTROPY_RATIO",
     "MIN_LENGTH",
+    "MIN_SINGLE_CASE_CLASS",
+    "MIN_SINGLE_CASE_ENTROPY_RATIO",
+    "MIN_SINGLE_CASE_RUN_RATIO",
     "MIN_WORD_RATIO",
     "high_entropy_spans",
     "is_hex_shape",

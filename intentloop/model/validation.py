@@ -23,15 +23,16 @@ from intentloop.model.claims import (
     role_for_status,
 )
 from intentloop.model.ids import HEX64_RE, OPAQUE_ID_RE, format_time, is_uuid, parse_time
-from intentloop.model.redaction import atomic_statement, js_trim, known_credential_kinds, minimal_excerpt
+from intentloop.model.redaction import atomic_statement, js_trim, minimal_excerpt, secret_kinds
 
 LONG_TERM_STALE_DAYS = 90
 LONG_TERM_STALE = timedelta(days=LONG_TERM_STALE_DAYS)
 
 
 def is_opaque_id(value: str) -> bool:
-    """``^[A-Za-z0-9_.:@-]{1,200}$`` and free of known credentials (a hook ``turn_id`` that fails is just not used)."""
-    return bool(OPAQUE_ID_RE.match(value)) and not known_credential_kinds(value)
+    """``^[A-Za-z0-9_.:@-]{1,200}$`` and free of anything redaction finds, random-looking tokens included (a hook
+    ``turn_id`` that fails is just not used)."""
+    return bool(OPAQUE_ID_RE.match(value)) and not secret_kinds(value)
 
 
 def validate_request_id(request_id: str) -> str:
@@ -39,11 +40,11 @@ def validate_request_id(request_id: str) -> str:
 
     Raises:
         InvalidInputError: ``INVALID_REQUEST_ID`` when not 1–200 opaque characters; ``SENSITIVE_ID_REJECTED`` when it
-            contains a known credential.
+            contains a credential or a random-looking token (:func:`~intentloop.model.redaction.secret_kinds`).
     """
     if not isinstance(request_id, str) or not OPAQUE_ID_RE.match(request_id):
         raise InvalidInputError("request_id must be 1-200 opaque characters", code="INVALID_REQUEST_ID")
-    if known_credential_kinds(request_id):
+    if secret_kinds(request_id):
         raise InvalidInputError(
             "request_id must not contain a credential or access token", code="SENSITIVE_ID_REJECTED"
         )
@@ -56,7 +57,7 @@ def validate_source_ref(source: SourceRef | Mapping[str, Any], allowed_kinds: It
     Raises:
         InvalidInputError: ``INVALID_SOURCE`` for a kind not allowed here, neither ``event_id`` nor ``sha256``, an
             ``event_id`` outside the opaque-id charset, or ``sha256`` not 64 lowercase hex;
-            ``SENSITIVE_ID_REJECTED`` for an ``event_id`` containing a known credential.
+            ``SENSITIVE_ID_REJECTED`` for an ``event_id`` containing a credential or a random-looking token.
     """
     ref = source if isinstance(source, SourceRef) else SourceRef.from_wire(source)
     allowed = frozenset(SOURCE_KINDS if allowed_kinds is None else allowed_kinds)
@@ -69,7 +70,7 @@ def validate_source_ref(source: SourceRef | Mapping[str, Any], allowed_kinds: It
             raise InvalidInputError(
                 "source_ref.event_id must be an opaque ID, not a path or free text", code="INVALID_SOURCE"
             )
-        if known_credential_kinds(ref.event_id):
+        if secret_kinds(ref.event_id):
             raise InvalidInputError(
                 "source_ref.event_id must not contain a credential or access token", code="SENSITIVE_ID_REJECTED"
             )
@@ -83,14 +84,14 @@ def validate_signal_key(signal_key: str | None, statement: str) -> str:
 
     Raises:
         InvalidInputError: ``INVALID_SIGNAL_KEY`` when not an opaque id or SHA-256; ``SENSITIVE_ID_REJECTED`` when it
-            contains a known credential.
+            contains a credential or a random-looking token.
     """
     key = js_trim(signal_key) if signal_key is not None else ""
     if not key:
         key = sha256_hex(statement)
     if not OPAQUE_ID_RE.match(key) and not HEX64_RE.match(key):
         raise InvalidInputError("signal_key must be an opaque ID or SHA-256 value", code="INVALID_SIGNAL_KEY")
-    if known_credential_kinds(key):
+    if secret_kinds(key):
         raise InvalidInputError(
             "signal_key must not contain a credential or access token", code="SENSITIVE_ID_REJECTED"
         )

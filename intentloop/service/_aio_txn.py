@@ -11,7 +11,9 @@ from collections.abc import Callable, Collection
 
 from intentloop.errors import ConflictError, IntentLoopError
 from intentloop.model import Event, EventDraft, ProjectState, TaskState
+from intentloop.service._delete import tombstone_digest
 from intentloop.service._engine import Ctx, Engine, guard_durable, mode_off, private_active
+from intentloop.service._hookkey import load_hook_key
 from intentloop.store import LedgerView
 from intentloop.store.aio import open_locked_ledger
 
@@ -43,6 +45,23 @@ def require_writable(task: TaskState | None) -> TaskState:
     return task
 
 
+def refuse_deleted_replay(ctx: Ctx, task_id: str, request_id: str, fingerprint: str) -> None:
+    """Refuse a replay of a request whose claim was deleted (its idempotency record went with it).
+
+    Raises:
+        IntentLoopError: ``CLAIM_DELETED``; storage errors reading the tombstones or the key.
+    """
+    tombstones = ctx.store.read_tombstones()
+    if not tombstones:
+        return
+    key = load_hook_key(ctx.store.data_root)
+    if key is not None and tombstone_digest(key, task_id, request_id, fingerprint) in tombstones:
+        raise IntentLoopError(
+            "this request created a claim that was deleted since; use a new request_id to record it again",
+            code="CLAIM_DELETED",
+        )
+
+
 async def semantic_write(
     engine: Engine,
     ctx: Ctx,
@@ -57,8 +76,9 @@ async def semantic_write(
     ``decide(task, state, durable_view)`` validates against the current task and returns the drafts to append.
 
     Raises:
-        IntentLoopError: ``REQUEST_ID_REUSED``, ``TASK_NOT_FOUND``, ``MODE_OFF``, ``PRIVATE_SESSION_ACTIVE``,
-            ``PRIVATE_CONTROL_MISSING``, ``CORRUPT_PRIVATE_STATE``, whatever ``decide`` raises; storage errors.
+        IntentLoopError: ``REQUEST_ID_REUSED``, ``CLAIM_DELETED``, ``TASK_NOT_FOUND``, ``MODE_OFF``,
+            ``PRIVATE_SESSION_ACTIVE``, ``PRIVATE_CONTROL_MISSING``, ``CORRUPT_PRIVATE_STATE``, whatever ``decide``
+            raises; storage errors.
     """
     private = engine.private_task(ctx, task_id)
     if private is not None:
@@ -79,6 +99,7 @@ async def semantic_write(
         duplicate = find_duplicate(task, request_id, types, fingerprint)
         if duplicate is not None:
             return duplicate
+        refuse_deleted_replay(ctx, task_id, request_id, fingerprint)
         view = locked.view
         drafts = decide(require_writable(task), state, lambda: view)
         events = locked.append(drafts)
@@ -86,4 +107,4 @@ async def semantic_write(
     return events[-1]
 
 
-__all__ = ["Decide", "find_duplicate", "require_writable", "semantic_write"]
+__all__ = ["Decide", "find_duplicate", "refuse_deleted_replay", "require_writable", "semantic_write"]

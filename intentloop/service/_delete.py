@@ -3,18 +3,24 @@
 Deletion is the one place where the append-only ledger is rewritten. Every reference to the target goes (relations,
 candidate task lists, initial claims, imports, invalidations), and every request fingerprint whose input named the
 target is recomputed over the stripped input, so no stored digest can confirm a guess about the deleted item.
+
+Copies are found by content, not only by id: a statement imported into another task is another claim with another
+id. Why report them rather than delete them by default: a copy belongs to another task and may be the user's
+deliberate record there; ``delete_copies`` removes the exact copies when asked.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from intentloop.errors import IntentLoopError, StorageError
-from intentloop.model import Event, request_fingerprint
+from intentloop.model import Event, ProjectState, canonical_bytes, request_fingerprint
 from intentloop.service._rules import OP_START, claim_fingerprint_input, start_fingerprint_input
 
 _CLAIM_EVENTS = frozenset({"claim_added", "claim_replaced"})
@@ -161,23 +167,16 @@ def remove_claim(events: Sequence[Event], task_id: str, claim_id: str) -> list[E
     return out
 
 
-def scan_project_files(project_dir: Path, markers: Sequence[str], *, skip: frozenset[str] = frozenset()) -> int:
-    """Read every persistent file under ``project_dir``; fail if a marker (a deleted id) is still in one.
+def _project_files(project_dir: Path, skip: frozenset[str]) -> Iterator[tuple[str, bytes]]:
+    """Every persistent file under ``project_dir`` as (path relative to it, bytes), in a stable order.
 
     The lock directory (ours, held right now) and renamed lock remnants are skipped: they hold only owner records.
-    ``skip`` names top-level entries to leave out (the pre-scan skips what the deletion is about to rewrite).
-
-    Returns:
-        The number of files scanned.
 
     Raises:
         StorageError: ``PATH_ESCAPE`` for a symlink, ``UNSAFE_DATA_FILE`` for a file with more than one link.
-        IntentLoopError: ``DELETE_VERIFICATION_FAILED`` when a marker remains.
     """
-    needles = [m.encode("utf-8") for m in markers]
-    scanned = 0
     if not project_dir.exists():
-        return 0
+        return
     stack = [project_dir]
     while stack:
         current = stack.pop()
@@ -209,20 +208,105 @@ def scan_project_files(project_dir: Path, markers: Sequence[str], *, skip: froze
                 data = Path(entry.path).read_bytes()
             except OSError as exc:
                 raise StorageError(f"cannot read {entry.name}", code="STORAGE_READ_FAILED") from exc
-            scanned += 1
-            if any(needle in data for needle in needles):
-                raise IntentLoopError(
-                    f"a deleted identifier remained in {entry.name}", code="DELETE_VERIFICATION_FAILED"
-                )
+            yield Path(entry.path).relative_to(project_dir).as_posix(), data
+
+
+def scan_project_files(project_dir: Path, markers: Sequence[str], *, skip: frozenset[str] = frozenset()) -> int:
+    """Read every persistent file under ``project_dir``; fail if a marker (a deleted id) is still in one.
+
+    ``skip`` names top-level entries to leave out (the pre-scan skips what the deletion is about to rewrite).
+
+    Returns:
+        The number of files scanned.
+
+    Raises:
+        StorageError: ``PATH_ESCAPE`` for a symlink, ``UNSAFE_DATA_FILE`` for a file with more than one link.
+        IntentLoopError: ``DELETE_VERIFICATION_FAILED`` when a marker remains.
+    """
+    needles = [m.encode("utf-8") for m in markers]
+    scanned = 0
+    for name, data in _project_files(project_dir, skip):
+        scanned += 1
+        if any(needle in data for needle in needles):
+            raise IntentLoopError(
+                f"a deleted identifier remained in {name.rsplit('/', 1)[-1]}", code="DELETE_VERIFICATION_FAILED"
+            )
     return scanned
+
+
+#: Statements shorter than this are too common to look for as bytes (``"x"`` is in every file); they are still
+#: looked for claim by claim.
+MIN_CONTENT_CHARS = 8
+
+
+def content_needles(statements: Iterable[str]) -> list[bytes]:
+    """The bytes a statement has in a ledger line (canonical JSON, without the quotes), for the long enough ones."""
+    return sorted({canonical_bytes(s)[1:-1] for s in statements if len(s) >= MIN_CONTENT_CHARS})
+
+
+def files_holding(project_dir: Path, needles: Sequence[bytes]) -> list[str]:
+    """The files under ``project_dir`` (relative paths) that hold any of ``needles``.
+
+    Raises:
+        StorageError: as :func:`scan_project_files`.
+    """
+    if not needles:
+        return []
+    return [name for name, data in _project_files(project_dir, frozenset()) if any(n in data for n in needles)]
+
+
+def find_copies(state: ProjectState, statements: Collection[str]) -> list[dict[str, str]]:
+    """Every claim left in ``state`` that repeats a deleted statement (``same_statement``, e.g. an import into
+    another task) or quotes one of :data:`MIN_CONTENT_CHARS` or more characters (``contains_statement``)."""
+    quoted = [s for s in statements if len(s) >= MIN_CONTENT_CHARS]
+    out: list[dict[str, str]] = []
+    for task_id, task in sorted(state.tasks.items()):
+        for claim_id, claim in task.claims.items():
+            if claim.statement in statements:
+                out.append({"task_id": task_id, "claim_id": claim_id, "match": "same_statement"})
+            elif any(s in claim.statement for s in quoted):
+                out.append({"task_id": task_id, "claim_id": claim_id, "match": "contains_statement"})
+    return out
+
+
+_TOMBSTONED_EVENTS = frozenset({"claim_added", "claim_replaced"})
+
+
+def tombstone_digest(key: bytes, task_id: str, request_id: str, fingerprint: str) -> str:
+    """HMAC-SHA-256 under the installation key of one request's identity: the task, the request id and the request
+    fingerprint (itself a digest of the normalized input). Nothing of the claim — not its id, not its text — can be
+    read from it, and without the key it cannot confirm a guess."""
+    body = canonical_bytes({"request_fingerprint": fingerprint, "request_id": request_id, "task_id": task_id})
+    return hmac.new(key, b"intent-loop-deleted-request-v1\0" + body, hashlib.sha256).hexdigest()
+
+
+def creating_requests(events: Sequence[Event], task_id: str, claim_ids: Collection[str]) -> list[tuple[str, str, str]]:
+    """(task id, request id, fingerprint) of the events that created ``claim_ids`` in ``task_id`` by a request
+    (``claim_added``/``claim_replaced``; initial and imported claims answer ``REQUEST_ID_REUSED`` on a replay
+    already, their events' fingerprints being recomputed without them)."""
+    out: list[tuple[str, str, str]] = []
+    for event in events:
+        if event.task_id != task_id or event.event_type not in _TOMBSTONED_EVENTS:
+            continue
+        claim = event.payload.get("claim")
+        fingerprint = event.payload.get("request_fingerprint")
+        if isinstance(claim, dict) and claim.get("claim_id") in claim_ids and isinstance(fingerprint, str):
+            out.append((event.task_id, event.request_id, fingerprint))
+    return out
 
 
 REWRITTEN_BY_DELETE = frozenset({"ledger.jsonl", "private-sessions", "quarantine"})
 
 
 __all__ = [
+    "MIN_CONTENT_CHARS",
     "REWRITTEN_BY_DELETE",
+    "content_needles",
+    "creating_requests",
+    "files_holding",
+    "find_copies",
     "remove_claim",
     "remove_task",
     "scan_project_files",
+    "tombstone_digest",
 ]

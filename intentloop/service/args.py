@@ -198,6 +198,7 @@ class DeleteArgs(ToolArgs, frozen=True, kw_only=True):
     target: Literal["task", "claim"]
     claim_id: Uuid | UnsetType = UNSET
     confirmation: Annotated[str, Meta(min_length=1, max_length=200)]
+    delete_copies: bool | UnsetType = UNSET
 
 
 class SetModeArgs(ToolArgs, frozen=True, kw_only=True):

@@ -5,7 +5,9 @@ library, msgspec and the store/model faces (never trio), takes the ledger lock w
 task bound to the session; redaction, the digest key and the draft types are imported only when an observation is
 recorded, so a read-only SessionStart never compiles the redaction patterns. Why a keyed digest (CONTRACT §9.10):
 without an opaque turn id the only identity of a turn is its text, and a plain hash of a prompt with nothing to redact
-is the hash of the prompt itself.
+is the hash of the prompt itself. Why a cap on the observed text (:data:`MAX_OBSERVED_CHARS`): only its redacted
+form's length and keyed digest are kept, and redacting a whole 1 MiB payload costs up to ~1.5 s of adversarial
+input (the high-entropy rule, linear but in Python) against a 2.5 s budget; 64 Ki characters cost ~0.1 s.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ _OBSERVATIONS: Final[dict[str, tuple[str, str, str, str, bool]]] = {
     "SessionEnd": ("result_signal_observed", "agent", "result_feedback", "agent_turn", True),
 }
 OBSERVED_EVENTS: Final = frozenset(_OBSERVATIONS)
+#: The hook redacts and digests at most this many characters of a prompt or message (the rest is only counted).
+MAX_OBSERVED_CHARS: Final = 65_536
 _BINDING_EVENTS: Final = frozenset({"task_started", "mode_set"})
 
 
@@ -128,8 +132,10 @@ Identity = tuple[str, str, str | None, int]
 def _identity(obs: Observation, key: Callable[[], bytes | None]) -> Identity | None:
     """(request-id hash, source sha256, source event id, char count); ``None`` when the key is needed but absent.
 
-    Priority: a valid opaque turn id; else a keyed digest (HMAC-SHA-256 under ``key()``) of the redacted text; else
-    ``sha256("<Event>:none")``. Neither the text nor an unkeyed hash of it is ever returned.
+    Priority: a valid opaque turn id; else a keyed digest (HMAC-SHA-256 under ``key()``) of the redacted text (of
+    its first :data:`MAX_OBSERVED_CHARS` characters and its length, when longer); else ``sha256("<Event>:none")``.
+    Neither the text nor an unkeyed hash of it is ever returned; the count is the redacted length (of the first
+    characters, plus the rest's raw length).
     """
     import hmac
     from hashlib import sha256
@@ -137,8 +143,12 @@ def _identity(obs: Observation, key: Callable[[], bytes | None]) -> Identity | N
     from intentloop.model import is_opaque_id, redact, sha256_hex
 
     uses_text = _OBSERVATIONS[obs.event][4]
-    redacted = redact(obs.text).text if uses_text and obs.text else ""
-    count = len(redacted)
+    text = obs.text if uses_text and obs.text else ""
+    redacted = redact(text[:MAX_OBSERVED_CHARS]).text if text else ""
+    beyond = len(text) - MAX_OBSERVED_CHARS
+    count = len(redacted) + max(0, beyond)
+    if beyond > 0:  # two long texts sharing their first characters differ at least in length
+        redacted = f"{redacted}\0{len(text)}"
     if obs.turn_id and is_opaque_id(obs.turn_id):
         digest = sha256_hex(obs.turn_id)
         return digest[:24], digest, obs.turn_id, count
@@ -259,4 +269,11 @@ def _if(wanted: bool, text: str) -> str | None:
     return text if wanted else None
 
 
-__all__ = ["OBSERVED_EVENTS", "HookOutcome", "Observation", "record_observation", "session_context"]
+__all__ = [
+    "MAX_OBSERVED_CHARS",
+    "OBSERVED_EVENTS",
+    "HookOutcome",
+    "Observation",
+    "record_observation",
+    "session_context",
+]

@@ -19,13 +19,14 @@ import msgspec
 from intentloop.errors import CorruptLedgerError, InvalidInputError, StorageError
 from intentloop.model.canonical import canonical_bytes, sha256_hex
 from intentloop.model.events import Event, EventDraft, event_line, seal
-from intentloop.model.ids import utc_now
+from intentloop.model.ids import is_hex64, utc_now
 from intentloop.store._controls import PrivateControl, check_session_hash, control_path, control_problem
 from intentloop.store._fs import (
     atomic_replace,
     check_regular,
     fsync_dir,
     open_regular,
+    read_regular,
     remove_tree_quietly,
     storage_error,
     write_all,
@@ -38,6 +39,32 @@ from intentloop.store._view import LedgerView
 
 # Called after every commit with the new file's stat (None if unknown), bytes and verified view.
 CommitHook = Callable[[os.stat_result | None, bytes, LedgerView], None]
+
+
+def _nothing(_st: os.stat_result | None) -> None:
+    """The commit hook of a side file: nothing to remember."""
+
+
+def read_tombstones(paths: ProjectPaths) -> frozenset[str]:
+    """The request tombstones of a project (empty when there is no file).
+
+    Raises:
+        StorageError: ``PATH_ESCAPE``, ``UNSAFE_DATA_FILE``, ``STORAGE_READ_FAILED`` (also for a garbled file: writes
+            that could replay a deleted claim stop until it is repaired, rather than resurrect one).
+    """
+    if not paths.check_project():
+        return frozenset()
+    opened = read_regular(paths.tombstones_path)
+    if opened is None:
+        return frozenset()
+    try:
+        record = msgspec.json.decode(opened[0])
+    except msgspec.DecodeError as exc:
+        raise StorageError("deleted-requests.json is not valid JSON", code="STORAGE_READ_FAILED") from exc
+    digests = record.get("digests") if isinstance(record, dict) else None
+    if not isinstance(digests, list) or not all(isinstance(d, str) and is_hex64(d) for d in digests):
+        raise StorageError("deleted-requests.json is malformed", code="STORAGE_READ_FAILED")
+    return frozenset(digests)
 
 
 class LockedLedger:
@@ -237,6 +264,73 @@ class LockedLedger:
         remove_entries(self._paths, [path for path, _draft in entries])
         return appended
 
+    def strip_quarantine(self, needles: Sequence[bytes]) -> list[str]:
+        """Remove the lines that hold any of ``needles`` from every file in ``quarantine/`` (deletion).
+
+        A file without them is left byte for byte (an admin's kept raw bytes of other events survive); a file with
+        them is rewritten without those lines through the atomic write path, or removed when nothing else is left.
+        A line is the unit of a ledger event, so an event that names the deleted item goes whole.
+
+        Returns:
+            The names of the files rewritten or removed.
+
+        Raises:
+            StorageError: ``PATH_ESCAPE``, ``UNSAFE_DATA_FILE``, ``INVALID_DATA_DIR``, ``LOCK_COMPROMISED``,
+                ``STORAGE_READ_FAILED``, ``STORAGE_WRITE_FAILED``.
+        """
+        self._check_open()
+        directory = self._paths.quarantine_dir
+        if not needles or not self._paths.check_subdir(directory):
+            return []
+        changed: list[str] = []
+        try:
+            names = sorted(os.listdir(directory))
+        except OSError as exc:
+            raise storage_error(exc, "listing quarantine", code="STORAGE_READ_FAILED") from exc
+        for name in names:
+            target = directory / name
+            opened = read_regular(target)
+            if opened is None:
+                continue
+            data = opened[0]
+            if not any(needle in data for needle in needles):
+                continue
+            kept = b"".join(line for line in data.splitlines(keepends=True) if not any(n in line for n in needles))
+            self._handle.require_owner()
+            if kept:
+                atomic_replace(
+                    target, quarantine_temp_name(), kept, before_replace=self._handle.require_owner, on_commit=_nothing
+                )
+            else:
+                try:
+                    os.unlink(target)
+                    fsync_dir(directory)
+                except OSError as exc:
+                    raise storage_error(exc, "removing a quarantine file", code="STORAGE_WRITE_FAILED") from exc
+            changed.append(name)
+        return changed
+
+    def add_tombstones(self, digests: Sequence[str]) -> None:
+        """Add request tombstones (hex digests) to ``deleted-requests.json`` through the atomic write path.
+
+        Raises:
+            InvalidInputError: ``INVALID_ARGUMENTS`` for a digest that is not 64 lowercase hex.
+            StorageError: ``PATH_ESCAPE``, ``UNSAFE_DATA_FILE``, ``LOCK_COMPROMISED``, ``STORAGE_READ_FAILED``,
+                ``STORAGE_WRITE_FAILED``.
+        """
+        self._check_open()
+        if not digests:
+            return
+        if not all(is_hex64(d) for d in digests):
+            raise InvalidInputError("a tombstone must be 64 lowercase hex digits", code="INVALID_ARGUMENTS")
+        target = self._paths.tombstones_path
+        self._check_replaceable(target)
+        known = read_tombstones(self._paths)
+        data = canonical_bytes({"digests": sorted(known | set(digests)), "version": 1}) + b"\n"
+        atomic_replace(
+            target, ledger_temp_name("tombstones"), data, before_replace=self._handle.require_owner, on_commit=_nothing
+        )
+
     def repair_torn_tail(self) -> dict[str, Any]:
         """Repair a last line without its newline.
 
@@ -362,4 +456,4 @@ class LockedLedger:
             )
 
 
-__all__ = ["CommitHook", "LockedLedger"]
+__all__ = ["CommitHook", "LockedLedger", "read_tombstones"]

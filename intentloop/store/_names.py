@@ -20,7 +20,7 @@ from intentloop.store._liveness import GONE, Liveness, ProcessIdentity, judge, p
 from intentloop.store._paths import ProjectPaths
 
 _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
-LEDGER_TEMP_RE = re.compile(rf"^ledger-(?:append|repair|rewrite)-{_UUID}\.tmp$")
+LEDGER_TEMP_RE = re.compile(rf"^ledger-(?:append|repair|rewrite|tombstones)-{_UUID}\.tmp$")
 STALE_LOCK_RE = re.compile(rf"^ledger\.lock\.stale-{_UUID}$")
 RELEASED_LOCK_RE = re.compile(rf"^ledger\.lock\.release-[A-Za-z0-9_-]{{1,200}}-{_UUID}$")
 # ``ledger.lock.acquire-<pid>-<uuid>``: the pid lets a holder clear the staging directory of an acquirer killed before
@@ -32,7 +32,7 @@ OWNER_NAME = "owner.json"
 
 
 def ledger_temp_name(kind: str) -> str:
-    """``ledger-(append|repair|rewrite)-<uuid>.tmp``."""
+    """``ledger-(append|repair|rewrite|tombstones)-<uuid>.tmp``."""
     return f"ledger-{kind}-{uuid.uuid4()}.tmp"
 
 

@@ -183,6 +183,11 @@ class ProjectPaths(msgspec.Struct, frozen=True):
     def spool_dir(self) -> Path:
         return self.project_dir / "spool"
 
+    @property
+    def tombstones_path(self) -> Path:
+        """Keyed digests of the requests whose claims were deleted (no claim id, no text)."""
+        return self.project_dir / "deleted-requests.json"
+
     def check_project(self) -> bool:
         """Whether the project directory exists; refuses a symlinked or escaping ``projects`` or project directory.
 

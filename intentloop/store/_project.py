@@ -210,6 +210,16 @@ class ProjectStore:
         """
         return read_control(self.paths, session_hash)
 
+    def read_tombstones(self) -> frozenset[str]:
+        """The keyed digests of requests whose claims were deleted (``deleted-requests.json``; lock-free).
+
+        Raises:
+            StorageError: ``PATH_ESCAPE``, ``UNSAFE_DATA_FILE``, ``STORAGE_READ_FAILED``.
+        """
+        from intentloop.store._ledger import read_tombstones
+
+        return read_tombstones(self.paths)
+
     @contextmanager
     def locked(self, deadline: float | None = None, *, verify: bool = True) -> Iterator[LockedLedger]:
         """Hold the ledger lock (synchronously) for one mutation.

@@ -248,6 +248,27 @@ def test_oversized_payload_fails_open_and_one_mebibyte_is_accepted(env: Env) -> 
 
 
 @pytest.mark.parametrize(
+    "motif",
+    ["eyJ-", 'password=\\"', "xK9mP2qR7vL4nT8wZ3bY6cF1hJ5/", "aB3-"],
+    ids=["jwt", "credential", "entropy-slashed", "entropy-parts"],
+)
+def test_a_crafted_one_mebibyte_prompt_is_recorded_in_time(env: Env, motif: str) -> None:
+    """A prompt built against a redaction rule, filling the 1 MiB payload: answered with the context (not by the
+    deadline's fail-open line) and recorded, because the hook redacts at most its first 64 Ki characters."""
+    env.link()
+    payload = env.payload("UserPromptSubmit", prompt="")
+    room = 1_048_576 - len(json.dumps(payload).encode()) - 64
+    prompt = motif * (room // (len(json.dumps(motif)) - 2)) + '"'
+    data = json.dumps({**payload, "prompt": prompt}).encode()
+    assert 1_040_000 < len(data) <= 1_048_576
+    answer = env.answer(data)
+    assert _context(answer)  # answered by the handler, not by the deadline
+    (event,) = env.hook_events()
+    assert event.payload["char_count"] >= len(prompt) - 65_536
+    assert motif.encode() not in env.store.ledger_path.read_bytes()
+
+
+@pytest.mark.parametrize(
     "change",
     [
         pytest.param({"session_id": None}, id="no-session"),
@@ -395,6 +416,58 @@ main()
 """
 
 
+_STUCK_IN_C = """
+import os, re, sys
+import intentloop.service.hookops as ops
+pid_file = sys.argv[1]
+def stuck(*args, **kwargs):
+    with open(pid_file, "w") as fh:
+        fh.write(str(os.getpid()))
+    # catastrophic backtracking inside the re engine: C code that holds the GIL for far longer than any deadline
+    re.match(r"(a+)+$", "a" * 64 + "b")
+    raise AssertionError("unreachable")
+ops.session_context = stuck
+ops.record_observation = stuck
+sys.argv = ["intentloop", "hook"]
+from cli.entry import main
+main()
+"""
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"
+
+
+@pytest.mark.parametrize("event", ["SessionStart", "UserPromptSubmit"])
+def test_a_handler_stuck_in_c_code_still_answers_before_the_deadline(env: Env, tmp_path: Path, event: str) -> None:
+    """The real hook entry with its handler stuck in the regex engine (the GIL held, no Python thread can run):
+    the answer still comes, fail-open, by the deadline plus a margin no working hook needs (a defect: minutes)."""
+    env.link()
+    pid_file = tmp_path / "worker.pid"
+    deadline = 1.0
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-c", _STUCK_IN_C, str(pid_file)],
+        input=json.dumps(env.payload(event, prompt="go")).encode(),
+        capture_output=True,
+        env=env.environ(INTENT_LOOP_HOOK_DEADLINE_S=str(deadline)),
+        timeout=30,
+        check=False,
+    )
+    elapsed = time.monotonic() - started
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, FAIL_OPEN, b"")
+    assert elapsed < deadline + 1.0, elapsed
+    worker = int(pid_file.read_text())  # positive control: the handler really ran and got stuck
+    gone_by = time.monotonic() + 5
+    while _running(worker) and time.monotonic() < gone_by:
+        time.sleep(0.05)
+    assert not _running(worker)  # the stuck worker does not outlive the answer
+
+
 def test_internal_exception_fails_open_silently_and_debug_explains(env: Env) -> None:
     env.link()
     payload = json.dumps(env.payload("SessionStart")).encode()
@@ -421,10 +494,17 @@ def test_never_reads_the_transcript(env: Env) -> None:
 
 # ------------------------------------------------------------------------------------------------ start fast
 
+# The handler runs in a forked child that ends with os._exit: the report is written there, just before it exits.
 _MODULES = """
-import atexit, json, sys
+import json, os, sys
 report = sys.argv[1]
-atexit.register(lambda: open(report, "w").write(json.dumps(sorted(sys.modules))))
+def in_child():
+    real_exit = os._exit
+    def exit_after_report(code):
+        open(report, "w").write(json.dumps(sorted(sys.modules)))
+        real_exit(code)
+    os._exit = exit_after_report
+os.register_at_fork(after_in_child=in_child)
 sys.argv = ["intentloop", "hook"]
 from cli.entry import main
 main()

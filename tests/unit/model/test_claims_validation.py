@@ -204,8 +204,11 @@ def test_validate_source_ref() -> None:
     ]
     for source, code in cases:
         assert _codes(validate_source_ref, source) == code, source
-    # a random-looking (high-entropy) id is not a *known* credential: accepted, like a UUID
-    assert validate_source_ref({"kind": "user_event", "event_id": "xK9mP2qR7vL4nT8wZ3bY6cF1hJ5"}).event_id
+    # a random-looking (high-entropy) id would be stored verbatim: refused; a UUID is not random-looking
+    assert _codes(validate_source_ref, {"kind": "user_event", "event_id": "xK9mP2qR7vL4nT8wZ3bY6cF1hJ5"}) == (
+        "SENSITIVE_ID_REJECTED"
+    )
+    assert validate_source_ref({"kind": "user_event", "event_id": "550e8400-e29b-41d4-a716-446655440000"}).event_id
 
 
 def test_request_ids() -> None:

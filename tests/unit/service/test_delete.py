@@ -120,7 +120,7 @@ async def test_deleting_an_imported_claim_rewrites_the_import(h: Any) -> None:
     assert doomed["claim_id"].encode() not in h.disk_bytes()
 
 
-async def test_deleting_a_task_removes_every_reference_and_the_quarantine(h: Any) -> None:
+async def test_deleting_a_task_removes_every_reference(h: Any) -> None:
     doomed = await h.start("doomed task text PL-33", host_session_id="sess-d")
     kept = await h.start("kept task text")
     for task in (doomed, kept):
@@ -131,11 +131,18 @@ async def test_deleting_a_task_removes_every_reference_and_the_quarantine(h: Any
     await h.inferred(kept, "written after the crash")
     assert any((h.project_dir / "quarantine").iterdir())
     result = await h.call("intent_delete", task_id=doomed, target="task", confirmation=f"DELETE TASK {doomed}")
-    assert result == {"deleted": "task", "task_id": doomed, "persistent_files_scanned": 1}
+    assert result == {
+        "deleted": "task",
+        "task_id": doomed,
+        "persistent_files_scanned": 2,  # the ledger and the torn tail's summary
+        "other_copies": [],
+        "files_with_content": [],
+        "deleted_copies": [],
+    }
     after = h.disk_bytes()
     assert doomed.encode() not in after and b"PL-33" not in after
     assert b"kept task text" in after
-    assert not (h.project_dir / "quarantine").exists()
+    assert not any(doomed.encode() in p.read_bytes() for p in (h.project_dir / "quarantine").iterdir())
     assert (await h.call("intent_list_candidates", task_id=kept))[0]["task_ids"] == [kept]
     # the session of the deleted task is free again
     assert await h.start(host_session_id="sess-d")
@@ -170,3 +177,151 @@ async def test_the_deletion_scan_refuses_symlinks_and_hard_links(h: Any, tmp_pat
     assert (await h.snapshot(task))["active_claims"]  # refused before anything changed
     result = await h.call("intent_delete", task_id=task, target="task", confirmation=f"DELETE TASK {task}")
     assert result["deleted"] == "task"
+
+
+async def test_deleting_keeps_unrelated_quarantine_and_strips_the_deleted_bytes(h: Any) -> None:
+    """An admin's kept raw bytes survive a deletion; only the lines that hold the deleted item go."""
+    task = await h.start("kept initial claim")
+    doomed = await h.inferred(task, "doomed statement QX-9001")
+    other = await h.inferred(task, "unrelated inference QX-1234")
+    quarantine = h.project_dir / "quarantine"
+    quarantine.mkdir(mode=0o700)
+    unrelated = b'{"kept":"salvageable event of someone else"}\n{"more":"kept bytes"}\n'
+    (quarantine / "damaged-1-kept.bytes").write_bytes(unrelated)
+    (quarantine / "damaged-1-kept.json").write_bytes(b'{"byte_length":70,"raw_bytes_file":"damaged-1-kept.bytes"}\n')
+    doomed_line = next(line for line in h.ledger_lines() if doomed["claim_id"].encode() in line)
+    other_line = next(line for line in h.ledger_lines() if other["claim_id"].encode() in line)
+    (quarantine / "damaged-2-mixed.bytes").write_bytes(other_line + b"\n" + doomed_line + b"\n")
+    (quarantine / "damaged-3-only.bytes").write_bytes(doomed_line + b"\n")
+    (quarantine / "0600.mode").write_bytes(b"no ids here\n")
+    result = await _delete_claim(h, task, doomed["claim_id"])
+    assert result["deleted"] == "claim"
+    assert (quarantine / "damaged-1-kept.bytes").read_bytes() == unrelated  # untouched, byte for byte
+    assert (quarantine / "damaged-1-kept.json").exists() and (quarantine / "0600.mode").exists()
+    assert (quarantine / "damaged-2-mixed.bytes").read_bytes() == other_line + b"\n"  # the other line stays
+    assert not (quarantine / "damaged-3-only.bytes").exists()  # nothing else was in it
+    assert doomed["claim_id"].encode() not in h.disk_bytes() and b"QX-9001" not in h.disk_bytes()
+    assert b"QX-1234" in h.disk_bytes()  # positive control
+
+
+async def test_deleting_a_task_keeps_unrelated_quarantine(h: Any) -> None:
+    doomed = await h.start("doomed task text PL-77")
+    kept = await h.start("kept task text")
+    quarantine = h.project_dir / "quarantine"
+    quarantine.mkdir(mode=0o700)
+    (quarantine / "damaged-1-kept.bytes").write_bytes(b'{"task_id":"' + kept.encode() + b'"}\n')
+    (quarantine / "damaged-2-doomed.bytes").write_bytes(b'{"task_id":"' + doomed.encode() + b'"}\n')
+    await h.call("intent_delete", task_id=doomed, target="task", confirmation=f"DELETE TASK {doomed}")
+    assert (quarantine / "damaged-1-kept.bytes").exists()
+    assert not (quarantine / "damaged-2-doomed.bytes").exists()
+    assert doomed.encode() not in h.disk_bytes() and kept.encode() in h.disk_bytes()
+
+
+async def _imported_copy(h: Any, statement: str) -> tuple[str, str, str, str]:
+    """(source task, its claim, target task, the imported copy's claim id)."""
+    source = await h.start(statement, "another source claim")
+    claim = next(c for c in (await h.snapshot(source))["active_claims"] if c["statement"] == statement)
+    graph = await h.call("intent_export", task_id=source)
+    target = await h.start("target's own claim")
+    snap = await h.call("intent_import", task_id=target, request_id=h.rid(), graph=graph)
+    copy = next(c for c in snap["active_claims"] if c["statement"] == statement)
+    assert copy["claim_id"] != claim["claim_id"]
+    return source, claim["claim_id"], target, copy["claim_id"]
+
+
+async def test_deleting_a_claim_reports_its_copy_in_another_task(h: Any) -> None:
+    source, claim_id, target, copy_id = await _imported_copy(h, "deploy only on Fridays ZK-5521")
+    quoting = await h.inferred(target, "we doubt 'deploy only on Fridays ZK-5521' still holds")
+    result = await _delete_claim(h, source, claim_id)
+    assert result["other_copies"] == [  # the import first, then the later claim quoting it (record order)
+        {"task_id": target, "claim_id": copy_id, "match": "same_statement"},
+        {"task_id": target, "claim_id": quoting["claim_id"], "match": "contains_statement"},
+    ]
+    assert result["files_with_content"] == ["ledger.jsonl"]
+    assert result["deleted_copies"] == []
+    assert claim_id.encode() not in h.disk_bytes()
+    assert b"ZK-5521" in h.disk_bytes()  # the copy was only reported: the user decides
+
+
+async def test_deleting_a_claim_with_its_copies_leaves_no_byte_of_the_statement(h: Any) -> None:
+    source, claim_id, target, copy_id = await _imported_copy(h, "deploy only on Fridays ZK-5522")
+    quarantine = h.project_dir / "quarantine"
+    quarantine.mkdir(mode=0o700)
+    copy_line = next(line for line in h.ledger_lines() if b"graph_imported" in line)
+    (quarantine / "damaged-1-kept.bytes").write_bytes(copy_line + b"\n" + b'{"other":"kept"}\n')
+    result = await h.call(
+        "intent_delete",
+        task_id=source,
+        target="claim",
+        claim_id=claim_id,
+        confirmation=f"DELETE CLAIM {claim_id}",
+        delete_copies=True,
+    )
+    assert result["deleted_copies"] == [{"task_id": target, "claim_id": copy_id}]
+    assert result["other_copies"] == [] and result["files_with_content"] == []
+    after = h.disk_bytes()
+    assert b"ZK-5522" not in after and claim_id.encode() not in after and copy_id.encode() not in after
+    assert (quarantine / "damaged-1-kept.bytes").read_bytes() == b'{"other":"kept"}\n'
+    statements = [c["statement"] for c in (await h.snapshot(target))["active_claims"]]
+    assert statements == ["target's own claim", "another source claim"]  # positive control: the rest stays
+
+
+async def test_deleting_a_task_with_copies_removes_its_statements_elsewhere(h: Any) -> None:
+    source, _claim_id, target, copy_id = await _imported_copy(h, "deploy only on Fridays ZK-5523")
+    kept = await h.call("intent_delete", task_id=source, target="task", confirmation=f"DELETE TASK {source}")
+    assert {"task_id": target, "claim_id": copy_id, "match": "same_statement"} in kept["other_copies"]
+    assert b"ZK-5523" in h.disk_bytes()
+    other = await h.start("deploy only on Fridays ZK-5524")
+    await h.call(
+        "intent_import", task_id=target, request_id=h.rid(), graph=await h.call("intent_export", task_id=other)
+    )
+    result = await h.call(
+        "intent_delete", task_id=other, target="task", confirmation=f"DELETE TASK {other}", delete_copies=True
+    )
+    assert len(result["deleted_copies"]) == 1 and result["deleted_copies"][0]["task_id"] == target
+    assert b"ZK-5524" not in h.disk_bytes() and b"ZK-5523" in h.disk_bytes()
+
+
+async def test_a_deleted_claim_does_not_come_back_on_a_retry(h: Any) -> None:
+    task = await h.start("kept")
+    call = {"task_id": task, "statement": "retry me not QX-7301", "request_id": "add-7301"}
+    doomed = await h.inferred(**call)
+    assert (await h.inferred(**call))["claim_id"] == doomed["claim_id"]  # an ordinary retry: the same claim
+    await _delete_claim(h, task, doomed["claim_id"])
+    for service in (h, h.restarted()):  # this process, and a fresh one reading only the files
+        await service.fails(
+            "CLAIM_DELETED",
+            "intent_add_inference",
+            source_ref=h.agent_src(),
+            facets=["soft_constraint"],
+            confidence=0.6,
+            **call,
+        )
+    assert [c["statement"] for c in (await h.snapshot(task))["active_claims"]] == ["kept"]
+    tombstones = json.loads((h.project_dir / "deleted-requests.json").read_bytes())
+    assert len(tombstones["digests"]) == 1 and len(tombstones["digests"][0]) == 64
+    after = h.disk_bytes()
+    assert doomed["claim_id"].encode() not in after and b"QX-7301" not in after and b"add-7301" not in after
+    # positive controls: the statement again under a new request id is a new claim; another call is unaffected
+    again = await h.inferred(task, "retry me not QX-7301", request_id="add-7301-again")
+    assert again["claim_id"] != doomed["claim_id"]
+    assert (await h.inferred(task, "something else", request_id="add-7302"))["statement"] == "something else"
+
+
+async def test_a_deleted_replacement_is_remembered_too(h: Any) -> None:
+    task = await h.start()
+    base = await h.inferred(task, "deploy only on Fridays ZK-7303")
+    replacement = {
+        "task_id": task,
+        "request_id": "rep-7303",
+        "statement": "deploy any weekday ZK-7304",
+        "source_ref": h.agent_src(),
+        "facets": ["tradeoff"],
+        "replacement_kind": "unknown",
+        "supersedes": [base["claim_id"]],
+    }
+    replaced = await h.call("intent_replace_claim", **replacement)
+    await _delete_claim(h, task, replaced["claim_id"])
+    await h.fails("CLAIM_DELETED", "intent_replace_claim", **replacement)
+    assert replaced["claim_id"].encode() not in h.disk_bytes() and b"ZK-7304" not in h.disk_bytes()
+    assert [c["claim_id"] for c in (await h.snapshot(task))["active_claims"]] == [base["claim_id"]]

@@ -348,9 +348,16 @@ async def test_delete_claim_and_task_results(h: Any) -> None:
         claim_id=claim["claim_id"],
         confirmation=f"DELETE CLAIM {claim['claim_id']}",
     )
-    assert result == {"deleted": "claim", "claim_id": claim["claim_id"], "persistent_files_scanned": 1}
+    nothing_else = {"other_copies": [], "files_with_content": [], "deleted_copies": []}
+    scanned = 2  # the ledger and deleted-requests.json (the claim's request tombstone)
+    assert result == {
+        "deleted": "claim",
+        "claim_id": claim["claim_id"],
+        "persistent_files_scanned": scanned,
+        **nothing_else,
+    }
     result = await h.call("intent_delete", task_id=task, target="task", confirmation=f"DELETE TASK {task}")
-    assert result == {"deleted": "task", "task_id": task, "persistent_files_scanned": 1}
+    assert result == {"deleted": "task", "task_id": task, "persistent_files_scanned": scanned, **nothing_else}
     await h.fails("TASK_NOT_FOUND", "intent_get_snapshot", task_id=task)
 
 
