@@ -68,6 +68,7 @@ CODES: dict[str, bool] = {
     "CONFIRMATION_REQUIRED": False,
     "CLAIM_ID_REQUIRED": False,
     "CLAIM_NOT_FOUND": False,
+    "AMBIGUOUS_CLAIM_PREFIX": False,  # an /intent command's claim-id prefix names more than one claim
     "APPEND_VERIFICATION_FAILED": False,
     # storage
     "DATA_DIR_REQUIRED": False,
