@@ -144,17 +144,17 @@ class _Run:
         return _session_task(self.store.read(), self.shash)
 
     def call(self, tool: str, arguments: dict[str, Any]) -> Any:
-        """One tool call through the service, under trio (loaded here: only command prompts pay for it)."""
-        import trio
+        """One tool call through the service (trio and the service are loaded here: only command prompts pay)."""
+        from intentloop.service._aio_blocking import call_tool_blocking
 
-        from intentloop.service.aio import IntentService
-
-        service = IntentService(lambda: self.data_root, lock_deadline=self.deadline)
-
-        async def main() -> Any:
-            return await service.dispatch(tool, arguments, project_root=self.project_root, project_id=self.project_id)
-
-        return trio.run(main)
+        return call_tool_blocking(
+            tool,
+            arguments,
+            data_root=self.data_root,
+            project_root=self.project_root,
+            project_id=self.project_id,
+            lock_deadline=self.deadline,
+        )
 
     def task_for_write(self, mode: str = "on") -> tuple[str, bool]:
         """(the session's bound task, whether it was started now), starting it as ``intent_start_task`` would."""
