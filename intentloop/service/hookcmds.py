@@ -9,6 +9,11 @@ service: 0.1 s on an idle machine, 0.4 s at load 14 on two cores), and only a pr
 it; every other prompt keeps the light path. Lock waits end at the hook's deadline through the store
 (``ProjectStore(deadline=…)``): a write is never cancelled half-way.
 
+A command that needs a task and has none first passes the tool's own argument decoding and claim rules on its input
+(so a statement the tool would refuse starts no task), then starts the session's task as ``intent_start_task`` with
+``host_session_id`` does, then makes its call; only a failure between those two calls (the lock held past the deadline)
+leaves the started, empty task behind.
+
 Idempotency is keyed on the host's opaque turn id (Codex ``turn_id``, Claude Code ``prompt_id``; without one, a keyed
 digest of the redacted prompt): each command's request id derives from it, so a re-delivered prompt replays the
 original result. Deletion leaves nothing to replay against, so ``forget`` first looks for the prompt's own
@@ -17,6 +22,7 @@ observation (recorded right after every command, as for any prompt) and does not
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -27,7 +33,14 @@ import msgspec
 from intentloop.errors import IntentLoopError
 from intentloop.model import Claim, TaskState, project_id_for, session_hash, sha256_hex
 from intentloop.model.commands import LAST, IntentCommand
-from intentloop.service.hookops import Observation, _identity, _session_task, record_observation, session_context
+from intentloop.service.hookops import (
+    Identity,
+    Observation,
+    _identity,
+    _session_task,
+    record_observation,
+    session_context,
+)
 from intentloop.store import ProjectStore, canonicalize_project_root, resolve_data_root
 
 RECEIPT_PREFIX: Final = "[Intent Loop receipt IL-"
@@ -44,6 +57,7 @@ PRIVATE_REFUSAL: Final = (
 #: Seconds a command needs after the service is loaded: below this, it is refused instead of racing the watchdog.
 MIN_COMMAND_BUDGET_S: Final = 0.3
 _PROMPT_EVENT: Final = "UserPromptSubmit"
+_PLACEHOLDER_TASK: Final = "00000000-0000-4000-8000-000000000000"
 _REASONS: Final[dict[str, str]] = {
     "RAW_PROMPT_REJECTED": "a statement must be one line of at most 4000 characters",
     "INVALID_STATEMENT": "a statement must be 1–500 characters after trimming and redaction",
@@ -120,21 +134,44 @@ class _Run:
         self.shash = session_hash(session_id)
         self.obs = Observation(event=_PROMPT_EVENT, session_id=session_id, turn_id=turn_id, text=prompt)
         self.deadline = deadline
-        from intentloop.service._hookkey import load_or_create_hook_key
 
-        identity = _identity(self.obs, lambda: load_or_create_hook_key(data_root))
-        if identity is None:  # load_or_create_hook_key returns a key or raises: unreachable
+    @functools.cached_property
+    def _identity(self) -> Identity:
+        """(request-id hash, source digest, host turn id or ``None``, count), as the prompt's observation has it.
+
+        Without a usable host turn id the digest is keyed: the key is created here when there is none yet (with the
+        project folder it belongs beside), so a command refused before it needs an identity creates nothing.
+        """
+        from intentloop.service._hookkey import load_hook_key, load_or_create_hook_key
+
+        def key() -> bytes:
+            existing = load_hook_key(self.data_root)
+            if existing is not None:
+                return existing
+            self.store.paths.ensure()
+            return load_or_create_hook_key(self.data_root)
+
+        identity = _identity(self.obs, key)
+        if identity is None:  # key() returns a key or raises: unreachable
             raise IntentLoopError("the hook digest key is unavailable", code="STORAGE_READ_FAILED")
-        self.request_hash, self.digest, self.event_id, _count = identity
-        self.receipt = receipt_id(self.digest)
+        return identity
+
+    @property
+    def request_hash(self) -> str:
+        return self._identity[0]
+
+    @property
+    def receipt(self) -> str:
+        return receipt_id(self._identity[1])
 
     def request_id(self, verb: str) -> str:
         return f"hook:intent:{verb}:{self.request_hash}"
 
     def source_ref(self) -> dict[str, str]:
-        ref = {"kind": "user_event", "sha256": self.digest}
-        if self.event_id is not None:
-            ref["event_id"] = self.event_id
+        _hash, digest, event_id, _count = self._identity
+        ref = {"kind": "user_event", "sha256": digest}
+        if event_id is not None:
+            ref["event_id"] = event_id
         return ref
 
     def done(self, text: str) -> str:
@@ -206,34 +243,57 @@ def _task_or_fail(run: _Run, what: str) -> TaskState:
     return task
 
 
+def _precheck(tool: str, arguments: dict[str, Any], status: str, feedback_class: str | None = None) -> None:
+    """Before a task is started for the command: the tool's own argument decoding and claim rules, on the command's
+    input, so a statement the tool would refuse starts no task (the tool applies them again under the lock).
+
+    Raises:
+        IntentLoopError: ``INVALID_ARGUMENTS``, ``INVALID_STATEMENT``, ``RAW_PROMPT_REJECTED`` …
+    """
+    from intentloop.model import make_claim, new_uuid, utc_now, validate_source_ref
+    from intentloop.service.args import decode_arguments
+
+    placeholder = {"kind": "user_event", "sha256": "0" * 64}
+    stand_ins = {"task_id": _PLACEHOLDER_TASK, "request_id": "check", "source_ref": placeholder}
+    decode_arguments(tool, {**arguments, **stand_ins})
+    make_claim(
+        claim_id=new_uuid(),
+        statement=arguments["statement"],
+        epistemic_status=status,
+        source_ref=validate_source_ref(placeholder),
+        scope="task",
+        facets=arguments["facets"],
+        now=utc_now(),
+        result_feedback_class=feedback_class,
+    )
+
+
 def _remember(run: _Run, cmd: IntentCommand) -> str:
+    arguments: dict[str, Any] = {
+        "statement": cmd.statement,
+        "facets": [cmd.facet],
+        "confirmation_reason": "direct_statement",
+    }
+    _precheck("intent_add_explicit", arguments, "explicit")
     task_id, _started = run.task_for_write()
     claim = run.call(
         "intent_add_explicit",
-        {
-            "task_id": task_id,
-            "request_id": run.request_id("remember"),
-            "statement": cmd.statement,
-            "source_ref": run.source_ref(),
-            "facets": [cmd.facet],
-            "confirmation_reason": "direct_statement",
-        },
+        {**arguments, "task_id": task_id, "request_id": run.request_id("remember"), "source_ref": run.source_ref()},
     )
     return run.done(f"remembered as claim {_short(claim['claim_id'])} ({cmd.facet}): {claim['statement']}")
 
 
 def _feedback(run: _Run, cmd: IntentCommand) -> str:
+    arguments: dict[str, Any] = {
+        "statement": cmd.statement,
+        "facets": ["result_feedback"],
+        "feedback_class": cmd.feedback_class,
+    }
+    _precheck("intent_add_evidence", arguments, "evidence", cmd.feedback_class)
     task_id, _started = run.task_for_write()
     claim = run.call(
         "intent_add_evidence",
-        {
-            "task_id": task_id,
-            "request_id": run.request_id("feedback"),
-            "statement": cmd.statement,
-            "source_ref": run.source_ref(),
-            "facets": ["result_feedback"],
-            "feedback_class": cmd.feedback_class,
-        },
+        {**arguments, "task_id": task_id, "request_id": run.request_id("feedback"), "source_ref": run.source_ref()},
     )
     return run.done(
         f"recorded feedback {_short(claim['claim_id'])} ({cmd.feedback_class}) as result evidence: {claim['statement']}"

@@ -256,6 +256,23 @@ def test_a_refused_command_stores_nothing_and_says_why(hosts: Hosts, prompt: str
     assert hosts.files() != before
 
 
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "/intent remember first line\nsecond line",
+        "/intent remember " + "x" * 600,
+        "/intent remember " + "y" * 4100,
+        "/intent feedback keep: first line\nsecond line",
+    ],
+)
+@pytest.mark.parametrize("id_key", ["turn_id", "no_turn_id"])
+def test_a_refused_command_without_a_task_starts_none(hosts: Hosts, prompt: str, id_key: str) -> None:
+    _refusal(hosts.prompt(prompt, id_key=id_key))
+    assert not hosts.data.exists()
+    _receipt(hosts.prompt("/intent remember Keep it small", id_key=id_key))  # positive control
+    assert hosts.state().started
+
+
 def test_private_is_refused_with_the_way_to_get_it(hosts: Hosts) -> None:
     message = _refusal(hosts.prompt("/intent private"))
     assert "intent_set_mode" in message and '"private"' in message
@@ -416,3 +433,35 @@ def test_a_held_lock_is_not_recorded_inside_the_deadline(hosts: Hosts, lock_hold
     lock_holder.stdin.close()
     lock_holder.wait(timeout=10)
     _receipt(hosts.prompt("/intent remember Add a changelog entry"))  # positive control
+
+
+# ------------------------------------------------------------------------------------------------ private, no turn id
+
+
+def test_a_private_session_records_nothing(hosts: Hosts) -> None:
+    from intentloop.store import PrivateControl
+
+    task_id = hosts.seed(["abcd1111-0000-4000-8000-000000000001"], ["Use PostgreSQL"])
+    shash, project_id = session_hash(SESSION), hosts.store.project_id
+    control = PrivateControl(created_at=utc_now(), host_session_hash=shash, project_id=project_id, task_id=task_id)
+    with hosts.store.locked(time.monotonic() + 5) as ledger:
+        ledger.write_control(control)
+    before = hosts.files()
+    for prompt in ("/intent remember Add a changelog", "/intent forget last", "/intent on", "/intent show"):
+        message = _refusal(hosts.prompt(prompt))
+        assert "(PRIVATE_SESSION_ACTIVE)" in message
+    assert hosts.files() == before
+    with hosts.store.locked(time.monotonic() + 5) as ledger:  # positive control: without the control it records
+        ledger.remove_control(session_hash(SESSION))
+    _receipt(hosts.prompt("/intent remember Add a changelog"))
+
+
+def test_without_a_host_turn_id_a_redelivered_prompt_still_records_once(hosts: Hosts) -> None:
+    first = hosts.prompt("/intent remember Keep the API stable", id_key="unused_id")
+    before = hosts.store.ledger_path.read_bytes()
+    again = hosts.prompt("/intent remember Keep the API stable", id_key="unused_id")
+    assert again["systemMessage"] == first["systemMessage"]
+    assert hosts.store.ledger_path.read_bytes() == before
+    (claim,) = _explicit(hosts.state())
+    assert claim.source_ref.event_id is None and claim.source_ref.sha256  # a keyed digest, not the prompt's hash
+    assert b"Keep the API stable" in before and before.count(b"Keep the API stable") == 1
