@@ -7,7 +7,10 @@ offline network namespace), one headless prompt per command form is sent — ``/
 facet from the prefix, a ``user_event`` source carrying the host's own turn/prompt id); the hook's receipt
 ``[Intent Loop receipt IL-…]`` with the stored statement reached the model's request; no tool call was made; and
 ``intentloop verify`` finds the chain intact. A statement holding a credential is stored redacted and the raw value
-appears in no stored file.
+appears in no stored file. Then one host session, resumed turn by turn, runs every command — remember, show,
+correct, feedback, forget last, off (a remember is then refused), on, private (refused) — each checked on disk and
+in the model's context, still without a tool call. Claude Code also gets the bundled skill installed as a user skill,
+after which ``/intent`` reaches the hook there too.
 
 Entry points: :func:`run_codex_commands` and :func:`run_claude_commands` take the ``Report`` of ``e2e_common`` and a
 fresh base folder, like ``run_codex``/``run_claude``; ``main()`` runs them on its own (under ``unshare -n``)::
@@ -159,6 +162,102 @@ def _check_secret(
     )
 
 
+def _events(data: Path, project: Path, kind: str) -> list[dict[str, Any]]:
+    return [e for e in ledger_events(data, project) if e.get("event_type") == kind]
+
+
+def _session_of(events: list[dict[str, Any]]) -> str | None:
+    """The host's session: Codex's ``thread.started`` thread id, Claude Code's ``init`` session id."""
+    for event in events:
+        if event.get("type") == "thread.started":
+            return str(event.get("thread_id"))
+        if event.get("type") == "system" and event.get("subtype") == "init":
+            return str(event.get("session_id"))
+    return None
+
+
+Send = Callable[..., tuple[int, list[dict[str, Any]]]]
+
+
+def _check_every_command(report: Report, host: str, send: Send, model: FakeModel, data: Path, project: Path) -> None:
+    """remember, show, correct, feedback, forget, off, on and private in one host session (resumed turn by turn),
+    each answered by the hook alone: the session's task is the one the first command started."""
+    form = EXPECTED_FORMS[host][0]
+    session: list[str | None] = [None]
+
+    def turn(command: str) -> tuple[int, str, int]:
+        before = len(model.requests())
+        rc, events = send(f"{form} {command}", resume=session[0])
+        session[0] = session[0] or _session_of(events)
+        requests = model.requests()[before:]
+        calls = sum(r.get("decision") == "call" for r in requests) + sum(map(_is_tool_event, events))
+        return rc, "\n".join(str(r.get("text", "")) for r in requests), calls
+
+    statement = "Rotate the staging keys every month."
+    rc, text, calls = turn(f"remember constraint: {statement}")
+    target = next((c for c in _claims(data, project) if c.get("statement") == statement), {"claim_id": "?"})
+    report.check(host, "one session: remember", rc == 0 and not calls and session[0] is not None and RECEIPT in text)
+    prefix = str(target["claim_id"])[:8]
+    rc, text, calls = turn("show")
+    report.check(
+        host,
+        f"'{form} show' (resumed session): the receipt lists the claim by its id prefix",
+        rc == 0 and not calls and RECEIPT in text and f"- {prefix} [task; hard_constraint] {statement}" in text,
+    )
+    rc, text, calls = turn(f"correct {prefix} => Rotate the staging keys every week.")
+    replaced = [
+        e
+        for e in _events(data, project, "claim_replaced")
+        if e["payload"]["claim"].get("supersedes") == [target["claim_id"]]
+    ]
+    report.check(
+        host,
+        f"'{form} correct': an explicit replacement on disk, receipt in context, no tool call",
+        rc == 0 and not calls and RECEIPT in text and len(replaced) == 1,
+    )
+    rc, text, calls = turn("feedback implementation_change: the deploy script is too slow")
+    evidence = [c for c in _claims(data, project) if c.get("result_feedback_class") == "implementation_change"]
+    report.check(
+        host, f"'{form} feedback': result evidence with its class on disk", rc == 0 and not calls and bool(evidence)
+    )
+    newest = replaced[0]["payload"]["claim"]["claim_id"] if replaced else None
+    rc, text, calls = turn("forget last")
+    gone = newest is not None and all(newest not in json.dumps(e) for e in ledger_events(data, project))
+    report.check(
+        host,
+        f"'{form} forget last': the replacement (the newest explicit claim) is gone from the ledger",
+        rc == 0 and not calls and RECEIPT in text and gone,
+    )
+    rc, text, calls = turn("off")
+    modes = [e["payload"].get("mode") for e in _events(data, project, "mode_set")]
+    report.check(host, f"'{form} off': the task is off", rc == 0 and not calls and modes[-1:] == ["off"])
+    rc, text, calls = turn("remember This must not be recorded.")
+    report.check(
+        host,
+        f"'{form} remember' while off: not recorded, and the model is told so",
+        rc == 0
+        and not calls
+        and "[Intent Loop: not recorded — Intent Loop is off for this task" in text
+        and not any(c.get("statement") == "This must not be recorded." for c in _claims(data, project)),
+    )
+    rc, text, calls = turn("on")
+    modes = [e["payload"].get("mode") for e in _events(data, project, "mode_set")]
+    report.check(host, f"'{form} on': the task is on again", rc == 0 and not calls and modes[-1:] == ["on"])
+    semantic = ("task_started", "mode_set", "claim_added", "claim_replaced", "claim_invalidated")
+    before = [e for e in ledger_events(data, project) if e.get("event_type") in semantic]
+    rc, text, calls = turn("private")
+    after = [e for e in ledger_events(data, project) if e.get("event_type") in semantic]
+    report.check(
+        host,
+        f"'{form} private': refused with the way through the tools, nothing semantic stored",
+        rc == 0
+        and not calls
+        and "[Intent Loop: not recorded — private mode cannot be turned on" in text
+        and "intent_set_mode" in text
+        and after == before,
+    )
+
+
 def run_codex_commands(report: Report, base: Path, codex: str, intentloop: str) -> None:
     """Codex CLI (``codex exec``): install, trust the hooks as ``/hooks`` would, send the command prompts."""
     from codex_host import trust_hooks
@@ -188,21 +287,19 @@ def run_codex_commands(report: Report, base: Path, codex: str, intentloop: str) 
         common = ["--json", "--skip-git-repo-check", "--disable", "plugins", "-C", str(project)]
         counter = iter(range(1, 100))
 
-        def send(prompt: str) -> tuple[int, list[dict[str, Any]]]:
-            res = run(
-                report,
-                host,
-                f"codex exec #{next(counter)}",
-                [codex, "exec", *common, prompt],
-                env=env,
-                cwd=project,
-                log_dir=logs,
+        def send(prompt: str, resume: str | None = None) -> tuple[int, list[dict[str, Any]]]:
+            argv = (
+                [codex, "exec", *common, prompt]
+                if resume is None
+                else [codex, "exec", "resume", *common[:-2], resume, prompt]
             )
+            res = run(report, host, f"codex exec #{next(counter)}", argv, env=env, cwd=project, log_dir=logs)
             return res.rc, _json_lines(res.stdout)
 
         for form in FORMS:
             _check_form(report, host, form, send, model, data, project)
         _check_secret(report, host, send, model, data, project)
+        _check_every_command(report, host, send, model, data, project)
     verify(report, host, intentloop, data, project, logs)
 
 
@@ -237,14 +334,16 @@ def run_claude_commands(report: Report, base: Path, claude: str, intentloop: str
         report.check(host, "install: exit 0", inst.rc == 0, f"rc={inst.rc}")
         counter = iter(range(1, 100))
 
-        def send(prompt: str) -> tuple[int, list[dict[str, Any]]]:
-            argv = [claude, "-p", prompt, "--output-format", "stream-json", "--verbose"]
+        def send(prompt: str, resume: str | None = None) -> tuple[int, list[dict[str, Any]]]:
+            argv = [claude, "-p", *(["--resume", resume] if resume else []), prompt]
+            argv += ["--output-format", "stream-json", "--verbose"]
             res = run(report, host, f"claude -p #{next(counter)}", argv, env=env, cwd=project, log_dir=logs)
             return res.rc, _json_lines(res.stdout)
 
         for form in FORMS:
             _check_form(report, host, form, send, model, data, project)
         _check_secret(report, host, send, model, data, project)
+        _check_every_command(report, host, send, model, data, project)
         _probe_skill_route(report, host, send, model, data, project, config_dir)
     verify(report, host, intentloop, data, project, logs)
 
