@@ -44,7 +44,7 @@ from intentloop.service.hookops import (
 )
 from intentloop.store import ProjectStore, canonicalize_project_root, resolve_data_root
 
-RECEIPT_PREFIX: Final = "[Intent Loop receipt IL-"
+RECEIPT_HEAD: Final = "[Intent Loop receipt "
 NOT_RECORDED: Final = "[Intent Loop: not recorded — "
 MODEL_NOTE: Final = (
     "(The user's /intent command above was handled by the Intent Loop prompt hook itself; no intent_* tool call is "
@@ -55,7 +55,8 @@ PRIVATE_REFUSAL: Final = (
     'memory-only state. Ask the agent to call intent_set_mode with mode "private" (or intent_start_task with mode '
     "\"private\" and the session's host_session_id); Intent Loop then keeps this task only in its server's memory"
 )
-#: Seconds a command needs after the service is loaded: below this, it is refused instead of racing the watchdog.
+#: Seconds a command needs at least (loading the service, taking the lock, writing): with less left it is refused
+#: rather than cut off by the watchdog.
 MIN_COMMAND_BUDGET_S: Final = 0.3
 _PROMPT_EVENT: Final = "UserPromptSubmit"
 _PLACEHOLDER_TASK: Final = "00000000-0000-4000-8000-000000000000"
@@ -64,7 +65,7 @@ _REASONS: Final[dict[str, str]] = {
     "INVALID_STATEMENT": "a statement must be 1–500 characters after trimming and redaction",
     "INVALID_ARGUMENTS": "the statement is too long (at most 4000 characters)",
     "MODE_OFF": "Intent Loop is off for this task; '/intent on' turns it back on",
-    "PRIVATE_SESSION_ACTIVE": "this task is private in another process; the hook does not touch it",
+    "PRIVATE_SESSION_ACTIVE": "this session or task is in private mode; the hook records and reads nothing for it",
     "LOCK_TIMEOUT": "the ledger was busy until the hook's deadline; try again",
     "DATA_DIR_REQUIRED": "no Intent Loop data directory is configured for this host",
 }
@@ -109,10 +110,6 @@ def _reason(exc: IntentLoopError) -> str:
 
 def _short(claim_id: str) -> str:
     return claim_id[:8]
-
-
-def _quote(text: str) -> str:
-    return '"' + text + '"'
 
 
 class _Run:
@@ -176,7 +173,7 @@ class _Run:
         return ref
 
     def done(self, text: str) -> str:
-        return f"[Intent Loop receipt {self.receipt}] {text}"
+        return f"{RECEIPT_HEAD}{self.receipt}] {text}"
 
     def bound_task(self) -> TaskState | None:
         return _session_task(self.store.read(), self.shash)
@@ -457,4 +454,4 @@ def _with_context(
     return CommandAnswer(receipt=receipt, context=outcome.context, done=done)
 
 
-__all__ = ["MODEL_NOTE", "NOT_RECORDED", "RECEIPT_PREFIX", "CommandAnswer", "receipt_id", "refusal", "run_command"]
+__all__ = ["MODEL_NOTE", "NOT_RECORDED", "RECEIPT_HEAD", "CommandAnswer", "receipt_id", "refusal", "run_command"]
