@@ -1,7 +1,9 @@
 """Per-event behaviour of ``intentloop hook`` (reference/hook-behaviour.md) on top of ``intentloop.service.hookops``.
 
 SessionStart reads; UserPromptSubmit records its observation and then answers with the same context; PostCompact,
-Stop and SessionEnd record and answer the bare ``{"continue": true, "suppressOutput": true}``.
+Stop and SessionEnd record and answer the bare ``{"continue": true, "suppressOutput": true}``. A prompt that starts
+with a user's ``/intent`` command (``intentloop.model.commands``) is run by ``intentloop.service.hookcmds`` and
+answered with its receipt, in the context and as a ``systemMessage`` for the user.
 """
 
 from __future__ import annotations
@@ -18,16 +20,37 @@ from intentloop.store import resolve_data_root
 _encoder = msgspec.json.Encoder()
 
 
-def answer_line(event: str, context: str | None) -> bytes:
-    """The stdout line: fail-open keys, plus ``hookSpecificOutput`` when there is context to inject."""
+def answer_line(event: str, context: str | None, system_message: str | None = None) -> bytes:
+    """The stdout line: fail-open keys, plus ``hookSpecificOutput`` when there is context to inject, plus a
+    ``systemMessage`` (shown to the user by the host) when there is one."""
     if not context:
         return FAIL_OPEN_LINE
-    out = {
+    out: dict[str, object] = {
         "continue": True,
         "suppressOutput": True,
         "hookSpecificOutput": {"hookEventName": event, "additionalContext": context},
     }
+    if system_message:
+        out["systemMessage"] = system_message
     return _encoder.encode(out) + b"\n"
+
+
+def command_line(payload: HookPayload, env: Mapping[str, str], *, lock_deadline: float, debug: bool) -> bytes | None:
+    """The answer to a prompt that starts with an ``/intent`` command, or ``None`` when the prompt is not one."""
+    if payload.event != "UserPromptSubmit" or not payload.text:
+        return None
+    from intentloop.model.commands import parse_intent_command
+
+    command = parse_intent_command(payload.text)
+    if command is None:
+        return None
+    from intentloop.service.hookcmds import run_command
+
+    answer = run_command(
+        env, payload.cwd, payload.session_id, payload.turn_id, payload.text, command, deadline=lock_deadline
+    )
+    debug_log(debug, f"UserPromptSubmit: /intent {command.verb} {'done' if answer.done else 'not recorded'}")
+    return answer_line(payload.event, answer.additional_context, answer.receipt)
 
 
 def dispatch(payload: HookPayload, env: Mapping[str, str], *, lock_deadline: float, debug: bool) -> bytes:
@@ -37,6 +60,9 @@ def dispatch(payload: HookPayload, env: Mapping[str, str], *, lock_deadline: flo
         IntentLoopError: no data root, an invalid ``cwd``, a damaged ledger, a held lock … (the caller answers
             fail-open).
     """
+    command = command_line(payload, env, lock_deadline=lock_deadline, debug=debug)
+    if command is not None:
+        return command
     data_root = resolve_data_root(env)
     if payload.event == "SessionStart":
         return answer_line(payload.event, session_context(data_root, payload.cwd, payload.session_id))
@@ -54,4 +80,4 @@ def dispatch(payload: HookPayload, env: Mapping[str, str], *, lock_deadline: flo
     return FAIL_OPEN_LINE
 
 
-__all__ = ["answer_line", "dispatch"]
+__all__ = ["answer_line", "command_line", "dispatch"]

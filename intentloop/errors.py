@@ -70,6 +70,7 @@ CODES: dict[str, bool] = {
     "CLAIM_NOT_FOUND": False,
     # a replay of a request whose claim was deleted (a keyed, content-free tombstone remembers it)
     "CLAIM_DELETED": False,
+    "AMBIGUOUS_CLAIM_PREFIX": False,  # an /intent command's claim-id prefix names more than one claim
     "APPEND_VERIFICATION_FAILED": False,
     # storage
     "DATA_DIR_REQUIRED": False,

@@ -67,8 +67,11 @@ def guard_durable(task: TaskState | None) -> None:
 class Engine:
     """The per-process state of :class:`~intentloop.service.aio.IntentService` (no trio here)."""
 
-    def __init__(self, data_root_resolver: Callable[[], os.PathLike[str] | str]) -> None:
+    def __init__(
+        self, data_root_resolver: Callable[[], os.PathLike[str] | str], *, lock_deadline: float | None = None
+    ) -> None:
         self._resolver = data_root_resolver
+        self._lock_deadline = lock_deadline
         self._stores: dict[tuple[str, str], ProjectStore] = {}
         self._states: dict[ProjectStore, ProjectState] = {}
         self.private = PrivateLedgers()
@@ -80,7 +83,7 @@ class Engine:
         key = (root, project_id)
         store = self._stores.get(key)
         if store is None:
-            store = self._stores[key] = ProjectStore(root, project_id)
+            store = self._stores[key] = ProjectStore(root, project_id, deadline=self._lock_deadline)
         return Ctx(project_root=project_root, project_id=project_id, store=store)
 
     def state(self, ctx: Ctx, view: LedgerView) -> ProjectState:

@@ -54,10 +54,17 @@ class IntentService:
     Args:
         data_root_resolver: returns the storage root ``R`` (CONTRACT §1); called on every dispatch so a missing
             root is reported per call (``DATA_DIR_REQUIRED``) instead of at start-up.
+        lock_deadline: a ``time.monotonic()`` value after which no ledger-lock wait continues (``LOCK_TIMEOUT``): a
+            hook running a user's ``/intent`` command passes its own deadline; a server passes nothing.
     """
 
-    def __init__(self, data_root_resolver: Callable[[], os.PathLike[str] | str] = resolve_data_root) -> None:
-        self._engine = Engine(data_root_resolver)
+    def __init__(
+        self,
+        data_root_resolver: Callable[[], os.PathLike[str] | str] = resolve_data_root,
+        *,
+        lock_deadline: float | None = None,
+    ) -> None:
+        self._engine = Engine(data_root_resolver, lock_deadline=lock_deadline)
 
     async def dispatch(self, tool: str, arguments: Any, *, project_root: str, project_id: str) -> Any:
         """Decode ``arguments`` strictly and run ``tool`` for the project.

@@ -116,14 +116,24 @@ class ProjectStore:
         data_root: the storage root ``R`` (see :func:`resolve_data_root`).
         project_id: 64 lowercase hex digits.
         config: lock timings (default :meth:`LockConfig.from_env`).
+        deadline: a ``time.monotonic()`` value after which no lock wait of this store continues, whichever loop waits
+            (a short-lived process such as a hook passes its own deadline; ``None``: only the lock timings).
 
     Raises:
         StorageError: ``INVALID_PROJECT_ID``.
     """
 
-    def __init__(self, data_root: str | os.PathLike[str], project_id: str, config: LockConfig | None = None) -> None:
+    def __init__(
+        self,
+        data_root: str | os.PathLike[str],
+        project_id: str,
+        config: LockConfig | None = None,
+        *,
+        deadline: float | None = None,
+    ) -> None:
         self.paths = ProjectPaths(Path(data_root), project_id)
         self.config = LockConfig.from_env() if config is None else config
+        self.deadline = deadline
 
     @property
     def data_root(self) -> Path:
@@ -260,6 +270,9 @@ class ProjectStore:
     def _acquirer(self, *, now: float, deadline: float | None) -> Acquirer:
         from intentloop.store._lock import Acquirer
 
+        if self.deadline is not None:  # the store's monotonic deadline, in the clock of the loop that waits (``now``)
+            own = now + (self.deadline - time.monotonic())
+            deadline = own if deadline is None else min(deadline, own)
         return Acquirer(self.paths, self.config, now=now, deadline=deadline)
 
     def spool(self, draft: EventDraft) -> bool:
