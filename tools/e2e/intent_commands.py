@@ -394,8 +394,8 @@ def _enter_netns() -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--hosts", default="codex,claude")
-    parser.add_argument("--codex", default="/tmp/hosts/node_modules/.bin/codex")
-    parser.add_argument("--claude", default="/tmp/hosts/node_modules/.bin/claude")
+    parser.add_argument("--codex", default=str(Path(__file__).resolve().parent / "node_modules" / ".bin" / "codex"))
+    parser.add_argument("--claude", default=str(Path(__file__).resolve().parent / "node_modules" / ".bin" / "claude"))
     parser.add_argument("--intentloop", default=str(Path(sys.executable).parent / "intentloop"))
     parser.add_argument("--keep", action="store_true", help="keep the temporary folders (logs, ledgers)")
     parser.add_argument("--no-netns", action="store_true", help="debugging only: run without unshare -n")

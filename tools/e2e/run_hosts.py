@@ -7,7 +7,7 @@ so the hosts can reach nothing but the scripted model server on 127.0.0.1.
 Usage::
 
     (cd tools/e2e && npm ci)
-    python tools/e2e/run_hosts.py [--hosts codex,claude] [--routes installer,plugin] [--keep] [--no-trust]
+    python tools/e2e/run_hosts.py [--hosts codex,claude] [--routes installer,plugin,commands] [--keep] [--no-trust]
 
 Each host and route gets its own temporary HOME (with CODEX_HOME / CLAUDE_CONFIG_DIR below it) and project folder,
 and no data-root variable: route "installer" runs ``intentloop install codex|claude``, route "plugin" installs this
@@ -63,8 +63,15 @@ def _version(argv: list[str]) -> str:
 
 
 def _run_one(report: Report, args: argparse.Namespace, host: str, route: str, base: Path, intentloop: str) -> None:
-    if route not in ("installer", "plugin"):
-        report.check(f"{host}/{route}", "known route", False, "expected installer or plugin")
+    if route not in ("installer", "plugin", "commands"):
+        report.check(f"{host}/{route}", "known route", False, "expected installer, plugin or commands")
+    elif route == "commands":  # the user's /intent commands, handled by the prompt hook while the model calls no tool
+        from intent_commands import run_claude_commands, run_codex_commands
+
+        if host == "codex":
+            run_codex_commands(report, base, args.codex, intentloop)
+        else:
+            run_claude_commands(report, base, args.claude, intentloop)
     elif host == "codex":
         print(f"codex/{route}: {_version([args.codex, '--version'])}", flush=True)
         run_codex(
@@ -96,7 +103,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     here = Path(__file__).resolve().parent
     parser.add_argument("--hosts", default="codex,claude")
-    parser.add_argument("--routes", default="installer,plugin")
+    parser.add_argument("--routes", default="installer,plugin,commands")
     parser.add_argument("--codex", default=str(here / "node_modules" / ".bin" / "codex"))
     parser.add_argument("--claude", default=str(here / "node_modules" / ".bin" / "claude"))
     parser.add_argument("--intentloop", default=str(Path(sys.executable).parent / "intentloop"))
