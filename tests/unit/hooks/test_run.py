@@ -1,0 +1,34 @@
+"""hooks/_run.py: how the hook process imports msgspec."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+_FUTURE_MSGSPEC = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from hooks._run import import_msgspec_alone
+import_msgspec_alone()
+import msgspec
+print(msgspec.NEEDS_TYPING_EXTENSIONS, "typing_extensions" in sys.modules)
+"""
+
+
+def test_a_msgspec_that_needs_typing_extensions_is_still_imported(tmp_path: Path) -> None:
+    # A stand-in for a future msgspec that imports typing_extensions: blocking it must cost start-up time, never the
+    # hook (before the fallback, import_msgspec_alone raised ImportError and every hook answered fail-open).
+    package = tmp_path / "msgspec"
+    package.mkdir()
+    (package / "__init__.py").write_text("import typing_extensions\nNEEDS_TYPING_EXTENSIONS = True\n")
+    done = subprocess.run([sys.executable, "-c", _FUTURE_MSGSPEC, str(tmp_path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True"]
+    # control: the real msgspec still loads without typing_extensions
+    real = "import sys; from hooks._run import import_msgspec_alone; import_msgspec_alone(); "
+    real += "print('msgspec' in sys.modules, 'typing_extensions' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", real], capture_output=True, text=True).stdout.split() == [
+        "True",
+        "False",
+    ]
