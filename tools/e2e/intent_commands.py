@@ -263,7 +263,8 @@ def run_codex_commands(report: Report, base: Path, codex: str, intentloop: str) 
     from codex_host import trust_hooks
 
     host = "codex"
-    home, project, data, logs = base / "home", base / "project", base / "data", base / "logs"
+    home, project, logs = base / "home", base / "project", base / "logs"
+    data = home / ".local" / "share" / "intentloop" / "v1"  # the per-user default root the installer pins
     codex_home = home / ".codex"
     for d in (codex_home, project, logs, base / "tmp"):
         d.mkdir(parents=True, exist_ok=True)
@@ -279,11 +280,11 @@ def run_codex_commands(report: Report, base: Path, codex: str, intentloop: str) 
             host,
             "intentloop install codex",
             [intentloop, "install", "codex"],
-            env=env | {"INTENT_LOOP_DATA_DIR": str(data)},
+            env=env,
             log_dir=logs,
         )
         report.check(host, "install: exit 0", inst.rc == 0, f"rc={inst.rc}")
-        trust_hooks(report, codex, env, project, intentloop)
+        trust_hooks(report, host, codex, env, project, intentloop)
         common = ["--json", "--skip-git-repo-check", "--disable", "plugins", "-C", str(project)]
         counter = iter(range(1, 100))
 
@@ -300,13 +301,14 @@ def run_codex_commands(report: Report, base: Path, codex: str, intentloop: str) 
             _check_form(report, host, form, send, model, data, project)
         _check_secret(report, host, send, model, data, project)
         _check_every_command(report, host, send, model, data, project)
-    verify(report, host, intentloop, data, project, logs)
+    verify(report, host, intentloop, data, project, logs, env)
 
 
 def run_claude_commands(report: Report, base: Path, claude: str, intentloop: str) -> None:
     """Claude Code (``claude -p``): install, send the command prompts."""
     host = "claude"
-    home, project, data, logs = base / "home", base / "project", base / "data", base / "logs"
+    home, project, logs = base / "home", base / "project", base / "logs"
+    data = home / ".local" / "share" / "intentloop" / "v1"  # the per-user default root the installer pins
     config_dir = home / ".claude"
     for d in (config_dir, project, logs, base / "tmp"):
         d.mkdir(parents=True, exist_ok=True)
@@ -328,7 +330,7 @@ def run_claude_commands(report: Report, base: Path, claude: str, intentloop: str
             host,
             "intentloop install claude",
             [intentloop, "install", "claude"],
-            env=env | {"INTENT_LOOP_DATA_DIR": str(data)},
+            env=env,
             log_dir=logs,
         )
         report.check(host, "install: exit 0", inst.rc == 0, f"rc={inst.rc}")
@@ -345,7 +347,7 @@ def run_claude_commands(report: Report, base: Path, claude: str, intentloop: str
         _check_secret(report, host, send, model, data, project)
         _check_every_command(report, host, send, model, data, project)
         _probe_skill_route(report, host, send, model, data, project, config_dir)
-    verify(report, host, intentloop, data, project, logs)
+    verify(report, host, intentloop, data, project, logs, env)
 
 
 def _probe_skill_route(
