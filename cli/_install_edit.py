@@ -21,6 +21,7 @@ from pathlib import PurePath
 from typing import Any, Final
 
 from intentloop.errors import IntentLoopError
+from intentloop.model.hook_events import ARGUMENT_BY_EVENT
 
 SERVER_KEY: Final = "intent_loop"
 TOML_TABLE: Final = f"[mcp_servers.{SERVER_KEY}]"
@@ -28,15 +29,8 @@ TOML_BEGIN: Final = "# >>> intentloop: MCP server (remove with `intentloop insta
 TOML_END: Final = "# <<< intentloop <<<"
 _OUR_LINE: Final = re.compile(rf"^\s*(mcp_servers\s*\.\s*)?{SERVER_KEY}\s*=")
 
-#: event name -> ``intentloop hook`` argument (the same table as ``hooks/_payload.py``; cli may not import hooks'
-#: private modules, and the two are checked against each other by a test).
-HOOK_ARGS: Final[dict[str, str]] = {
-    "SessionStart": "session-start",
-    "UserPromptSubmit": "user-prompt",
-    "PostCompact": "post-compact",
-    "Stop": "stop",
-    "SessionEnd": "session-end",
-}
+#: event name -> ``intentloop hook`` argument (the table: ``intentloop/model/hook_events.py``).
+HOOK_ARGS: Final[dict[str, str]] = ARGUMENT_BY_EVENT
 
 
 class HostConfigError(IntentLoopError):

@@ -6,6 +6,8 @@ from typing import Annotated
 
 import typer
 
+from intentloop.model.hook_events import EVENT_BY_ARGUMENT
+
 
 def hook(
     ctx: typer.Context,
@@ -13,7 +15,7 @@ def hook(
         str | None,
         typer.Argument(
             metavar="[EVENT]",
-            help="session-start, user-prompt, post-compact, stop or session-end (default: the payload's own).",
+            help=f"one of {', '.join(EVENT_BY_ARGUMENT)} (default: the payload's own).",
         ),
     ] = None,
 ) -> int:

@@ -52,14 +52,12 @@ from cli._install_edit import (
     toml_uninstall,
 )
 from intentloop.errors import IntentLoopError, StorageError
+from intentloop.model.hook_events import HOOK_EVENTS, HOOK_TIMEOUT_S
 from intentloop.store import DataRoot, locate_data_root
 
 Host = Literal["codex", "claude"]
 HOSTS: Final = ("codex", "claude")
 BACKUP_SUFFIX: Final = ".intentloop.bak"
-HOOK_TIMEOUT_S: Final = 3
-_MATCHERS: Final = {"SessionStart": "startup|resume|clear|compact", "PostCompact": "manual|auto", "SessionEnd": "other"}
-_STATUS: Final = {"SessionStart": "Loading compact intent context"}
 
 Action = Literal["create", "update", "restore", "delete", "unchanged"]
 
@@ -156,14 +154,14 @@ def hook_command(program: Sequence[str], event: str, data_root: Path) -> str:
 def hook_groups(program: Sequence[str], data_root: Path) -> dict[str, dict[str, Any]]:
     """One hook group per event, with the matchers, timeout and status message of ``hooks/hooks.json``."""
     groups: dict[str, dict[str, Any]] = {}
-    for event in HOOK_ARGS:
-        handler: dict[str, Any] = {"type": "command", "command": hook_command(program, event, data_root)}
+    for event in HOOK_EVENTS:
+        handler: dict[str, Any] = {"type": "command", "command": hook_command(program, event.name, data_root)}
         handler["timeout"] = HOOK_TIMEOUT_S
-        if event in _STATUS:
-            handler["statusMessage"] = _STATUS[event]
-        group: dict[str, Any] = {"matcher": _MATCHERS[event]} if event in _MATCHERS else {}
+        if event.status_message is not None:
+            handler["statusMessage"] = event.status_message
+        group: dict[str, Any] = {"matcher": event.matcher} if event.matcher is not None else {}
         group["hooks"] = [handler]
-        groups[event] = group
+        groups[event.name] = group
     return groups
 
 

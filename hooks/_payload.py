@@ -11,17 +11,13 @@ from typing import BinaryIO, Final
 
 import msgspec
 
+from intentloop.model.hook_events import EVENT_BY_ARGUMENT, HOOK_EVENT_NAMES
+
 MAX_PAYLOAD_BYTES: Final = 1_048_576
 
-#: ``intentloop hook EVENT`` argument -> the host's ``hook_event_name``.
-FORCED_EVENTS: Final[dict[str, str]] = {
-    "session-start": "SessionStart",
-    "user-prompt": "UserPromptSubmit",
-    "post-compact": "PostCompact",
-    "stop": "Stop",
-    "session-end": "SessionEnd",
-}
-EVENT_NAMES: Final = frozenset(FORCED_EVENTS.values())
+#: ``intentloop hook EVENT`` argument -> the host's ``hook_event_name`` (table: ``intentloop/model/hook_events.py``).
+FORCED_EVENTS: Final[dict[str, str]] = EVENT_BY_ARGUMENT
+EVENT_NAMES: Final = HOOK_EVENT_NAMES
 
 _decoder = msgspec.json.Decoder()
 

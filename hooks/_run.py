@@ -27,8 +27,9 @@ from hooks._guard import (
     process_age_s,
     silence_stderr,
 )
+from intentloop.model.hook_events import HOOK_ARGUMENTS_TEXT
 
-USAGE = "intentloop hook [--data-dir DIR] [session-start|user-prompt|post-compact|stop|session-end]"
+USAGE = f"intentloop hook [--data-dir DIR] [{HOOK_ARGUMENTS_TEXT}]"
 
 
 class UsageError(Exception):
@@ -74,13 +75,13 @@ def import_msgspec_alone() -> None:
         return
     sys.modules["typing_extensions"] = None  # type: ignore[assignment]  # makes its import raise ImportError
     try:
-        import msgspec  # noqa: F401
+        import msgspec
     except ImportError:
         for name in [name for name in sys.modules if name == "msgspec" or name.startswith("msgspec.")]:
             del sys.modules[name]
     finally:
         del sys.modules["typing_extensions"]
-    import msgspec  # noqa: F401, F811  # a no-op after the fast path; the ordinary import after a refusal
+    import msgspec  # noqa: F401  # a no-op after the fast path; the ordinary import after a refusal
 
 
 def handle(argv: Sequence[str], stdin: BinaryIO, env: Mapping[str, str], *, lock_deadline: float, debug: bool) -> bytes:

@@ -372,11 +372,6 @@ def sanitize_label(label: str | None) -> str | None:
     return redacted
 
 
-def has_line_break(text: str) -> bool:
-    """True when ``text`` contains CR, LF or another line break (``str.splitlines`` semantics)."""
-    return bool(_LINE_BREAK.search(text))
-
-
 __all__ = [
     "HIGH_ENTROPY",
     "JS_WHITESPACE",
@@ -384,7 +379,6 @@ __all__ = [
     "RULE_NAMES",
     "Redaction",
     "atomic_statement",
-    "has_line_break",
     "js_trim",
     "known_credential_kinds",
     "minimal_excerpt",

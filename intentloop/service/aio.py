@@ -96,9 +96,4 @@ class IntentService:
         ctx = self._engine.context(project_root, project_id)
         return await _HANDLERS[tool](self._engine, ctx, args)
 
-    def private_task_count(self, project_id: str) -> int:
-        """How many tasks of ``project_id`` are private in this process (for status displays and tests)."""
-        return self._engine.private.count(project_id)
-
-
 __all__ = ["TOOL_NAMES", "IntentLoopError", "IntentService"]

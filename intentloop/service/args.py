@@ -266,11 +266,6 @@ def decode_arguments(tool: str, arguments: Any) -> ToolArgs:
         raise InvalidInputError(str(exc), code="INVALID_ARGUMENTS") from exc
 
 
-def given(value: Any) -> bool:
-    """True when an optional argument was supplied (not :data:`msgspec.UNSET`)."""
-    return value is not UNSET
-
-
 def opt(value: _T | UnsetType) -> _T | None:
     """An optional argument's value, ``None`` when it was not supplied."""
     return None if isinstance(value, UnsetType) else value
@@ -302,6 +297,5 @@ __all__ = [
     "StatusArgs",
     "ToolArgs",
     "decode_arguments",
-    "given",
     "opt",
 ]

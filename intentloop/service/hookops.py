@@ -41,7 +41,6 @@ _OBSERVATIONS: Final[dict[str, tuple[str, str, str, str, bool]]] = {
     "Stop": ("result_signal_observed", "agent", "result_feedback", "agent_turn", True),
     "SessionEnd": ("result_signal_observed", "agent", "result_feedback", "agent_turn", True),
 }
-OBSERVED_EVENTS: Final = frozenset(_OBSERVATIONS)
 #: The hook redacts and digests at most this many characters of a prompt or message (the rest is only counted).
 MAX_OBSERVED_CHARS: Final = 65_536
 _BINDING_EVENTS: Final = frozenset({"task_started", "mode_set"})
@@ -271,7 +270,6 @@ def _if(wanted: bool, text: str) -> str | None:
 
 __all__ = [
     "MAX_OBSERVED_CHARS",
-    "OBSERVED_EVENTS",
     "HookOutcome",
     "Observation",
     "record_observation",

@@ -3,9 +3,17 @@
 Not a test module (the leading underscore keeps pytest from collecting it). It speaks newline-delimited JSON-RPC
 directly, so the tests see the exact bytes the server writes, including answers the official client would refuse to
 send or would hide. :func:`tool_scenario` is the fixed sequence of calls whose answers are compared, byte for byte
-after normalising ids, times and paths, with ``tests/fixtures/mcp/sdk_server_answers.json``: the answers the
-earlier server (built on the official ``mcp`` SDK's ``Server``, commit f5dbfe5) gave for the same calls. Running this
-file as a script re-records that fixture against whatever server is installed (``--record``).
+after normalising ids, times and paths, with ``tests/fixtures/mcp/sdk_server_answers.json``: the answers the earlier
+server, built on the official ``mcp`` SDK's ``Server`` (commit f5dbfe5), gives for the same calls.
+
+When the service's answers change on purpose (a new optional field, a new result key), re-record the fixture with
+that same SDK-based server in front of the current service, and review the fixture's diff::
+
+    python tests/integration/_mcp_wire.py --record-with-sdk-server
+
+It checks the server's three modules out of git history (``f5dbfe5:intentloop/mcp/{server,stdio,client_roots}.py``)
+into a temporary package and serves the current service, catalog and envelope through them; nothing of it is
+installed or kept. The SDK-based server is a recording tool only: the tests never run it.
 """
 
 from __future__ import annotations
@@ -299,10 +307,35 @@ def normalize(line: bytes, data_root: Path, project: Path) -> str:
     return _DIGEST.sub("<SHA256>", _TIME.sub("<TIME>", _UUID.sub(number, text)))
 
 
-def run_scenario(tmp: Path, modern: bool) -> list[str]:
+SDK_SERVER_COMMIT = "f5dbfe5"
+_SDK_SERVER_MODULES = ("server", "stdio", "client_roots")
+
+
+def sdk_server_command(directory: Path) -> list[str]:
+    """Check the SDK-based server's modules out of git history into ``directory``; the command that serves it."""
+    package = directory / "sdk_reference_server"
+    package.mkdir()
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    repo = Path(__file__).resolve().parents[2]
+    for name in _SDK_SERVER_MODULES:
+        source = subprocess.run(
+            ["git", "show", f"{SDK_SERVER_COMMIT}:intentloop/mcp/{name}.py"],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for other in _SDK_SERVER_MODULES:
+            source = source.replace(f"intentloop.mcp.{other}", f"sdk_reference_server.{other}")
+        (package / f"{name}.py").write_text(source, encoding="utf-8")
+    code = "import sys; from sdk_reference_server.stdio import serve_stdio; raise SystemExit(serve_stdio())"
+    return [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(directory)!r}); {code}"]
+
+
+def run_scenario(tmp: Path, modern: bool, command: list[str] | None = None) -> list[str]:
     data_root, project = tmp / "data", tmp / "project"
     project.mkdir(parents=True, exist_ok=True)
-    with Wire(server_env(data_root), cwd=tmp) as wire:
+    with Wire(server_env(data_root), cwd=tmp, command=command) as wire:
         if not modern:
             initialize(wire, "2025-06-18")
         lines = tool_scenario(Era(wire, modern), project)
@@ -312,11 +345,13 @@ def run_scenario(tmp: Path, modern: bool) -> list[str]:
 def main() -> None:
     import tempfile
 
-    assert sys.argv[1:] == ["--record"], "usage: python tests/integration/_mcp_wire.py --record"
+    usage = "usage: python tests/integration/_mcp_wire.py --record-with-sdk-server"
+    assert sys.argv[1:] == ["--record-with-sdk-server"], usage
     answers = {}
     for name, modern in (("2025-06-18", False), (MODERN, True)):
         with tempfile.TemporaryDirectory() as tmp:
-            answers[name] = run_scenario(Path(tmp), modern)
+            command = sdk_server_command(Path(tmp))
+            answers[name] = run_scenario(Path(tmp), modern, command)
     FIXTURE.write_text(json.dumps(answers, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"recorded {sum(map(len, answers.values()))} answers to {FIXTURE}")
 

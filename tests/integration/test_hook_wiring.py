@@ -114,3 +114,26 @@ def test_plugin_hook_commands_run_through_a_shell(tmp_path: Path) -> None:
         answer = json.loads(proc.stdout)
         assert answer["continue"] is True
         assert ("hookSpecificOutput" in answer) == (event in ("SessionStart", "UserPromptSubmit"))
+
+
+def test_the_plugin_hooks_json_is_the_hook_event_table() -> None:
+    from intentloop.model.hook_events import HOOK_EVENTS, HOOK_TIMEOUT_S
+
+    doc = _json("hooks/hooks.json")["hooks"]
+    assert list(doc) == [event.name for event in HOOK_EVENTS]
+    for event in HOOK_EVENTS:
+        [group] = doc[event.name]
+        assert group.get("matcher") == event.matcher
+        [handler] = group["hooks"]
+        assert handler["command"] == f"intentloop hook {event.argument}"
+        assert handler["timeout"] == HOOK_TIMEOUT_S
+        assert handler.get("statusMessage") == event.status_message
+
+
+def test_every_observed_event_is_a_hook_event() -> None:
+    from intentloop.model.hook_events import HOOK_EVENT_NAMES
+    from intentloop.service import hookops
+
+    observed = set(hookops._OBSERVATIONS)
+    assert observed and observed <= HOOK_EVENT_NAMES
+    assert HOOK_EVENT_NAMES - observed == {"SessionStart"}  # the one event that only reads
