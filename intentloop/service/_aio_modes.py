@@ -32,7 +32,7 @@ from intentloop.model.redaction import js_trim
 from intentloop.service._aio_txn import find_duplicate
 from intentloop.service._engine import Ctx, Engine, guard_durable, private_active, task_not_found
 from intentloop.service._rules import OP_SET_MODE, OP_START, check_request_id, check_uuid, start_fingerprint_input
-from intentloop.service.args import InitialExplicitItem, SetModeArgs, StartTaskArgs, opt
+from intentloop.service.args import MAX_INITIAL_CLAIMS, InitialExplicitItem, SetModeArgs, StartTaskArgs, opt
 from intentloop.store import LockedLedger, PrivateControl
 from intentloop.store.aio import open_locked_ledger
 
@@ -51,7 +51,6 @@ NOTE_RECOVERED_DURABLE = (
 NOTE_RECOVERED_PRIVATE = (
     "Prior private semantics were unavailable after restart; a new empty memory-only task is active."
 )
-MAX_INITIAL_CLAIMS = 12
 _START_TYPES = ("task_started", "mode_set")
 
 
@@ -81,7 +80,9 @@ def _write_control(locked: LockedLedger, ctx: Ctx, task_id: str, session: str) -
 def _initial_claims(items: Sequence[InitialExplicitItem | str], request_id: str) -> list[dict[str, Any]]:
     """The start's direct user claims: server-made ids and provenance, one shared user event."""
     if len(items) > MAX_INITIAL_CLAIMS:
-        raise IntentLoopError("start accepts at most 12 directly stated initial claims", code="INITIAL_CLAIM_LIMIT")
+        raise IntentLoopError(
+            f"start accepts at most {MAX_INITIAL_CLAIMS} directly stated initial claims", code="INITIAL_CLAIM_LIMIT"
+        )
     event_id = "start:" + sha256_hex(request_id)[:32]
     now = utc_now()
     claims: list[dict[str, Any]] = []

@@ -15,6 +15,7 @@ from typing import Any
 
 from intentloop.errors import CorruptLedgerError, IntentLoopError
 from intentloop.model import Event, ProjectState, TaskState, build_snapshot, project, utc_now
+from intentloop.model.compact import DEFAULT_SNAPSHOT_CHARACTERS
 from intentloop.service._private import PrivateLedgers
 from intentloop.store import LedgerView, PrivateControl, ProjectStore
 
@@ -184,7 +185,7 @@ class Engine:
         return task
 
     @staticmethod
-    def snapshot(ctx: Ctx, task: TaskState, max_characters: int = 2400) -> dict[str, Any]:
+    def snapshot(ctx: Ctx, task: TaskState, max_characters: int = DEFAULT_SNAPSHOT_CHARACTERS) -> dict[str, Any]:
         return build_snapshot(task, ctx.project_id, utc_now(), max_characters).to_wire()
 
     def all_claim_ids(self, ctx: Ctx, state: ProjectState) -> set[str]:

@@ -13,6 +13,7 @@ import msgspec
 
 from intentloop import SCHEMA_VERSION
 from intentloop.model import utc_now
+from intentloop.model.compact import DEFAULT_SNAPSHOT_CHARACTERS
 from intentloop.service._engine import Ctx, Engine, guard_durable, private_active, task_not_found
 from intentloop.service._graph import portable_export, summary_export
 from intentloop.service._rules import check_uuid
@@ -84,7 +85,7 @@ def snapshot(engine: Engine, ctx: Ctx, args: SnapshotArgs) -> dict[str, Any]:
     # Room for CONTRACT §9.5: ``as_of`` will fold only the events recorded at or before it, and
     # ``include_history`` will add the superseded/invalidated claims (TaskState keeps both already).
     task = engine.semantic_task(ctx, check_uuid(args.task_id, "task_id"))
-    limit = opt(args.max_characters) or 2400
+    limit = opt(args.max_characters) or DEFAULT_SNAPSHOT_CHARACTERS
     return engine.snapshot(ctx, task, max(500, min(limit, 8000)))
 
 
@@ -107,7 +108,7 @@ def export(engine: Engine, ctx: Ctx, args: ExportArgs) -> dict[str, Any]:
     task_id = check_uuid(args.task_id, "task_id")
     task = engine.semantic_task(ctx, task_id)
     if args.detail == "summary":
-        return summary_export(engine.snapshot(ctx, task, 2400))
+        return summary_export(engine.snapshot(ctx, task, DEFAULT_SNAPSHOT_CHARACTERS))
     # Room for CONTRACT §9.7: a portable export will carry a ``signature`` block.
     return portable_export(
         project_id=ctx.project_id,

@@ -96,4 +96,5 @@ class IntentService:
         ctx = self._engine.context(project_root, project_id)
         return await _HANDLERS[tool](self._engine, ctx, args)
 
+
 __all__ = ["TOOL_NAMES", "IntentLoopError", "IntentService"]

@@ -26,6 +26,10 @@ from intentloop.model import (
 )
 from intentloop.model import EpistemicStatus as Status
 
+#: At most this many claims in ``intent_start_task``'s ``initial_explicit`` (the schema's ``maxItems``; the service
+#: checks it again, as ``INITIAL_CLAIM_LIMIT``, for callers that build argument structs without decoding).
+MAX_INITIAL_CLAIMS = 12
+
 _T = TypeVar("_T")
 
 # The published patterns (tool-schemas.json). The UUID pattern admits the nil and max UUIDs; the service rejects
@@ -85,7 +89,7 @@ class StartTaskArgs(ToolArgs, frozen=True, kw_only=True):
     label: Annotated[str, Meta(max_length=500)] | UnsetType = UNSET
     host_session_id: Annotated[str, Meta(min_length=1, max_length=300)] | UnsetType = UNSET
     mode: Mode = "on"
-    initial_explicit: Annotated[list[InitialExplicitItem | Statement], Meta(max_length=12)] = []
+    initial_explicit: Annotated[list[InitialExplicitItem | Statement], Meta(max_length=MAX_INITIAL_CLAIMS)] = []
 
 
 class SnapshotArgs(ToolArgs, frozen=True, kw_only=True):
