@@ -175,3 +175,55 @@ def test_the_server_start_up_path_imports_nothing_beyond_trio_msgspec_and_our_mo
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
     assert out == ["[]", "False False"]
+
+
+_IGNORED_KEYWORDS = {"title", "description", "format", "$ref", "default"}
+
+
+def _constraints(schema: Any, defs: dict[str, Any]) -> Any:
+    """A schema node reduced to what it accepts: refs resolved, anyOf order and enum order ignored, prose dropped."""
+    if not isinstance(schema, dict):
+        return schema
+    if "$ref" in schema:
+        return _constraints(defs[schema["$ref"].rsplit("/", 1)[1]], defs)
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _IGNORED_KEYWORDS:
+            continue
+        if key == "properties":
+            out[key] = {name: _constraints(sub, defs) for name, sub in value.items()}
+        elif key in ("items", "additionalProperties"):
+            out[key] = _constraints(value, defs)
+        elif key == "anyOf":
+            out[key] = sorted(json.dumps(_constraints(sub, defs), sort_keys=True) for sub in value)
+        elif key == "const":
+            out["enum"] = [value]
+        elif key in ("enum", "required"):
+            if value:
+                out[key] = sorted(value, key=json.dumps)
+        else:
+            out[key] = value
+    if "enum" in out:  # the values decide what is accepted (the published side also names a type, msgspec does not)
+        out.pop("type", None)
+    return out
+
+
+@pytest.mark.parametrize("tool", TOOL_NAMES)
+def test_the_published_schema_and_the_argument_struct_agree_field_by_field(tool: str) -> None:
+    # tool_schemas.json is the published source (byte for byte what clients see); the argument structs decode what it
+    # describes. Every field, type, length, pattern, range, enum, item rule and required flag must agree.
+    from intentloop.service.args import TOOL_ARGS
+
+    (root,), defs = msgspec.json.schema_components([TOOL_ARGS[tool]])
+    decoded = _constraints(root, defs)
+    published = _constraints(load_catalog().get(tool).input_schema, {})  # type: ignore[union-attr]
+    for name in published["properties"]:
+        assert decoded["properties"].get(name) == published["properties"][name], f"{tool}.{name}"
+    assert decoded == published
+
+
+def test_the_field_by_field_comparison_notices_a_changed_limit() -> None:
+    # Control for the test above: one bound changed on the published side is a difference.
+    schema = copy.deepcopy(dict(load_catalog().get("intent_start_task").input_schema))  # type: ignore[union-attr]
+    schema["properties"]["label"]["maxLength"] = 501
+    assert _constraints(schema, {}) != _constraints(load_catalog().get("intent_start_task").input_schema, {})  # type: ignore[union-attr]
