@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-from intentloop.errors import IntentLoopError
+from intentloop.errors import InvalidInputError
 
 
 def stdin_is_terminal() -> bool:
@@ -22,7 +22,7 @@ def ask(question: str, *, what: str) -> str:
         IntentLoopError: ``CONFIRMATION_REQUIRED`` when stdin is not a terminal (``what`` says what needs it).
     """
     if not stdin_is_terminal():
-        raise IntentLoopError(f"{what} and there is no terminal to confirm on", code="CONFIRMATION_REQUIRED")
+        raise InvalidInputError(f"{what} and there is no terminal to confirm on", code="CONFIRMATION_REQUIRED")
     sys.stderr.write(question)
     sys.stderr.flush()
     return sys.stdin.readline().strip()

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from cli._target import Target
-from intentloop.errors import CorruptLedgerError, IntentLoopError, InvalidInputError, StorageError
+from intentloop.errors import CorruptLedgerError, ErrorCode, IntentLoopError, InvalidInputError, StorageError
 
 if TYPE_CHECKING:
     from intentloop.model import Event, ProjectState
@@ -22,7 +22,7 @@ _PREFIX_RE = re.compile(r"^[0-9a-f-]{1,64}$")
 _SHOWN_MATCHES = 5
 
 
-def unique_match(kind: str, prefix: str, known: Iterable[str], *, not_found: str, invalid: str) -> str:
+def unique_match(kind: str, prefix: str, known: Iterable[str], *, not_found: ErrorCode, invalid: ErrorCode) -> str:
     """The one id of ``known`` that starts with ``prefix`` (case-insensitive).
 
     Args:
@@ -43,7 +43,7 @@ def unique_match(kind: str, prefix: str, known: Iterable[str], *, not_found: str
         raise IntentLoopError(f"no {kind} id starts with {wanted}", code=not_found)
     if len(matches) > 1:
         shown = ", ".join(matches[:_SHOWN_MATCHES]) + (", …" if len(matches) > _SHOWN_MATCHES else "")
-        raise IntentLoopError(
+        raise InvalidInputError(
             f"{wanted} is the start of {plural(len(matches), kind + ' id')}: {shown}", code="AMBIGUOUS_ID"
         )
     return matches[0]

@@ -18,7 +18,7 @@ from cli._options import JsonOption, ProjectIdOption, ProjectRootOption
 from cli._output import Output, key_value_table
 from cli._select import plural
 from cli.views import TaskArgument
-from intentloop.errors import IntentLoopError
+from intentloop.errors import InvalidInputError
 
 ClaimArgument = Annotated[str, typer.Argument(metavar="CLAIM", help="A claim id, or a unique prefix of one.")]
 YesOption = Annotated[
@@ -91,7 +91,7 @@ def _run(out: Output, kind: str, prefix: str, project_root: str | None, project_
             out.show(key_value_table(f"About to delete this {kind} physically (it cannot be undone)", rows))
         answer = ask(f"Type {expected} to confirm: ", what=f"forget {kind} deletes data")
         if answer != expected:
-            declined = IntentLoopError("not confirmed: nothing was deleted", code="CONFIRMATION_REQUIRED")
+            declined = InvalidInputError("not confirmed: nothing was deleted", code="CONFIRMATION_REQUIRED")
             if out.json_mode:
                 out.json_object({**fields, "action": "cancelled"}, exit_code=DAMAGED, error=declined)
             else:

@@ -51,7 +51,7 @@ from cli._install_edit import (
     toml_remove_tables,
     toml_uninstall,
 )
-from intentloop.errors import IntentLoopError, StorageError
+from intentloop.errors import InvalidInputError, StorageError
 from intentloop.model.hook_events import HOOK_EVENTS, HOOK_TIMEOUT_S
 from intentloop.store import DataRoot, locate_data_root
 
@@ -407,7 +407,7 @@ def install(
         StorageError: a file cannot be read or written (``STORAGE_READ_FAILED`` / ``STORAGE_WRITE_FAILED``).
     """
     if host not in HOSTS:
-        raise IntentLoopError(f"unknown host {host!r}: expected codex or claude", code="INVALID_ARGUMENTS")
+        raise InvalidInputError(f"unknown host {host!r}: expected codex or claude", code="INVALID_ARGUMENTS")
     env = os.environ if env is None else env
     home = (home or (Path(env["HOME"]) if env.get("HOME") else Path.home())).absolute()
     prog = tuple(program) if program is not None else default_program()

@@ -19,7 +19,7 @@ from cli._exit import DAMAGED, OK
 from cli._options import JsonOption, ProjectIdOption, ProjectRootOption
 from cli._output import Output, key_value_table
 from cli._select import plural
-from intentloop.errors import IntentLoopError
+from intentloop.errors import InvalidInputError
 
 YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
 SummaryOnlyOption = Annotated[
@@ -107,7 +107,7 @@ def _run(
                 )
             )
         if not yes and not _confirm(setting_aside, report.events):
-            declined = IntentLoopError("not confirmed: nothing was changed", code="CONFIRMATION_REQUIRED")
+            declined = InvalidInputError("not confirmed: nothing was changed", code="CONFIRMATION_REQUIRED")
             if out.json_mode:
                 out.json_object({**target.fields(), "action": "cancelled"}, exit_code=DAMAGED, error=declined)
             else:

@@ -14,7 +14,7 @@ from cli._options import JsonOption, ProjectIdOption, ProjectRootOption
 from cli._output import Output, key_value_table
 from cli._select import plural
 from cli.recover_quarantine import WaitOption, YesOption
-from intentloop.errors import IntentLoopError
+from intentloop.errors import InvalidInputError
 
 
 def salvage(
@@ -57,7 +57,7 @@ def _run(out: Output, project_root: str | None, project_id: str | None, *, yes: 
     if not yes and not confirm(
         f"Re-append {plural(len(plan.appended), 'intact event')} to the ledger?", what="salvage changes the ledger"
     ):
-        declined = IntentLoopError("not confirmed: nothing was changed", code="CONFIRMATION_REQUIRED")
+        declined = InvalidInputError("not confirmed: nothing was changed", code="CONFIRMATION_REQUIRED")
         if out.json_mode:
             out.json_object({**target.fields(), "action": "cancelled"}, exit_code=DAMAGED, error=declined)
         else:

@@ -22,7 +22,7 @@ from cli._options import JsonOption
 from cli._output import Output, key_value_table
 from cli._select import plural
 from cli.recover_quarantine import WaitOption, YesOption
-from intentloop.errors import IntentLoopError
+from intentloop.errors import ConflictError, IntentLoopError, InvalidInputError
 
 FromOption = Annotated[
     str,
@@ -91,7 +91,7 @@ def _run(out: Output, from_: str, to: str, *, merge: bool, yes: bool, wait: floa
     if not old_store.exists():
         raise StorageError(f"the old project {old_id} has no data under {data_root}", code="PROJECT_NOT_FOUND")
     if old_id == new.project_id:
-        raise IntentLoopError("--from and --to name the same project", code="INVALID_ARGUMENTS")
+        raise InvalidInputError("--from and --to name the same project", code="INVALID_ARGUMENTS")
     old = Target(data_root=data_root, project_id=old_id, project_root=None, store=old_store)
     old_view = old_store.read()
     target_events = len(new.store.read().events) if new.store.exists() else 0
@@ -109,7 +109,7 @@ def _run(out: Output, from_: str, to: str, *, merge: bool, yes: bool, wait: floa
             out.line(f"Nothing to move: project {old_id} holds no events.")
         return OK
     if target_events and not merge:
-        raise IntentLoopError(
+        raise ConflictError(
             f"{new.project_root} already has a memory ({plural(target_events, 'event')}); nothing was moved",
             code="RELINK_TARGET_EXISTS",
         )
@@ -128,7 +128,7 @@ def _run(out: Output, from_: str, to: str, *, merge: bool, yes: bool, wait: floa
             )
         )
     if not yes and not confirm("Move this memory?", what="relink changes two ledgers"):
-        declined = IntentLoopError("not confirmed: nothing was changed", code="CONFIRMATION_REQUIRED")
+        declined = InvalidInputError("not confirmed: nothing was changed", code="CONFIRMATION_REQUIRED")
         if out.json_mode:
             out.json_object({**fields, "action": "cancelled"}, exit_code=DAMAGED, error=declined)
         else:
@@ -175,13 +175,13 @@ def _merge(out: Output, old: Any, new: Any, tasks: list[Any], head: str | None, 
 
     off = [t.task_id for t in tasks if t.mode == "off"]
     if off:
-        raise IntentLoopError(
+        raise ConflictError(
             f"{plural(len(off), 'task')} of the old project {'is' if len(off) == 1 else 'are'} off ({off[0]}) and "
             "cannot be exported for a merge; nothing was changed",
             code="MODE_OFF",
         )
     if old.store.read_controls():
-        raise IntentLoopError(
+        raise ConflictError(
             "a private session of the old project holds a control; end private mode first",
             code="PRIVATE_SESSION_ACTIVE",
         )

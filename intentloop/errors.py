@@ -14,93 +14,110 @@ Foreign errors (``OSError``, ``msgspec.DecodeError``) are mapped at the layer bo
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Literal, get_args
 
-# code -> retryable. Codes are never reused or renamed; new ones are only added.
-CODES: dict[str, bool] = {
+#: Every stable wire code. Codes are never reused or renamed; new ones are only added. mypy checks each ``code=...``
+#: against this type, so a misspelt code is a type error, not a run-time surprise.
+ErrorCode = Literal[
     # request / project resolution
-    "INTERNAL_ERROR": False,
-    "INVALID_ARGUMENTS": False,
-    "PROJECT_ROOT_METADATA_INVALID": False,
-    "PROJECT_ROOT_INVALID": False,
-    "PROJECT_ROOT_MISMATCH": False,
-    "PROJECT_ROOT_REQUIRED": False,
-    "SKILL_NOT_FOUND": False,
+    "INTERNAL_ERROR",
+    "INVALID_ARGUMENTS",
+    "PROJECT_ROOT_METADATA_INVALID",
+    "PROJECT_ROOT_INVALID",
+    "PROJECT_ROOT_MISMATCH",
+    "PROJECT_ROOT_REQUIRED",
+    "SKILL_NOT_FOUND",
     # validation
-    "INVALID_ID": False,
-    "INVALID_REQUEST_ID": False,
-    "SENSITIVE_ID_REJECTED": False,
-    "INVALID_SOURCE": False,
-    "INVALID_LABEL": False,
-    "TASK_NOT_FOUND": False,
-    "INVALID_FACETS": False,
-    "INVALID_STATEMENT": False,
-    "RAW_PROMPT_REJECTED": False,
-    "INVALID_EVIDENCE_PATH": False,
+    "INVALID_ID",
+    "INVALID_REQUEST_ID",
+    "SENSITIVE_ID_REJECTED",
+    "INVALID_SOURCE",
+    "INVALID_LABEL",
+    "TASK_NOT_FOUND",
+    "INVALID_FACETS",
+    "INVALID_STATEMENT",
+    "RAW_PROMPT_REJECTED",
+    "INVALID_EVIDENCE_PATH",
     # service semantics
-    "REQUEST_ID_REUSED": False,
-    "INITIAL_CLAIM_LIMIT": False,
-    "INVALID_SCOPE": False,
-    "MODE_OFF_SEMANTIC_INPUT": False,
-    "PRIVATE_SESSION_TOKEN_REQUIRED": False,
-    "TASK_ALREADY_STARTED": False,
-    "SESSION_ALREADY_ASSOCIATED": False,
-    "CORRUPT_PRIVATE_STATE": False,
-    "PRIVATE_CONTROL_MISSING": False,
-    "PRIVATE_SESSION_ACTIVE": False,
-    "PRIVATE_STATE_REQUIRED": False,
-    "PRIVATE_CONTROL_MISMATCH": False,
-    "MODE_OFF": False,
-    "INVALID_CLAIM_ROLE": False,
-    "EXPLICIT_SOURCE_REQUIRED": False,
-    "CONFIDENCE_REQUIRED": False,
-    "CONFIDENCE_NOT_ALLOWED": False,
-    "LONG_TERM_CONFIRMATION_REQUIRED": False,
-    "CLAIM_NOT_ACTIVE": False,
-    "EXPLICIT_REPLACEMENT_REQUIRES_USER": False,
-    "EXPLICIT_INVALIDATION_REQUIRES_USER": False,
-    "RELATED_CLAIM_NOT_FOUND": False,
-    "INVALID_SIGNAL_KEY": False,
-    "INVALID_DISPUTE": False,
-    "REPLACEMENT_TARGET_REQUIRED": False,
-    "INVALID_IMPORT": False,
-    "IMPORT_COLLISION": False,
-    "CONFIRMATION_REQUIRED": False,
-    "CLAIM_ID_REQUIRED": False,
-    "CLAIM_NOT_FOUND": False,
+    "REQUEST_ID_REUSED",
+    "INITIAL_CLAIM_LIMIT",
+    "INVALID_SCOPE",
+    "MODE_OFF_SEMANTIC_INPUT",
+    "PRIVATE_SESSION_TOKEN_REQUIRED",
+    "TASK_ALREADY_STARTED",
+    "SESSION_ALREADY_ASSOCIATED",
+    "CORRUPT_PRIVATE_STATE",
+    "PRIVATE_CONTROL_MISSING",
+    "PRIVATE_SESSION_ACTIVE",
+    "PRIVATE_STATE_REQUIRED",
+    "PRIVATE_CONTROL_MISMATCH",
+    "MODE_OFF",
+    "INVALID_CLAIM_ROLE",
+    "EXPLICIT_SOURCE_REQUIRED",
+    "CONFIDENCE_REQUIRED",
+    "CONFIDENCE_NOT_ALLOWED",
+    "LONG_TERM_CONFIRMATION_REQUIRED",
+    "CLAIM_NOT_ACTIVE",
+    "EXPLICIT_REPLACEMENT_REQUIRES_USER",
+    "EXPLICIT_INVALIDATION_REQUIRES_USER",
+    "RELATED_CLAIM_NOT_FOUND",
+    "INVALID_SIGNAL_KEY",
+    "INVALID_DISPUTE",
+    "REPLACEMENT_TARGET_REQUIRED",
+    "INVALID_IMPORT",
+    "IMPORT_COLLISION",
+    "CONFIRMATION_REQUIRED",
+    "CLAIM_ID_REQUIRED",
+    "CLAIM_NOT_FOUND",
     # a replay of a request whose claim was deleted (a keyed, content-free tombstone remembers it)
-    "CLAIM_DELETED": False,
-    "AMBIGUOUS_CLAIM_PREFIX": False,  # an /intent command's claim-id prefix names more than one claim
-    "APPEND_VERIFICATION_FAILED": False,
+    "CLAIM_DELETED",
+    "AMBIGUOUS_CLAIM_PREFIX",  # an /intent command's claim-id prefix names more than one claim
+    "APPEND_VERIFICATION_FAILED",
     # storage
-    "DATA_DIR_REQUIRED": False,
-    "INVALID_PROJECT_ID": False,
-    "INVALID_SESSION_HASH": False,
-    "PATH_ESCAPE": False,
-    "INVALID_DATA_DIR": False,
-    "UNSAFE_DATA_FILE": False,
-    "TRANSIENT_FILE_RACE": True,
-    "CORRUPT_TRAILING_EVENT": True,
-    "CORRUPT_LEDGER": False,
-    "FUTURE_SCHEMA": False,
-    "MIGRATION_UNAVAILABLE": False,
-    "LOCK_TIMEOUT": True,
-    "LOCK_RELEASE_TIMEOUT": True,
-    "LOCK_COMPROMISED": True,
-    "PRIVATE_SESSION_OWNED": False,
-    "PRIVATE_TASK_OWNED": False,
-    "PRIVATE_CONTROL_CONFLICT": True,
-    "CORRUPT_PRIVATE_CONTROL": True,
-    "APPEND_ABORTED": False,
-    "DELETE_VERIFICATION_FAILED": False,
-    "STORAGE_WRITE_FAILED": True,
-    "STORAGE_READ_FAILED": True,
+    "DATA_DIR_REQUIRED",
+    "INVALID_PROJECT_ID",
+    "INVALID_SESSION_HASH",
+    "PATH_ESCAPE",
+    "INVALID_DATA_DIR",
+    "UNSAFE_DATA_FILE",
+    "TRANSIENT_FILE_RACE",
+    "CORRUPT_TRAILING_EVENT",
+    "CORRUPT_LEDGER",
+    "FUTURE_SCHEMA",
+    "MIGRATION_UNAVAILABLE",
+    "LOCK_TIMEOUT",
+    "LOCK_RELEASE_TIMEOUT",
+    "LOCK_COMPROMISED",
+    "PRIVATE_SESSION_OWNED",
+    "PRIVATE_TASK_OWNED",
+    "PRIVATE_CONTROL_CONFLICT",
+    "CORRUPT_PRIVATE_CONTROL",
+    "APPEND_ABORTED",
+    "DELETE_VERIFICATION_FAILED",
+    "STORAGE_WRITE_FAILED",
+    "STORAGE_READ_FAILED",
     # admin CLI and recovery
-    "PROJECT_NOT_FOUND": False,
-    "OUTPUT_EXISTS": False,
-    "AMBIGUOUS_ID": False,
-    "RELINK_TARGET_EXISTS": False,
-}
+    "PROJECT_NOT_FOUND",
+    "OUTPUT_EXISTS",
+    "AMBIGUOUS_ID",
+    "RELINK_TARGET_EXISTS",
+]
+#: The codes whose failures may succeed when retried unchanged.
+RETRYABLE: frozenset[ErrorCode] = frozenset(
+    {
+        "TRANSIENT_FILE_RACE",
+        "CORRUPT_TRAILING_EVENT",
+        "LOCK_TIMEOUT",
+        "LOCK_RELEASE_TIMEOUT",
+        "LOCK_COMPROMISED",
+        "PRIVATE_CONTROL_CONFLICT",
+        "CORRUPT_PRIVATE_CONTROL",
+        "STORAGE_WRITE_FAILED",
+        "STORAGE_READ_FAILED",
+    }
+)
+#: code -> retryable, for every code (derived from the two above).
+CODES: dict[ErrorCode, bool] = {code: code in RETRYABLE for code in get_args(ErrorCode)}
 
 
 class IntentLoopError(Exception):
@@ -112,9 +129,9 @@ class IntentLoopError(Exception):
         retryable: overrides the code's default retryability.
     """
 
-    code: ClassVar[str] = "INTERNAL_ERROR"
+    code: ClassVar[ErrorCode] = "INTERNAL_ERROR"
 
-    def __init__(self, message: str, *, code: str | None = None, retryable: bool | None = None) -> None:
+    def __init__(self, message: str, *, code: ErrorCode | None = None, retryable: bool | None = None) -> None:
         super().__init__(message)
         if code is not None:
             if code not in CODES:
@@ -134,13 +151,13 @@ class IntentLoopError(Exception):
 class InvalidInputError(IntentLoopError):
     """Bad input from an agent, a hook payload or an import file."""
 
-    code: ClassVar[str] = "INVALID_ARGUMENTS"
+    code: ClassVar[ErrorCode] = "INVALID_ARGUMENTS"
 
 
 class StorageError(IntentLoopError):
     """The data root, a path, a file or the lock refused the operation."""
 
-    code: ClassVar[str] = "INVALID_DATA_DIR"
+    code: ClassVar[ErrorCode] = "INVALID_DATA_DIR"
 
 
 class CorruptLedgerError(StorageError):
@@ -151,9 +168,11 @@ class CorruptLedgerError(StorageError):
         reason: short machine-friendly reason, e.g. ``"event_hash mismatch"``.
     """
 
-    code: ClassVar[str] = "CORRUPT_LEDGER"
+    code: ClassVar[ErrorCode] = "CORRUPT_LEDGER"
 
-    def __init__(self, message: str, *, line: int | None = None, reason: str = "", code: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, line: int | None = None, reason: str = "", code: ErrorCode | None = None
+    ) -> None:
         super().__init__(message, code=code)
         self.line = line
         self.reason = reason or message
@@ -162,14 +181,127 @@ class CorruptLedgerError(StorageError):
 class ConflictError(IntentLoopError):
     """A rule of the intent model refuses the change."""
 
-    code: ClassVar[str] = "REQUEST_ID_REUSED"
+    code: ClassVar[ErrorCode] = "REQUEST_ID_REUSED"
+
+
+#: The class each code is raised with: a code's family is part of its contract (``except StorageError`` sees every
+#: storage code and no other). ``tests/unit/test_errors.py`` checks every raise in the code base against it.
+_INPUT: frozenset[ErrorCode] = frozenset(
+    {
+        "INVALID_ARGUMENTS",
+        "PROJECT_ROOT_METADATA_INVALID",
+        "PROJECT_ROOT_INVALID",
+        "PROJECT_ROOT_MISMATCH",
+        "PROJECT_ROOT_REQUIRED",
+        "INVALID_ID",
+        "INVALID_REQUEST_ID",
+        "SENSITIVE_ID_REJECTED",
+        "INVALID_SOURCE",
+        "INVALID_LABEL",
+        "INVALID_FACETS",
+        "INVALID_STATEMENT",
+        "RAW_PROMPT_REJECTED",
+        "INVALID_EVIDENCE_PATH",
+        "INITIAL_CLAIM_LIMIT",
+        "INVALID_SCOPE",
+        "MODE_OFF_SEMANTIC_INPUT",
+        "INVALID_CLAIM_ROLE",
+        "EXPLICIT_SOURCE_REQUIRED",
+        "CONFIDENCE_REQUIRED",
+        "CONFIDENCE_NOT_ALLOWED",
+        "INVALID_SIGNAL_KEY",
+        "INVALID_DISPUTE",
+        "REPLACEMENT_TARGET_REQUIRED",
+        "INVALID_IMPORT",
+        "CONFIRMATION_REQUIRED",
+        "CLAIM_ID_REQUIRED",
+        "INVALID_SESSION_HASH",
+        "AMBIGUOUS_ID",
+        "AMBIGUOUS_CLAIM_PREFIX",
+    }
+)
+_CONFLICT: frozenset[ErrorCode] = frozenset(
+    {
+        "REQUEST_ID_REUSED",
+        "PRIVATE_SESSION_TOKEN_REQUIRED",
+        "TASK_ALREADY_STARTED",
+        "SESSION_ALREADY_ASSOCIATED",
+        "PRIVATE_CONTROL_MISSING",
+        "PRIVATE_SESSION_ACTIVE",
+        "PRIVATE_STATE_REQUIRED",
+        "PRIVATE_CONTROL_MISMATCH",
+        "MODE_OFF",
+        "LONG_TERM_CONFIRMATION_REQUIRED",
+        "CLAIM_NOT_ACTIVE",
+        "EXPLICIT_REPLACEMENT_REQUIRES_USER",
+        "EXPLICIT_INVALIDATION_REQUIRES_USER",
+        "IMPORT_COLLISION",
+        "CLAIM_DELETED",
+        "PRIVATE_SESSION_OWNED",
+        "PRIVATE_TASK_OWNED",
+        "RELINK_TARGET_EXISTS",
+    }
+)
+_CORRUPT: frozenset[ErrorCode] = frozenset(
+    {"CORRUPT_LEDGER", "CORRUPT_TRAILING_EVENT", "FUTURE_SCHEMA", "MIGRATION_UNAVAILABLE"}
+)
+_STORAGE: frozenset[ErrorCode] = frozenset(
+    {
+        "DATA_DIR_REQUIRED",
+        "INVALID_PROJECT_ID",
+        "PATH_ESCAPE",
+        "INVALID_DATA_DIR",
+        "UNSAFE_DATA_FILE",
+        "TRANSIENT_FILE_RACE",
+        "LOCK_TIMEOUT",
+        "LOCK_RELEASE_TIMEOUT",
+        "LOCK_COMPROMISED",
+        "CORRUPT_PRIVATE_STATE",
+        "CORRUPT_PRIVATE_CONTROL",
+        "PRIVATE_CONTROL_CONFLICT",
+        "APPEND_ABORTED",
+        "APPEND_VERIFICATION_FAILED",
+        "DELETE_VERIFICATION_FAILED",
+        "STORAGE_WRITE_FAILED",
+        "STORAGE_READ_FAILED",
+        "PROJECT_NOT_FOUND",
+        "OUTPUT_EXISTS",
+    }
+)
+
+
+#: The one code with two families: a session hash given as an argument is bad input; a file under
+#: ``private-sessions/`` not named like one is a damaged data directory (privacy fails closed either way).
+_ALSO_STORAGE: frozenset[ErrorCode] = frozenset({"INVALID_SESSION_HASH"})
+
+
+def allowed_classes(code: ErrorCode) -> tuple[type[IntentLoopError], ...]:
+    """The classes ``code`` may be raised with: its :func:`family`, plus ``StorageError`` for the one dual code."""
+    return (family(code), StorageError) if code in _ALSO_STORAGE else (family(code),)
+
+
+def family(code: ErrorCode) -> type[IntentLoopError]:
+    """The class ``code`` is raised with (``IntentLoopError`` itself for internal errors and the not-found codes)."""
+    if code in _INPUT:
+        return InvalidInputError
+    if code in _CONFLICT:
+        return ConflictError
+    if code in _CORRUPT:
+        return CorruptLedgerError
+    if code in _STORAGE:
+        return StorageError
+    return IntentLoopError
 
 
 __all__ = [
     "CODES",
+    "RETRYABLE",
     "ConflictError",
     "CorruptLedgerError",
+    "ErrorCode",
     "IntentLoopError",
     "InvalidInputError",
     "StorageError",
+    "allowed_classes",
+    "family",
 ]

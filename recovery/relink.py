@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from intentloop.errors import IntentLoopError
+from intentloop.errors import ConflictError, InvalidInputError, StorageError
 from intentloop.model import canonical_bytes, rechain, utc_now
 
 if TYPE_CHECKING:
@@ -71,10 +71,10 @@ def relink_project(old: ProjectStore, new: ProjectStore, *, deadline: float | No
         StorageError: ``LOCK_TIMEOUT``, path-safety refusals, write failures.
     """
     if old.project_id == new.project_id:
-        raise IntentLoopError("the old and the new root are the same project", code="INVALID_ARGUMENTS")
+        raise InvalidInputError("the old and the new root are the same project", code="INVALID_ARGUMENTS")
     with old.locked(deadline) as source:
         if old.read_controls():
-            raise IntentLoopError(
+            raise ConflictError(
                 "a private session of the old project holds a control; end private mode first",
                 code="PRIVATE_SESSION_ACTIVE",
             )
@@ -95,7 +95,7 @@ def relink_project(old: ProjectStore, new: ProjectStore, *, deadline: float | No
             resumed = False
             if target.view.events:
                 if not _same_events(target.view.events, events):
-                    raise IntentLoopError(
+                    raise ConflictError(
                         f"the new root already has a memory ({len(target.view.events)} events)",
                         code="RELINK_TARGET_EXISTS",
                     )
@@ -104,7 +104,7 @@ def relink_project(old: ProjectStore, new: ProjectStore, *, deadline: float | No
                 target.rewrite(rechain(list(events), project_id=new.project_id))
             after = target.view.head_hash
             if not _same_events(target.view.events, events):
-                raise IntentLoopError("the moved ledger does not hold the old events", code="STORAGE_WRITE_FAILED")
+                raise StorageError("the moved ledger does not hold the old events", code="STORAGE_WRITE_FAILED")
         name = _retire(source, old, new.project_id, len(events), before, after, how="moved")
     return RelinkResult(
         from_project_id=old.project_id,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from intentloop.errors import StorageError
+from intentloop.errors import ErrorCode, StorageError
 from intentloop.store import Damage
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ class VerifyReport(msgspec.Struct, frozen=True, kw_only=True):
     damaged_sha256: str | None
     first_bad_line: int | None
     reason: str | None
-    code: str | None
+    code: ErrorCode | None
     torn_tail: bool
     quarantine_records: int
 

@@ -48,7 +48,9 @@ def _is_windows() -> bool:
 
 
 def _metadata_invalid(detail: str) -> IntentLoopError:
-    return IntentLoopError(f"_meta[{SANDBOX_META_KEY!r}] is malformed: {detail}", code="PROJECT_ROOT_METADATA_INVALID")
+    return InvalidInputError(
+        f"_meta[{SANDBOX_META_KEY!r}] is malformed: {detail}", code="PROJECT_ROOT_METADATA_INVALID"
+    )
 
 
 def path_from_file_uri(uri: str) -> str | None:
@@ -149,7 +151,7 @@ def canonical(raw: str, canonicalize: Canonicalize, source: RootSource) -> Resol
     except IntentLoopError:
         raise
     except (OSError, ValueError) as exc:
-        raise IntentLoopError(
+        raise InvalidInputError(
             "project root must be an absolute, existing, local directory", code="PROJECT_ROOT_INVALID"
         ) from exc
     return ResolvedRoot(root=root, project_id=project_id_for(root), source=source)
@@ -172,7 +174,7 @@ def resolve_declared(
     if explicit is not None:
         other = canonical(explicit, canonicalize, "argument")
         if other.project_id != resolved.project_id:
-            raise IntentLoopError(
+            raise InvalidInputError(
                 "project_root names a different project than the host's sandbox working directory",
                 code="PROJECT_ROOT_MISMATCH",
             )
@@ -187,7 +189,7 @@ def single_local_root(uris: Iterable[str]) -> str | None:
 
 def root_required() -> IntentLoopError:
     """The error for step (4): nothing declared the project."""
-    return IntentLoopError(
+    return InvalidInputError(
         "no project root: pass project_root (an absolute path), or use a host that supplies sandbox metadata or "
         "exactly one local file: root",
         code="PROJECT_ROOT_REQUIRED",

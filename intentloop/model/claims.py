@@ -12,7 +12,7 @@ from typing import Any, Literal, TypeAlias, TypeVar, get_args
 
 import msgspec
 
-from intentloop.errors import InvalidInputError
+from intentloop.errors import ErrorCode, InvalidInputError
 
 # The enums of the wire format, written once: the Literal types decode tool arguments strictly (service/args.py),
 # the tuples serve the checks here.
@@ -159,7 +159,7 @@ class Candidate(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
         return _convert(data, cls, "INVALID_ARGUMENTS")
 
 
-def _convert(data: Mapping[str, Any], cls: type[_T], code: str) -> _T:
+def _convert(data: Mapping[str, Any], cls: type[_T], code: ErrorCode) -> _T:
     try:
         return msgspec.convert(data, cls)
     except msgspec.ValidationError as exc:

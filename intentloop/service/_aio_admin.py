@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
-from intentloop.errors import IntentLoopError
+from intentloop.errors import ConflictError, IntentLoopError, InvalidInputError, StorageError
 from intentloop.model import Event, EventDraft, ProjectState, TaskState, event_line, new_uuid, project, rechain
 from intentloop.service._aio_txn import semantic_write
 from intentloop.service._delete import (
@@ -52,7 +52,7 @@ async def import_graph(engine: Engine, ctx: Ctx, args: ImportArgs) -> dict[str, 
         existing.update(task.claims)
         for claim in payload["claims"]:
             if claim["claim_id"] in existing:
-                raise IntentLoopError(f"claim {claim['claim_id']} already exists", code="IMPORT_COLLISION")
+                raise ConflictError(f"claim {claim['claim_id']} already exists", code="IMPORT_COLLISION")
         return [
             EventDraft(
                 event_type="graph_imported", task_id=task_id, actor="user", request_id=request_id, payload=payload
@@ -66,7 +66,7 @@ async def import_graph(engine: Engine, ctx: Ctx, args: ImportArgs) -> dict[str, 
 def _verify_absent(events: list[Event], markers: Sequence[str]) -> None:
     needles = [marker.encode("utf-8") for marker in markers]
     if any(needle in event_line(event) for event in events for needle in needles):
-        raise IntentLoopError(
+        raise StorageError(
             "the rewritten ledger still contains the deleted identifier", code="DELETE_VERIFICATION_FAILED"
         )
 
@@ -129,11 +129,11 @@ async def delete(engine: Engine, ctx: Ctx, args: DeleteArgs) -> dict[str, Any]:
         return await _delete_task(engine, ctx, task_id, args.confirmation, copies_too)
     raw_claim_id = opt(args.claim_id)
     if raw_claim_id is None:
-        raise IntentLoopError("claim_id is required for record deletion", code="CLAIM_ID_REQUIRED")
+        raise InvalidInputError("claim_id is required for record deletion", code="CLAIM_ID_REQUIRED")
     claim_id = check_uuid(raw_claim_id, "claim_id")
     expected = f"DELETE CLAIM {claim_id}"
     if args.confirmation != expected:
-        raise IntentLoopError(f"confirmation must equal {expected}", code="CONFIRMATION_REQUIRED")
+        raise InvalidInputError(f"confirmation must equal {expected}", code="CONFIRMATION_REQUIRED")
     private = engine.private_task(ctx, task_id)
     task = private if private is not None else engine.precheck_state(ctx).started_task(task_id)
     if task is None or not task.started:
@@ -164,7 +164,7 @@ async def delete(engine: Engine, ctx: Ctx, args: DeleteArgs) -> dict[str, Any]:
 async def _delete_task(engine: Engine, ctx: Ctx, task_id: str, confirmation: str, copies_too: bool) -> dict[str, Any]:
     expected = f"DELETE TASK {task_id}"
     if confirmation != expected:
-        raise IntentLoopError(f"confirmation must equal {expected}", code="CONFIRMATION_REQUIRED")
+        raise InvalidInputError(f"confirmation must equal {expected}", code="CONFIRMATION_REQUIRED")
     known = engine.private.has(ctx.project_id, task_id)
     if not known:
         state = engine.precheck_state(ctx)

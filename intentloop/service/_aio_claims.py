@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from intentloop.errors import ConflictError, IntentLoopError
+from intentloop.errors import ConflictError, IntentLoopError, InvalidInputError
 from intentloop.model import (
     Claim,
     EventDraft,
@@ -98,7 +98,7 @@ async def add_claim(
         if require_long_term_candidate and not any(
             c.candidate_type == "long_term_preference" and len(c.task_ids or ()) >= 3 for c in task.candidates
         ):
-            raise IntentLoopError(
+            raise ConflictError(
                 "no three-task long-term candidate is eligible for confirmation",
                 code="LONG_TERM_CONFIRMATION_REQUIRED",
             )
@@ -118,9 +118,9 @@ async def add_claim(
 def _check_targets(task: TaskState, claim: Claim) -> None:
     for target_id in claim.supersedes:
         if not task.is_active(target_id):
-            raise IntentLoopError(f"superseded claim {target_id} is not active in this task", code="CLAIM_NOT_ACTIVE")
+            raise ConflictError(f"superseded claim {target_id} is not active in this task", code="CLAIM_NOT_ACTIVE")
         if task.claims[target_id].is_user_explicit and not claim.is_direct_user_explicit:
-            raise IntentLoopError(
+            raise ConflictError(
                 "a user-explicit claim can only be superseded by a new direct user-explicit claim",
                 code="EXPLICIT_REPLACEMENT_REQUIRES_USER",
             )
@@ -223,7 +223,7 @@ async def mark_unknown(engine: Engine, ctx: Ctx, args: MarkUnknownArgs) -> dict[
 
 async def mark_dispute(engine: Engine, ctx: Ctx, args: MarkDisputeArgs) -> dict[str, Any]:
     if len(args.related_claim_ids) < 2 and not js_trim(args.statement):
-        raise IntentLoopError(
+        raise InvalidInputError(
             "a dispute requires two related claims or a free-standing statement", code="INVALID_DISPUTE"
         )
     return await add_claim(
@@ -242,21 +242,21 @@ async def replace_claim(engine: Engine, ctx: Ctx, args: ReplaceClaimArgs) -> dic
     confidence = opt(args.confidence)
     reason = opt(args.confirmation_reason)
     if kind == "explicit" and (args.source_ref.kind != "user_event" or reason is None):
-        raise IntentLoopError(
+        raise InvalidInputError(
             "explicit replacement requires a user_event and confirmation reason", code="EXPLICIT_SOURCE_REQUIRED"
         )
     if kind == "inferred":
         if confidence is None:
-            raise IntentLoopError("inferred replacement requires confidence", code="CONFIDENCE_REQUIRED")
+            raise InvalidInputError("inferred replacement requires confidence", code="CONFIDENCE_REQUIRED")
         if args.scope == "long_term":
-            raise IntentLoopError(
+            raise ConflictError(
                 "long-term inferences must remain candidates until user confirmation",
                 code="LONG_TERM_CONFIRMATION_REQUIRED",
             )
     elif confidence is not None:
-        raise IntentLoopError("confidence is only accepted for inferred claims", code="CONFIDENCE_NOT_ALLOWED")
+        raise InvalidInputError("confidence is only accepted for inferred claims", code="CONFIDENCE_NOT_ALLOWED")
     if not args.supersedes:
-        raise IntentLoopError("replace requires at least one active claim ID", code="REPLACEMENT_TARGET_REQUIRED")
+        raise InvalidInputError("replace requires at least one active claim ID", code="REPLACEMENT_TARGET_REQUIRED")
     return await add_claim(
         engine,
         ctx,
@@ -290,9 +290,9 @@ async def invalidate(engine: Engine, ctx: Ctx, args: InvalidateArgs) -> dict[str
 
     def decide(task: TaskState, _state: ProjectState | None, _view: Callable[[], LedgerView]) -> list[EventDraft]:
         if not task.is_active(claim_id):
-            raise IntentLoopError("claim is not active in this task", code="CLAIM_NOT_ACTIVE")
+            raise ConflictError("claim is not active in this task", code="CLAIM_NOT_ACTIVE")
         if task.claims[claim_id].is_user_explicit and source.kind != "user_event":
-            raise IntentLoopError(
+            raise ConflictError(
                 "a user-explicit claim can only be invalidated by a direct user_event",
                 code="EXPLICIT_INVALIDATION_REQUIRES_USER",
             )

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from intentloop.errors import IntentLoopError
+from intentloop.errors import ConflictError, InvalidInputError
 from intentloop.model import (
     EventDraft,
     TaskState,
@@ -62,11 +62,11 @@ def _session_control(controls: Sequence[PrivateControl], task_id: str, session: 
     """
     owner = next((c for c in controls if c.host_session_hash == session), None)
     if owner is not None and owner.task_id != task_id:
-        raise IntentLoopError("host session is already bound to another private task", code="PRIVATE_SESSION_OWNED")
+        raise ConflictError("host session is already bound to another private task", code="PRIVATE_SESSION_OWNED")
     if any(c.task_id == task_id and c.host_session_hash != session for c in controls):
-        raise IntentLoopError("task is already bound to another private host session", code="PRIVATE_TASK_OWNED")
+        raise ConflictError("task is already bound to another private host session", code="PRIVATE_TASK_OWNED")
     if require and owner is None:
-        raise IntentLoopError("private recovery control is missing or mismatched", code="PRIVATE_CONTROL_MISSING")
+        raise ConflictError("private recovery control is missing or mismatched", code="PRIVATE_CONTROL_MISSING")
     return owner is not None
 
 
@@ -80,7 +80,7 @@ def _write_control(locked: LockedLedger, ctx: Ctx, task_id: str, session: str) -
 def _initial_claims(items: Sequence[InitialExplicitItem | str], request_id: str) -> list[dict[str, Any]]:
     """The start's direct user claims: server-made ids and provenance, one shared user event."""
     if len(items) > MAX_INITIAL_CLAIMS:
-        raise IntentLoopError(
+        raise InvalidInputError(
             f"start accepts at most {MAX_INITIAL_CLAIMS} directly stated initial claims", code="INITIAL_CLAIM_LIMIT"
         )
     event_id = "start:" + sha256_hex(request_id)[:32]
@@ -120,9 +120,9 @@ async def start_task(engine: Engine, ctx: Ctx, args: StartTaskArgs) -> dict[str,
     mode = args.mode
     raw_label = opt(args.label)
     if mode == "off" and raw_label is not None and js_trim(raw_label):
-        raise IntentLoopError("off mode does not persist a semantic label", code="MODE_OFF_SEMANTIC_INPUT")
+        raise InvalidInputError("off mode does not persist a semantic label", code="MODE_OFF_SEMANTIC_INPUT")
     if mode == "off" and args.initial_explicit:
-        raise IntentLoopError("off mode does not persist initial semantic claims", code="MODE_OFF_SEMANTIC_INPUT")
+        raise InvalidInputError("off mode does not persist initial semantic claims", code="MODE_OFF_SEMANTIC_INPUT")
     label = None if mode == "off" else sanitize_label(raw_label)
     claims = [] if mode == "off" else _initial_claims(args.initial_explicit, request_id)
     host_session_id = opt(args.host_session_id)
@@ -142,7 +142,7 @@ async def start_task(engine: Engine, ctx: Ctx, args: StartTaskArgs) -> dict[str,
         if session is not None:
             owner = task_for_session(state, session)
             if owner is not None and owner.task_id != task_id:
-                raise IntentLoopError(
+                raise ConflictError(
                     "host session is already associated with another task", code="SESSION_ALREADY_ASSOCIATED"
                 )
         task = state.tasks.get(task_id)
@@ -151,7 +151,7 @@ async def start_task(engine: Engine, ctx: Ctx, args: StartTaskArgs) -> dict[str,
         if find_duplicate(task, request_id, _START_TYPES, fingerprint) is None:
             if task is not None and task.started:
                 if claims:
-                    raise IntentLoopError(
+                    raise ConflictError(
                         "initial claims are accepted only when a task is first started", code="TASK_ALREADY_STARTED"
                     )
                 body: dict[str, Any] = {"mode": mode, "request_fingerprint": fingerprint}
@@ -186,14 +186,14 @@ async def _start_private(
     payload: dict[str, Any],
 ) -> dict[str, Any]:
     if session is None:
-        raise IntentLoopError(
+        raise ConflictError(
             "private mode requires the hidden host_session_id so separate Hook processes can be suppressed safely",
             code="PRIVATE_SESSION_TOKEN_REQUIRED",
         )
     existing = engine.private_task(ctx, task_id)
     if existing is not None:
         if find_duplicate(existing, request_id, _START_TYPES, payload["request_fingerprint"]) is None and claims:
-            raise IntentLoopError(
+            raise ConflictError(
                 "initial claims are accepted only when a task is first started", code="TASK_ALREADY_STARTED"
             )
         return engine.snapshot(ctx, existing)
@@ -202,12 +202,12 @@ async def _start_private(
         task = state.tasks.get(task_id)
         guard_durable(task)
         if task is not None and claims:
-            raise IntentLoopError(
+            raise ConflictError(
                 "initial claims are accepted only when a task is first started", code="TASK_ALREADY_STARTED"
             )
         owner = task_for_session(state, session)
         if owner is not None and owner.task_id != task_id:
-            raise IntentLoopError(
+            raise ConflictError(
                 "host session is already associated with another task", code="SESSION_ALREADY_ASSOCIATED"
             )
         if not _session_control(ctx.store.read_controls(), task_id, session, require=False):
@@ -250,7 +250,7 @@ def _durable_duplicate(task: TaskState | None, request_id: str, fingerprint: str
         and duplicate.event_type == "task_started"
         and not duplicate.payload.get("recovered_from_private")
     ):
-        raise IntentLoopError("request_id was already used by the original task start", code="REQUEST_ID_REUSED")
+        raise ConflictError("request_id was already used by the original task start", code="REQUEST_ID_REUSED")
     return duplicate is not None
 
 
@@ -317,7 +317,7 @@ async def _leave_private(
             else:
                 assert task is not None
                 if session is not None and task.host_session_hash not in (None, session):
-                    raise IntentLoopError(
+                    raise ConflictError(
                         "durable task is associated with another host session", code="PRIVATE_CONTROL_MISMATCH"
                     )
                 body: dict[str, Any] = {"mode": mode, "request_fingerprint": fingerprint}
@@ -348,14 +348,12 @@ async def _enter_private(engine: Engine, ctx: Ctx, task_id: str, request_id: str
         raise task_not_found()
     session = control.host_session_hash if control is not None else (task.host_session_hash if task else None)
     if session is None:
-        raise IntentLoopError(
+        raise ConflictError(
             "this durable task has no host_session_id; start a private task with the hidden session token instead",
             code="PRIVATE_SESSION_TOKEN_REQUIRED",
         )
     if started and task is not None and task.host_session_hash not in (None, session):
-        raise IntentLoopError(
-            "private control does not match the current host session", code="PRIVATE_CONTROL_MISMATCH"
-        )
+        raise ConflictError("private control does not match the current host session", code="PRIVATE_CONTROL_MISMATCH")
     async with open_locked_ledger(ctx.store) as locked:
         current = engine.state(ctx, locked.view).tasks.get(task_id)
         guard_durable(current)

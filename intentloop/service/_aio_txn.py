@@ -56,7 +56,7 @@ def refuse_deleted_replay(ctx: Ctx, task_id: str, request_id: str, fingerprint: 
         return
     key = load_hook_key(ctx.store.data_root)
     if key is not None and tombstone_digest(key, task_id, request_id, fingerprint) in tombstones:
-        raise IntentLoopError(
+        raise ConflictError(
             "this request created a claim that was deleted since; use a new request_id to record it again",
             code="CLAIM_DELETED",
         )

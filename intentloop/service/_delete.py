@@ -19,7 +19,7 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from intentloop.errors import IntentLoopError, StorageError
+from intentloop.errors import StorageError
 from intentloop.model import Event, ProjectState, canonical_bytes, request_fingerprint
 from intentloop.service._rules import OP_START, claim_fingerprint_input, start_fingerprint_input
 
@@ -228,7 +228,7 @@ def scan_project_files(project_dir: Path, markers: Sequence[str], *, skip: froze
     for name, data in _project_files(project_dir, skip):
         scanned += 1
         if any(needle in data for needle in needles):
-            raise IntentLoopError(
+            raise StorageError(
                 f"a deleted identifier remained in {name.rsplit('/', 1)[-1]}", code="DELETE_VERIFICATION_FAILED"
             )
     return scanned

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from intentloop.errors import CorruptLedgerError, IntentLoopError
+from intentloop.errors import ConflictError, CorruptLedgerError, IntentLoopError, StorageError
 from intentloop.model import Event, ProjectState, TaskState, build_snapshot, project, utc_now
 from intentloop.model.compact import DEFAULT_SNAPSHOT_CHARACTERS
 from intentloop.service._private import PrivateLedgers
@@ -45,11 +45,11 @@ def mode_off(read: bool) -> IntentLoopError:
         if read
         else "semantic writes are disabled while Intent Loop is off"
     )
-    return IntentLoopError(text, code="MODE_OFF")
+    return ConflictError(text, code="MODE_OFF")
 
 
 def private_active() -> IntentLoopError:
-    return IntentLoopError(PRIVATE_ACTIVE_MESSAGE, code="PRIVATE_SESSION_ACTIVE")
+    return ConflictError(PRIVATE_ACTIVE_MESSAGE, code="PRIVATE_SESSION_ACTIVE")
 
 
 def guard_durable(task: TaskState | None) -> None:
@@ -59,7 +59,7 @@ def guard_durable(task: TaskState | None) -> None:
         IntentLoopError: ``CORRUPT_PRIVATE_STATE``.
     """
     if task is not None and task.started and task.mode == "private":
-        raise IntentLoopError(
+        raise StorageError(
             "a private mode record was found in durable storage; semantic writes are blocked until the task is deleted",
             code="CORRUPT_PRIVATE_STATE",
         )
@@ -139,10 +139,10 @@ class Engine:
             return None
         task = state.tasks.get(task_id)
         if task is None or task.host_session_hash is None:
-            raise IntentLoopError("private task is missing its Hook suppression token", code="PRIVATE_CONTROL_MISSING")
+            raise ConflictError("private task is missing its Hook suppression token", code="PRIVATE_CONTROL_MISSING")
         control = ctx.store.read_control(task.host_session_hash)
         if control is None or control.task_id != task_id:
-            raise IntentLoopError(
+            raise ConflictError(
                 "private Hook suppression control is missing or mismatched", code="PRIVATE_CONTROL_MISSING"
             )
         return task
@@ -160,7 +160,7 @@ class Engine:
         """
         matches = [c for c in ctx.store.read_controls() if c.task_id == task_id]
         if len(matches) > 1:
-            raise IntentLoopError("task has more than one private-session control", code="PRIVATE_CONTROL_CONFLICT")
+            raise StorageError("task has more than one private-session control", code="PRIVATE_CONTROL_CONFLICT")
         return matches[0] if matches else None
 
     # ----------------------------------------------------------------------------------------------- reads

@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from intentloop.errors import IntentLoopError
+from intentloop.errors import IntentLoopError, InvalidInputError
 from intentloop.model import (
     ROLE_FOR_STATUS,
     atomic_statement,
@@ -31,7 +31,7 @@ MAX_COMBINED_RELATIONS = 20000
 
 
 def _invalid(message: str) -> IntentLoopError:
-    return IntentLoopError(message, code="INVALID_IMPORT")
+    return InvalidInputError(message, code="INVALID_IMPORT")
 
 
 def _check_time(value: str, field: str) -> None:

@@ -21,7 +21,7 @@ import uuid
 from pathlib import Path
 from typing import Final
 
-from intentloop.errors import StorageError
+from intentloop.errors import ErrorCode, StorageError
 from intentloop.store import rename_noreplace
 
 KEY_DIR: Final = "keys"
@@ -42,7 +42,7 @@ def key_path(data_root: Path) -> Path:
     return data_root / KEY_DIR / KEY_NAME
 
 
-def _error(exc: OSError, action: str, code: str) -> StorageError:
+def _error(exc: OSError, action: str, code: ErrorCode) -> StorageError:
     if exc.errno == errno.ELOOP:
         return StorageError(f"{action}: the hook key is a symbolic link", code="PATH_ESCAPE")
     return StorageError(f"{action} failed ({errno.errorcode.get(exc.errno or 0, 'OSError')})", code=code)

@@ -31,7 +31,7 @@ from typing import Any, Final
 
 import msgspec
 
-from intentloop.errors import IntentLoopError
+from intentloop.errors import ConflictError, IntentLoopError, InvalidInputError, StorageError
 from intentloop.model import Claim, TaskState, project_id_for, session_hash, sha256_hex
 from intentloop.model.commands import LAST, IntentCommand
 from intentloop.service.hookops import (
@@ -151,7 +151,7 @@ class _Run:
 
         identity = _identity(self.obs, key)
         if identity is None:  # key() returns a key or raises: unreachable
-            raise IntentLoopError("the hook digest key is unavailable", code="STORAGE_READ_FAILED")
+            raise StorageError("the hook digest key is unavailable", code="STORAGE_READ_FAILED")
         return identity
 
     @property
@@ -214,7 +214,7 @@ def _resolve(task: TaskState, prefix: str, *, active_only: bool) -> str:
         kind = "active claim" if active_only else "claim"
         raise IntentLoopError(f"no {kind} of this task starts with {prefix}", code="CLAIM_NOT_FOUND")
     if len(ids) > 1:
-        raise IntentLoopError(
+        raise InvalidInputError(
             f"{prefix} matches {len(ids)} claims of this task; type more characters of the id",
             code="AMBIGUOUS_CLAIM_PREFIX",
         )
@@ -411,11 +411,11 @@ def run_command(
         run = _Run(data_root, cwd, session_id, turn_id, prompt, deadline)
         control = run.store.read_control(run.shash)
         if control is not None:
-            raise IntentLoopError(
+            raise ConflictError(
                 "this session is in private mode: the hook records and reads nothing", code="PRIVATE_SESSION_ACTIVE"
             )
         if deadline is not None and deadline - time.monotonic() < MIN_COMMAND_BUDGET_S:
-            raise IntentLoopError("the hook's time ran out before the command could run", code="LOCK_TIMEOUT")
+            raise StorageError("the hook's time ran out before the command could run", code="LOCK_TIMEOUT")
         receipt = _HANDLERS[command.verb](run, command)
     except IntentLoopError as exc:
         return _with_context(env, cwd, session_id, turn_id, prompt, deadline, refusal(_reason(exc)), False)

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from intentloop.errors import StorageError
+from intentloop.errors import ErrorCode, StorageError
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -34,7 +34,7 @@ _READ_FLAGS = os.O_RDONLY | _NOFOLLOW | _CLOEXEC | _NONBLOCK
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
 
 
-def storage_error(exc: OSError, action: str, *, code: str) -> StorageError:
+def storage_error(exc: OSError, action: str, *, code: ErrorCode) -> StorageError:
     """Map an ``OSError`` to a :class:`StorageError`; symlink loops and non-directories get their own codes."""
     if exc.errno == errno.ELOOP:
         return StorageError(f"{action}: a path is a symbolic link", code="PATH_ESCAPE")
