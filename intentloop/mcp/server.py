@@ -212,7 +212,9 @@ class McpServer:
     async def _load(self) -> None:
         assert self._loading is not None
         try:
-            await trio.to_thread.run_sync(importlib.import_module, "intentloop.service.aio", abandon_on_cancel=True)
+            await trio.to_thread.run_sync(
+                importlib.import_module, "intentloop.service.intent_service", abandon_on_cancel=True
+            )
             if self._decode is None:
                 self._decode = _default_decode()
             if self._service is None:

@@ -1,7 +1,7 @@
 """The operations behind the 15 tools: rules, projection, snapshots, modes, import/export, delete.
 
 The face stays import-light for the hook path (``intentloop.service.hookops`` lives in this package): the trio-based
-:class:`~intentloop.service.aio.IntentService` and the argument structs are loaded only when first asked for.
+:class:`~intentloop.service.intent_service.IntentService` and the argument structs are loaded only when first asked for.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING
 from intentloop._lazy import lazy_face
 
 if TYPE_CHECKING:
-    from intentloop.service.aio import IntentService
     from intentloop.service.args import TOOL_NAMES, decode_arguments
+    from intentloop.service.intent_service import IntentService
 
-_LAZY = {"IntentService": "aio", "TOOL_NAMES": "args", "decode_arguments": "args"}
+_LAZY = {"IntentService": "intent_service", "TOOL_NAMES": "args", "decode_arguments": "args"}
 
 __all__ = ["TOOL_NAMES", "IntentService", "decode_arguments"]
 

@@ -13,7 +13,6 @@ from typing import Any
 
 from intentloop.errors import ConflictError, IntentLoopError, InvalidInputError, StorageError
 from intentloop.model import Event, EventDraft, ProjectState, TaskState, event_line, new_uuid, project, rechain
-from intentloop.service._aio_txn import semantic_write
 from intentloop.service._delete import (
     REWRITTEN_BY_DELETE,
     content_needles,
@@ -25,10 +24,11 @@ from intentloop.service._delete import (
     scan_project_files,
     tombstone_digest,
 )
-from intentloop.service._engine import Ctx, Engine, task_not_found
 from intentloop.service._graph import import_payload, validate_graph
 from intentloop.service._hookkey import load_or_create_hook_key
 from intentloop.service._rules import check_request_id, check_uuid
+from intentloop.service._state import Ctx, Engine, task_not_found
+from intentloop.service._transaction import semantic_write
 from intentloop.service.args import DeleteArgs, ImportArgs, opt
 from intentloop.store import LedgerView, LockedLedger
 from intentloop.store.aio import open_locked_ledger

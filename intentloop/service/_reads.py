@@ -14,9 +14,9 @@ import msgspec
 from intentloop import SCHEMA_VERSION
 from intentloop.model import utc_now
 from intentloop.model.compact import DEFAULT_SNAPSHOT_CHARACTERS
-from intentloop.service._engine import Ctx, Engine, guard_durable, private_active, task_not_found
 from intentloop.service._graph import portable_export, summary_export
 from intentloop.service._rules import check_uuid
+from intentloop.service._state import Ctx, Engine, guard_durable, private_active, task_not_found
 from intentloop.service.args import ExportArgs, ListCandidatesArgs, SnapshotArgs, StatusArgs, opt
 
 RECOVERY_ACTION = "Explicitly set mode to on/off to create an empty durable task, resume private, or delete the task."

@@ -2,13 +2,13 @@
 
 Every command that changes something is one call of the tool an agent would make (``intent_add_explicit``,
 ``intent_replace_claim``, ``intent_add_evidence``, ``intent_delete``, ``intent_set_mode``, ``intent_start_task``), made
-through :class:`~intentloop.service.aio.IntentService` itself, so the rules, argument decoding, redaction, idempotency
-and the locked write path are the tools' own, not a copy. Why the async service in a hook whose ordinary path is
-synchronous and trio-free: one implementation of the rules is worth more than the cost, and only a prompt that starts
-with a command pays it; every other prompt keeps the light path. Measured on this 2-core machine at load ~4, whole
-hook process, median of 9: ordinary prompt 170 ms, ``/intent remember`` 300 ms, ``/intent show`` 330 ms (``import
-trio`` plus the service alone: 0.4 s at load 14) — well inside the 2.5 s deadline. Lock waits end at the hook's
-deadline through the store (``ProjectStore(deadline=…)``): a write is never cancelled half-way.
+through :class:`~intentloop.service.intent_service.IntentService` itself, so the rules, argument decoding, redaction,
+idempotency and the locked write path are the tools' own, not a copy. Why the async service in a hook whose ordinary
+path is synchronous and trio-free: one implementation of the rules is worth more than the cost, and only a prompt that
+starts with a command pays it; every other prompt keeps the light path. Measured on this 2-core machine at load ~4,
+whole hook process, median of 9: ordinary prompt 170 ms, ``/intent remember`` 300 ms, ``/intent show`` 330 ms (``import
+trio`` plus the service alone: 0.4 s at load 14) — well inside the 2.5 s deadline. Lock waits end at the hook's deadline
+through the store (``ProjectStore(deadline=…)``): a write is never cancelled half-way.
 
 A command that needs a task and has none first passes the tool's own argument decoding and claim rules on its input
 (so a statement the tool would refuse starts no task), then starts the session's task as ``intent_start_task`` with
@@ -180,7 +180,7 @@ class _Run:
 
     def call(self, tool: str, arguments: dict[str, Any]) -> Any:
         """One tool call through the service (trio and the service are loaded here: only command prompts pay)."""
-        from intentloop.service._aio_blocking import call_tool_blocking
+        from intentloop.service._blocking import call_tool_blocking
 
         return call_tool_blocking(
             tool,

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from intentloop.model import project_id_for, redact
-from intentloop.service.aio import IntentService
+from intentloop.service.intent_service import IntentService
 from intentloop.store import canonicalize_project_root
 
 SESSION = "7f1c2a9e-5b3d-4c8e-9a10-2b3c4d5e6f70"

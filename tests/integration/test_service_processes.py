@@ -20,14 +20,14 @@ import trio
 
 from intentloop.errors import IntentLoopError
 from intentloop.model import project_id_for
-from intentloop.service.aio import IntentService
+from intentloop.service.intent_service import IntentService
 
 WORKER = textwrap.dedent(
     """
     import json, sys, time
     import trio
     from intentloop.errors import IntentLoopError
-    from intentloop.service.aio import IntentService
+    from intentloop.service.intent_service import IntentService
 
     spec = json.loads(sys.argv[1])
     service = IntentService(lambda: spec["data_root"])

@@ -12,7 +12,7 @@ import pytest
 
 from intentloop.errors import IntentLoopError
 from intentloop.model import project_id_for
-from intentloop.service.aio import IntentService
+from intentloop.service.intent_service import IntentService
 
 _REQUEST_NUMBERS = itertools.count(1)
 

@@ -10,7 +10,7 @@ import pytest
 
 from intentloop.errors import IntentLoopError
 from intentloop.model import EventDraft
-from intentloop.service.aio import IntentService
+from intentloop.service.intent_service import IntentService
 from intentloop.store import PrivateControl, ProjectStore
 
 NIL = "00000000-0000-0000-0000-000000000000"

@@ -9,7 +9,7 @@ import pytest
 
 from intentloop.model import Event, ProjectState
 from intentloop.model import project as real_project
-from intentloop.service import _engine
+from intentloop.service import _state
 
 
 @pytest.fixture
@@ -21,7 +21,7 @@ def folded(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         counts.append(len(items))
         return real_project(items, state)
 
-    monkeypatch.setattr(_engine, "project", counting)
+    monkeypatch.setattr(_state, "project", counting)
     return counts
 
 

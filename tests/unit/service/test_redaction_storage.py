@@ -15,7 +15,7 @@ SECRETS = {
     "password": "password=hunter2secretvalue",
 }
 BENIGN = [
-    "/home/dev/project/src/intentloop/service/aio.py",
+    "/home/dev/project/src/intentloop/service/intent_service.py",
     "9b0f3c4e-1a2b-4c3d-8e9f-0a1b2c3d4e5f",
     "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
     "parse_config_v2_from_env",

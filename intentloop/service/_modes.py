@@ -29,9 +29,9 @@ from intentloop.model import (
     validate_source_ref,
 )
 from intentloop.model.redaction import js_trim
-from intentloop.service._aio_txn import find_duplicate
-from intentloop.service._engine import Ctx, Engine, guard_durable, private_active, task_not_found
 from intentloop.service._rules import OP_SET_MODE, OP_START, check_request_id, check_uuid, start_fingerprint_input
+from intentloop.service._state import Ctx, Engine, guard_durable, private_active, task_not_found
+from intentloop.service._transaction import find_duplicate
 from intentloop.service.args import MAX_INITIAL_CLAIMS, InitialExplicitItem, SetModeArgs, StartTaskArgs, opt
 from intentloop.store import LockedLedger, PrivateControl
 from intentloop.store.aio import open_locked_ledger

@@ -12,8 +12,8 @@ from collections.abc import Callable, Collection
 from intentloop.errors import ConflictError, IntentLoopError
 from intentloop.model import Event, EventDraft, ProjectState, TaskState
 from intentloop.service._delete import tombstone_digest
-from intentloop.service._engine import Ctx, Engine, guard_durable, mode_off, private_active
 from intentloop.service._hookkey import load_hook_key
+from intentloop.service._state import Ctx, Engine, guard_durable, mode_off, private_active
 from intentloop.store import LedgerView
 from intentloop.store.aio import open_locked_ledger
 

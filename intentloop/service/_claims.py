@@ -1,7 +1,7 @@
 """The claim operations: add explicit / inference / evidence, mark unknown / dispute, replace, invalidate.
 
 Everything that depends only on the input is checked before the lock (a rejected call costs no I/O); the checks that
-need the task's current state run inside :func:`~intentloop.service._aio_txn.semantic_write`.
+need the task's current state run inside :func:`~intentloop.service._transaction.semantic_write`.
 """
 
 from __future__ import annotations
@@ -25,8 +25,6 @@ from intentloop.model import (
     validate_signal_key,
 )
 from intentloop.model.redaction import js_trim
-from intentloop.service._aio_txn import semantic_write
-from intentloop.service._engine import Ctx, Engine, signal_task_ids
 from intentloop.service._rules import (
     OP_INVALIDATE,
     OP_LONG_TERM,
@@ -35,6 +33,8 @@ from intentloop.service._rules import (
     claim_fingerprint_input,
     source_ref,
 )
+from intentloop.service._state import Ctx, Engine, signal_task_ids
+from intentloop.service._transaction import semantic_write
 from intentloop.service.args import (
     AddEvidenceArgs,
     AddExplicitArgs,

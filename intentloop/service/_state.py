@@ -66,7 +66,7 @@ def guard_durable(task: TaskState | None) -> None:
 
 
 class Engine:
-    """The per-process state of :class:`~intentloop.service.aio.IntentService` (no trio here)."""
+    """The per-process state of :class:`~intentloop.service.intent_service.IntentService` (no trio here)."""
 
     def __init__(
         self, data_root_resolver: Callable[[], os.PathLike[str] | str], *, lock_deadline: float | None = None

@@ -13,8 +13,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from intentloop.errors import IntentLoopError
-from intentloop.service import _aio_admin, _aio_claims, _aio_modes, _reads
-from intentloop.service._engine import Ctx, Engine
+from intentloop.service import _aio_admin, _claims, _modes, _reads
+from intentloop.service._state import Ctx, Engine
 from intentloop.service.args import TOOL_NAMES, decode_arguments
 from intentloop.store import resolve_data_root
 
@@ -30,20 +30,20 @@ def _sync(function: Callable[[Engine, Ctx, Any], Any]) -> Handler:
 
 _HANDLERS: dict[str, Handler] = {
     "intent_status": _sync(_reads.status),
-    "intent_start_task": _aio_modes.start_task,
+    "intent_start_task": _modes.start_task,
     "intent_get_snapshot": _sync(_reads.snapshot),
-    "intent_add_explicit": _aio_claims.add_explicit,
-    "intent_add_inference": _aio_claims.add_inference,
-    "intent_add_evidence": _aio_claims.add_evidence,
-    "intent_mark_unknown": _aio_claims.mark_unknown,
-    "intent_mark_dispute": _aio_claims.mark_dispute,
-    "intent_replace_claim": _aio_claims.replace_claim,
-    "intent_invalidate": _aio_claims.invalidate,
+    "intent_add_explicit": _claims.add_explicit,
+    "intent_add_inference": _claims.add_inference,
+    "intent_add_evidence": _claims.add_evidence,
+    "intent_mark_unknown": _claims.mark_unknown,
+    "intent_mark_dispute": _claims.mark_dispute,
+    "intent_replace_claim": _claims.replace_claim,
+    "intent_invalidate": _claims.invalidate,
     "intent_list_candidates": _sync(_reads.list_candidates),
     "intent_export": _sync(_reads.export),
     "intent_import": _aio_admin.import_graph,
     "intent_delete": _aio_admin.delete,
-    "intent_set_mode": _aio_modes.set_mode,
+    "intent_set_mode": _modes.set_mode,
 }
 assert tuple(_HANDLERS) == TOOL_NAMES
 

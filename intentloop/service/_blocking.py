@@ -1,8 +1,8 @@
 """One tool call from synchronous code: a fresh :class:`IntentService` under ``trio.run``.
 
 For the prompt hook's ``/intent`` commands (``intentloop.service.hookcmds``), which must follow exactly the tools'
-rules and write path but run in a short-lived synchronous process. Kept in a module of its own (an ``_aio`` name, as
-every trio import is) so that the hook path imports trio only when a prompt really is a command.
+rules and write path but run in a short-lived synchronous process. Kept in a module of its own so that the hook path
+imports trio only when a prompt really is a command.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 import trio
 
-from intentloop.service.aio import IntentService
+from intentloop.service.intent_service import IntentService
 
 
 def call_tool_blocking(
