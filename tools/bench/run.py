@@ -245,15 +245,30 @@ def _floor_ms() -> float:
     return (time.perf_counter() - t0) * 1000
 
 
+def _floor_ready_ms() -> float:
+    """Spawn → the bare imports done (the line it prints after them): the floor without interpreter shutdown."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import trio, msgspec; print(1, flush=True)"], stdout=subprocess.PIPE
+    )
+    assert proc.stdout is not None
+    proc.stdout.readline()
+    ready = (time.perf_counter() - t0) * 1000
+    proc.wait()
+    proc.stdout.close()
+    return ready
+
+
 def _busy_loops(count: int) -> list[subprocess.Popen[bytes]]:
     return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
 
 
 def measure_startup(data_root: Path, runs: int = 11) -> dict[str, Any]:
     """Spawn → ``initialize`` and → ``tools/list`` answered, stdin closed → gone; beside the floor, same run."""
-    floors, starts, lists, exits, busy_lists, busy_floors = [], [], [], [], [], []
+    floors, readies, starts, lists, exits, busy_lists, busy_floors = [], [], [], [], [], [], []
     for _ in range(runs):
         floors.append(_floor_ms())
+        readies.append(_floor_ready_ms())
         (start,), exit_ms = _spawn_answers(data_root, [_INIT], 1)
         starts.append(start)
         exits.append(exit_ms)
@@ -270,8 +285,12 @@ def measure_startup(data_root: Path, runs: int = 11) -> dict[str, Any]:
             loop.kill()
             loop.wait()
     floor = _median(floors)
+    ready = _median(readies)
     return {
         "floor_ms": floor,
+        "floor_ready_ms": ready,
+        "start_ratio_to_ready": round(_median(starts) / ready, 2),
+        "list_ratio_to_ready": round(_median(lists) / ready, 2),
         "start_ms": _median(starts),
         "start_ratio": round(_median(starts) / floor, 2),
         "list_ms": _median(lists),
