@@ -1,4 +1,4 @@
-"""Per-event behaviour of ``intentloop hook`` (reference/hook-behaviour.md) on top of ``intentloop.service.hookops``.
+"""Per-event behaviour of ``intentloop hook`` (docs/HOOKS.md) on top of ``intentloop.service.hookops``.
 
 SessionStart reads; UserPromptSubmit records its observation and then answers with the same context; PostCompact,
 Stop and SessionEnd record and answer the bare ``{"continue": true, "suppressOutput": true}``. A prompt that starts

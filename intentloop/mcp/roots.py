@@ -1,4 +1,4 @@
-"""Which project a tool call is about, decided before any storage is touched (CONTRACT §5).
+"""Which project a tool call is about, decided before any storage is touched (docs/TOOLS.md, "Project-root resolution").
 
 Order: (1) the host's sandbox metadata ``_meta["codex/sandbox-state-meta"].sandboxCwd`` (a ``file:`` URI or an
 absolute path; an explicit ``project_root`` must then name the same project), (2) the ``project_root`` argument,

@@ -1,4 +1,4 @@
-"""Canonical JSON, SHA-256 helpers and request fingerprints (CONTRACT §2).
+"""Canonical JSON, SHA-256 helpers and request fingerprints (docs/EVENTS.md).
 
 Canonical JSON is msgspec's sorted encoding, byte-identical with ``json.dumps(sort_keys=True, separators=(",", ":"),
 ensure_ascii=False)`` for everything but floats, where it matches the original's JavaScript ``JSON.stringify``

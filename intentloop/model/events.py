@@ -1,4 +1,4 @@
-"""The v1 ledger event envelope (CONTRACT §2) and its hash.
+"""The v1 ledger event envelope (docs/EVENTS.md) and its hash.
 
 An :class:`Event` is exactly one ledger line. ``payload`` stays a plain dict here: the service converts it into typed
 payloads, and unknown payload keys written by a later version survive a read-modify-write untouched (every byte is

@@ -1,4 +1,4 @@
-"""The current state of every task, folded from ledger events (reference/event-types.md "Projection").
+"""The current state of every task, folded from ledger events (docs/EVENTS.md, "The fold").
 
 Why incremental: a long-running server keeps one :class:`ProjectState` per verified ledger and folds only the events
 appended since (:func:`apply_event`, or :func:`project` with ``state=``), so a read of a 10,000-event ledger costs no

@@ -1,4 +1,4 @@
-"""Redaction of credentials before anything is stored (CONTRACT §8 and §9.4), and the text shapes built on it.
+"""Redaction of credentials before anything is stored (docs/REDACTION.md), and the text shapes built on it.
 
 Why this shape: rules 1–8 keep the original's kinds, order and ``[REDACTED:<kind>]`` text so a known credential is
 treated exactly as before (only widened: more PEM labels, unterminated PEM blocks, ``client_secret``/``DB_PASSWORD``

@@ -107,7 +107,7 @@ class Engine:
     def precheck_state(self, ctx: Ctx) -> ProjectState:
         """Lock-free state for the checks a mutation makes before it takes the lock.
 
-        A torn last line is read as its verified prefix here: the locked write that follows repairs it (CONTRACT §2),
+        A torn last line is read as its verified prefix here: the locked write that follows repairs it (docs/EVENTS.md),
         so answering ``CORRUPT_TRAILING_EVENT`` would only make a retrying agent loop. Any other damage still raises.
 
         Raises:

@@ -1,4 +1,4 @@
-"""Strict input structs for the 15 tools, exactly as ``reference/tool-schemas.md`` publishes them.
+"""Strict input structs for the 15 tools, exactly as ``intentloop/mcp/tool_schemas.json`` publishes them (docs/TOOLS.md).
 
 Patterns are the published JSON Schema patterns (JavaScript ``$`` semantics); Python's ``$`` also matches before a
 trailing newline, so the service re-checks ids with ``fullmatch`` and answers ``INVALID_ID``/``INVALID_REQUEST_ID``.
@@ -32,7 +32,7 @@ MAX_INITIAL_CLAIMS = 12
 
 _T = TypeVar("_T")
 
-# The published patterns (tool-schemas.json). The UUID pattern admits the nil and max UUIDs; the service rejects
+# The published patterns (intentloop/mcp/tool_schemas.json). The UUID pattern admits the nil and max UUIDs; the service rejects
 # them with INVALID_ID as the original's service layer does.
 UUID_PATTERN = (
     "^([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-8][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}"

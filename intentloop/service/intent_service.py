@@ -3,7 +3,7 @@
 The MCP adapter decodes the arguments strictly, resolves and canonicalizes the project root, computes the project id
 and calls :meth:`run`; everything after that (the rules, the ledger transaction) happens here. :meth:`dispatch`
 decodes and runs in one step, for callers that hold raw arguments. Results are plain
-JSON-ready values in the exact shapes of ``reference/tool-schemas.md``; failures are :class:`IntentLoopError`.
+JSON-ready values in the exact shapes of docs/TOOLS.md; failures are :class:`IntentLoopError`.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ class IntentService:
     """The operations behind the 15 tools, with this process's private ledgers and projection cache.
 
     Args:
-        data_root_resolver: returns the storage root ``R`` (CONTRACT §1); called on every dispatch so a missing
+        data_root_resolver: returns the storage root ``R`` (docs/STORAGE.md, "Where data lives"); called on every dispatch so a missing
             root is reported per call (``DATA_DIR_REQUIRED``) instead of at start-up.
         lock_deadline: a ``time.monotonic()`` value after which no ledger-lock wait continues (``LOCK_TIMEOUT``): a
             hook running a user's ``/intent`` command passes its own deadline; a server passes nothing.

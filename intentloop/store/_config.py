@@ -1,4 +1,4 @@
-"""Lock timings (CONTRACT §3) and the environment variables that set them (documented in docs/STORAGE.md).
+"""Lock timings (docs/STORAGE.md) and the environment variables that set them (documented in docs/STORAGE.md).
 
 A value that is missing, not a number or not positive falls back to its default: a typo in the environment must not
 make hooks fail or a lock wait forever. The heartbeat is kept below half the stale window so that a live owner can

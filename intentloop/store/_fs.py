@@ -1,4 +1,4 @@
-"""Low-level file-system primitives with the safety rules of CONTRACT §1 built in.
+"""Low-level file-system primitives with the safety rules of docs/STORAGE.md ("Where data lives") built in.
 
 Files are opened with ``O_NOFOLLOW`` and trusted only when the descriptor is the inode that ``lstat`` approved (no
 symlink or swap between check and use); every write goes to a fresh ``O_EXCL`` sibling, is fsynced, renamed into

@@ -1,4 +1,4 @@
-"""The ledger while the lock is held: the one write path of CONTRACT §3 and everything that uses it.
+"""The ledger while the lock is held: the one write path (docs/STORAGE.md, "Writing") and everything that uses it.
 
 Every change writes the complete next file to a fresh 0600 sibling, fsyncs it, checks the owner token, renames it
 over the old one and fsyncs the directory. Nothing is ever appended in place, so a hard link can never be written

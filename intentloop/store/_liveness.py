@@ -1,4 +1,4 @@
-"""Who holds the lock, and is that process provably alive, provably dead, or unknown? (CONTRACT §3, §9.1)
+"""Who holds the lock, and is that process provably alive, provably dead, or unknown? (docs/STORAGE.md, "The lock")
 
 A pid alone can be reused, so our owner record adds host, boot id and the process start time (``/proc/<pid>/stat``
 field 22): the triple identifies one process for the life of a boot. A record without them (the original's

@@ -1,4 +1,4 @@
-"""The directory lock ``ledger.lock/`` (CONTRACT §3): acquire, prove ownership, heartbeat, reclaim, release.
+"""The directory lock ``ledger.lock/`` (docs/STORAGE.md): acquire, prove ownership, heartbeat, reclaim, release.
 
 The lock appears with its owner record already inside: the record is written into a private staging directory that
 is renamed into place with ``RENAME_NOREPLACE``, so a crash never leaves an anonymous empty lock that only the stale

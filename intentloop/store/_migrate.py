@@ -1,4 +1,4 @@
-"""Schema versions of ledger records and the migration steps between them (CONTRACT §2).
+"""Schema versions of ledger records and the migration steps between them (docs/EVENTS.md).
 
 v1 is the only version: its migration is an explicit identity step, so the day a v2 appears the verifier already
 routes every record through ``MIGRATIONS`` and a new step is one entry here plus its fixtures.

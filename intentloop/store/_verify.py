@@ -1,4 +1,4 @@
-"""The pure ledger verifier (CONTRACT §2): bytes in, verified prefix and first error out; no I/O.
+"""The pure ledger verifier (docs/EVENTS.md): bytes in, verified prefix and first error out; no I/O.
 
 Speed comes from three facts: all lines decode in one msgspec call (``decode_lines``) into :class:`Event`; their sorted
 re-encoding (``encode_lines``, a few events at a time) byte-identical with the input proves every line canonical
@@ -275,7 +275,7 @@ def _check_event(
 
 
 def _decode_line(line: bytes, line_no: int) -> Event | CorruptLedgerError:
-    """Decode one line, explaining a failure in the terms of CONTRACT §2."""
+    """Decode one line, explaining a failure in the terms of docs/EVENTS.md."""
     if not line:
         return _corrupt(line_no, "empty line")
     try:

@@ -1,4 +1,4 @@
-"""Canonical JSON is byte-identical with CONTRACT §2 and with the original's JavaScript output."""
+"""Canonical JSON is byte-identical with docs/EVENTS.md ("The v1 line") and with the original's JavaScript output."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Redaction without collateral, checked on real text: this interpreter's standard library (CONTRACT §9.4).
+"""Redaction without collateral, checked on real text: this interpreter's standard library (docs/REDACTION.md).
 
 Every file path of the standard library and every SHA-256 of its files must survive untouched; of its identifiers of
 20 or more characters, fewer than 0.5 % may be mistaken for secrets (the original's rule erased every one of 32 or
