@@ -1,7 +1,8 @@
 """The high-entropy-token rule of redaction: random-looking tokens go, UUIDs, digests, paths and identifiers stay.
 
 Why not the original's rule ("any run of ≥32 ``[A-Za-z0-9_/-]`` with a letter and a digit"): it erased every UUID,
-SHA-256, long path and ``snake_case_v2`` name in a statement (docs/REDACTION.md). This rule looks at the *shape* instead.
+SHA-256, long path and ``snake_case_v2`` name in a statement (docs/REDACTION.md). This rule looks at the *shape*
+instead.
 
 Candidates are maximal runs of ``[A-Za-z0-9+/_-]`` (base64, base64url, and the separators of identifiers and paths)
 plus trailing ``=`` padding (redacted with the token); ``.``, ``\\``, ``:`` and everything else split runs. A token

@@ -1,4 +1,4 @@
-"""The per-installation secret of the hook's keyed digests (docs/HOOKS.md, "What is stored"): ``R/keys/hook-digest.key``.
+"""The per-installation secret of the hook's keyed digests (docs/HOOKS.md): ``R/keys/hook-digest.key``.
 
 Why rename-no-replace: the key is written completely to a private temporary file, fsynced, and published with
 ``renameat2(RENAME_NOREPLACE)``, which fails if another process published first, so every process ends up using the

@@ -20,7 +20,7 @@ from intentloop.model import (
 )
 from intentloop.service.args import SourceRefArg
 
-# Operation names of the request fingerprints (docs/EVENTS.md, "Request fingerprints"), exactly as the original hashes them.
+# Operation names of the request fingerprints (docs/EVENTS.md), exactly as the original hashes them.
 OP_START = "start_task"
 OP_SET_MODE = "set_mode"
 OP_INVALIDATE = "invalidate_claim"

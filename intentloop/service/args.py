@@ -1,4 +1,4 @@
-"""Strict input structs for the 15 tools, exactly as ``intentloop/mcp/tool_schemas.json`` publishes them (docs/TOOLS.md).
+"""Strict input structs for the 15 tools, exactly as ``intentloop/mcp/tool_schemas.json`` publishes them.
 
 Patterns are the published JSON Schema patterns (JavaScript ``$`` semantics); Python's ``$`` also matches before a
 trailing newline, so the service re-checks ids with ``fullmatch`` and answers ``INVALID_ID``/``INVALID_REQUEST_ID``.
@@ -32,8 +32,8 @@ MAX_INITIAL_CLAIMS = 12
 
 _T = TypeVar("_T")
 
-# The published patterns (intentloop/mcp/tool_schemas.json). The UUID pattern admits the nil and max UUIDs; the service rejects
-# them with INVALID_ID as the original's service layer does.
+# The published patterns (intentloop/mcp/tool_schemas.json). The UUID pattern admits the nil and max UUIDs; the
+# service rejects them with INVALID_ID as the original's service layer does.
 UUID_PATTERN = (
     "^([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-8][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}"
     "|00000000-0000-0000-0000-000000000000|ffffffff-ffff-ffff-ffff-ffffffffffff)$"

@@ -3,7 +3,7 @@
 Why synchronous and light: a hook is a fresh process with a 2.5 s budget, so this module imports only the standard
 library, msgspec and the store/model faces (never trio), takes the ledger lock with a deadline, and projects only the
 task bound to the session; redaction, the digest key and the draft types are imported only when an observation is
-recorded, so a read-only SessionStart never compiles the redaction patterns. Why a keyed digest (docs/HOOKS.md, "What is stored"):
+recorded, so a read-only SessionStart never compiles the redaction patterns. Why a keyed digest (docs/HOOKS.md):
 without an opaque turn id the only identity of a turn is its text, and a plain hash of a prompt with nothing to redact
 is the hash of the prompt itself. Why a cap on the observed text (:data:`MAX_OBSERVED_CHARS`): only its redacted
 form's length and keyed digest are kept, and redacting a whole 1 MiB payload costs up to ~1.5 s of adversarial

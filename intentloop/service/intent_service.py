@@ -52,7 +52,7 @@ class IntentService:
     """The operations behind the 15 tools, with this process's private ledgers and projection cache.
 
     Args:
-        data_root_resolver: returns the storage root ``R`` (docs/STORAGE.md, "Where data lives"); called on every dispatch so a missing
+        data_root_resolver: returns the storage root ``R`` (docs/STORAGE.md); called on every dispatch so a missing
             root is reported per call (``DATA_DIR_REQUIRED``) instead of at start-up.
         lock_deadline: a ``time.monotonic()`` value after which no ledger-lock wait continues (``LOCK_TIMEOUT``): a
             hook running a user's ``/intent`` command passes its own deadline; a server passes nothing.

@@ -1,4 +1,4 @@
-"""Private-mode control files: ``private-sessions/<session_hash>.json`` (docs/STORAGE.md, docs/EVENTS.md "Private mode").
+"""Private-mode control files: ``private-sessions/<session_hash>.json`` (docs/STORAGE.md).
 
 A control holds no semantic content, only who is private: ``{created_at, host_session_hash, mode: "private",
 project_id, schema_version: 1, task_id}``. Privacy fails closed: a control that cannot be read is an error, never

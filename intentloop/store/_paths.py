@@ -1,4 +1,4 @@
-"""Where data lives (docs/STORAGE.md, "Where data lives"): the data root, canonical project roots and the paths of one project.
+"""Where data lives (docs/STORAGE.md): the data root, canonical project roots and the paths of one project.
 
 Reads only ``lstat`` and never create; :meth:`ProjectPaths.ensure` is the single place that creates directories
 (0700 whatever the umask), and it is only called on the way into the lock.

@@ -1,6 +1,6 @@
 """Shared pieces of the host end-to-end runs: the report, subprocess runs with timings, the ledger and ``verify``.
 
-Checks read only public surfaces: the ledger file (its format is public, docs/EVENTS.md) and ``intentloop verify --json``.
+Checks read only public surfaces: the ledger file (its format: docs/EVENTS.md) and ``intentloop verify --json``.
 """
 
 from __future__ import annotations

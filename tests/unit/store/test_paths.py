@@ -1,4 +1,4 @@
-"""docs/STORAGE.md "Where data lives": where data lives, canonical roots, modes, and every path-safety refusal beside a positive control."""
+"""docs/STORAGE.md: where data lives, canonical roots, modes, and every path-safety refusal beside a control."""
 
 from __future__ import annotations
 

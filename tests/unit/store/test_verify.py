@@ -1,4 +1,4 @@
-"""The pure verifier: every rejection docs/EVENTS.md lists names its code and 1-based line, next to an accepted control."""
+"""The pure verifier: every rejection docs/EVENTS.md lists names its code and line, next to an accepted control."""
 
 from __future__ import annotations
 
