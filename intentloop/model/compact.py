@@ -119,16 +119,22 @@ def compact_text(claims: Sequence[Claim], max_characters: int = DEFAULT_SNAPSHOT
 
 
 def build_snapshot(
-    task: TaskState, project_id: str, now: str, max_characters: int = DEFAULT_SNAPSHOT_CHARACTERS
+    task: TaskState,
+    project_id: str,
+    now: str,
+    max_characters: int = DEFAULT_SNAPSHOT_CHARACTERS,
+    *,
+    judged_at: str | None = None,
 ) -> Snapshot:
     """The Snapshot of ``task`` at ``now`` (RFC 3339 UTC, also ``generated_at``; decides long-term staleness).
 
-    ``max_characters`` caps ``compact_text`` only; the claim lists are always complete.
+    ``max_characters`` caps ``compact_text`` only; the claim lists are always complete. ``judged_at`` (a past
+    snapshot's ``as_of``) decides long-term staleness instead of ``now``: what was stale at that instant.
 
     Raises:
-        ValueError: ``now`` is not an RFC 3339 UTC timestamp.
+        ValueError: ``now`` or ``judged_at`` is not an RFC 3339 UTC timestamp.
     """
-    moment = parse_time(now)
+    moment = parse_time(judged_at if judged_at is not None else now)
     current = task.active_claims()
     stale = [c for c in current if is_stale_long_term(c, moment)]
     stale_ids = {c.claim_id for c in stale}

@@ -12,7 +12,8 @@ from typing import Any
 import msgspec
 
 from intentloop import SCHEMA_VERSION
-from intentloop.model import utc_now
+from intentloop.errors import InvalidInputError
+from intentloop.model import claim_history, parse_time, project_task_as_of, utc_now
 from intentloop.service._engine import Ctx, Engine, guard_durable, private_active, task_not_found
 from intentloop.service._graph import portable_export, summary_export
 from intentloop.service._rules import check_uuid
@@ -76,16 +77,35 @@ def status(engine: Engine, ctx: Ctx, args: StatusArgs) -> dict[str, Any]:
 
 
 def snapshot(engine: Engine, ctx: Ctx, args: SnapshotArgs) -> dict[str, Any]:
-    """The current intent of one task (``max_characters`` caps only ``compact_text``).
+    """The current intent of one task (``max_characters`` caps only ``compact_text``), or its intent as of an instant.
+
+    ``as_of`` folds only the task's events recorded at or before it (the current access rules still apply: a task
+    that is off or private elsewhere now is not readable in the past either); long-term staleness is judged at that
+    instant. ``include_history`` appends ``history`` (superseded and invalidated claims of that same projection);
+    without these two arguments the answer is exactly the original's.
 
     Raises:
-        IntentLoopError: ``INVALID_ID``, ``TASK_NOT_FOUND``, ``MODE_OFF``, ``PRIVATE_SESSION_ACTIVE``.
+        IntentLoopError: ``INVALID_ID``, ``INVALID_ARGUMENTS`` (an ``as_of`` that is no real instant),
+            ``TASK_NOT_FOUND`` (also ``as_of`` before the task started), ``MODE_OFF``, ``PRIVATE_SESSION_ACTIVE``.
     """
-    # Room for CONTRACT §9.5: ``as_of`` will fold only the events recorded at or before it, and
-    # ``include_history`` will add the superseded/invalidated claims (TaskState keeps both already).
-    task = engine.semantic_task(ctx, check_uuid(args.task_id, "task_id"))
-    limit = opt(args.max_characters) or 2400
-    return engine.snapshot(ctx, task, max(500, min(limit, 8000)))
+    task_id = check_uuid(args.task_id, "task_id")
+    task = engine.semantic_task(ctx, task_id)
+    limit = max(500, min(opt(args.max_characters) or 2400, 8000))
+    as_of = opt(args.as_of)
+    if as_of is not None:
+        try:
+            moment = parse_time(as_of)
+        except ValueError:
+            raise InvalidInputError(
+                f"as_of is not an RFC 3339 UTC instant: {as_of!r} - at `$.as_of`", code="INVALID_ARGUMENTS"
+            ) from None
+        task = project_task_as_of(engine.task_events(ctx, task_id), task_id, moment)
+        if not task.started:
+            raise task_not_found()
+    result = engine.snapshot(ctx, task, limit, judged_at=as_of)
+    if args.include_history:
+        result["history"] = [msgspec.to_builtins(entry) for entry in claim_history(task)]
+    return result
 
 
 def list_candidates(engine: Engine, ctx: Ctx, args: ListCandidatesArgs) -> list[dict[str, Any]]:

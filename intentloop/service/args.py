@@ -42,6 +42,9 @@ DATETIME_PATTERN = (
     r"T(?:(?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:\.\d+)?)?(?:Z))$"
 )
 
+# intentloop's own (not the original's): an RFC 3339 UTC instant with seconds, as the ledger writes record times.
+INSTANT_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$"
+
 Uuid: TypeAlias = Annotated[str, Meta(pattern=UUID_PATTERN)]
 RequestId: TypeAlias = Annotated[str, Meta(pattern=REQUEST_ID_PATTERN)]
 ProjectRoot: TypeAlias = Annotated[str, Meta(min_length=1, max_length=1000)]
@@ -91,6 +94,8 @@ class StartTaskArgs(ToolArgs, frozen=True, kw_only=True):
 class SnapshotArgs(ToolArgs, frozen=True, kw_only=True):
     task_id: Uuid
     max_characters: Annotated[int, Meta(ge=500, le=8000)] | UnsetType = UNSET
+    as_of: Annotated[str, Meta(pattern=INSTANT_PATTERN)] | UnsetType = UNSET
+    include_history: bool = False
 
 
 class ClaimBaseArgs(ToolArgs, frozen=True, kw_only=True):

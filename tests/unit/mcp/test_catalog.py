@@ -160,3 +160,27 @@ def test_published_fields_are_exactly_what_the_service_decodes(tool: str) -> Non
         if field.required
     }
     assert required == struct_required
+
+
+def test_input_schemas_and_argument_structs_name_the_same_fields() -> None:
+    from intentloop.service.args import TOOL_ARGS
+
+    for tool in load_catalog().tools:
+        fields = {field.encode_name for field in msgspec.structs.fields(TOOL_ARGS[tool.name])}
+        assert set(tool.input_schema["properties"]) == fields, tool.name
+        required = {f.encode_name for f in msgspec.structs.fields(TOOL_ARGS[tool.name]) if f.required}
+        assert set(tool.input_schema.get("required", [])) == required, tool.name
+
+
+def test_snapshot_history_and_time_arguments_are_published() -> None:
+    schema = {tool.name: tool.input_schema for tool in load_catalog().tools}["intent_get_snapshot"]
+    as_of = schema["properties"]["as_of"]
+    task = "5f0c7c52-2f67-4a7e-9d2d-1b0e6b8f3a11"
+    jsonschema.validate({"task_id": task, "as_of": "2026-11-30T01:02:03.456Z"}, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"task_id": task, "as_of": "2026-11-30T01:02Z"}, schema)
+    from intentloop.service.args import INSTANT_PATTERN
+
+    assert as_of["pattern"] == INSTANT_PATTERN
+    assert schema["properties"]["include_history"] == {**schema["properties"]["include_history"], "type": "boolean"}
+    assert "as_of" not in schema["required"] and "include_history" not in schema["required"]
