@@ -15,6 +15,7 @@ from intentloop import SCHEMA_VERSION
 from intentloop.errors import InvalidInputError
 from intentloop.model import claim_history, parse_time, project_task_as_of, utc_now
 from intentloop.service._engine import Ctx, Engine, guard_durable, private_active, task_not_found
+from intentloop.service._evidence import strip_extensions
 from intentloop.service._graph import portable_export, summary_export
 from intentloop.service._rules import check_uuid
 from intentloop.service.args import ExportArgs, ListCandidatesArgs, SnapshotArgs, StatusArgs, opt
@@ -121,6 +122,9 @@ def list_candidates(engine: Engine, ctx: Ctx, args: ListCandidatesArgs) -> list[
 def export(engine: Engine, ctx: Ctx, args: ExportArgs) -> dict[str, Any]:
     """A portable graph of one task (every claim, history included) or a human summary.
 
+    ``original_format`` leaves out intentloop's own fields (the signature block, ``evidence_file``,
+    ``evidence_stale``), so the original implementation's strict import accepts the graph.
+
     Raises:
         IntentLoopError: ``INVALID_ID``, ``TASK_NOT_FOUND``, ``MODE_OFF``, ``PRIVATE_SESSION_ACTIVE``.
     """
@@ -128,8 +132,7 @@ def export(engine: Engine, ctx: Ctx, args: ExportArgs) -> dict[str, Any]:
     task = engine.semantic_task(ctx, task_id)
     if args.detail == "summary":
         return summary_export(engine.snapshot(ctx, task, 2400))
-    # Room for CONTRACT §9.7: a portable export will carry a ``signature`` block.
-    return portable_export(
+    graph = portable_export(
         project_id=ctx.project_id,
         task_id=task_id,
         exported_at=utc_now(),
@@ -137,6 +140,9 @@ def export(engine: Engine, ctx: Ctx, args: ExportArgs) -> dict[str, Any]:
         invalidated=list(task.invalidations),
         candidates=[candidate.to_wire() for candidate in task.candidates],
     )
+    if args.original_format:
+        return strip_extensions(graph)
+    return graph
 
 
 __all__ = ["RECOVERY_ACTION", "export", "list_candidates", "snapshot", "status"]

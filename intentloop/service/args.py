@@ -118,7 +118,7 @@ class AddInferenceArgs(ClaimBaseArgs, frozen=True, kw_only=True):
 
 class AddEvidenceArgs(ClaimBaseArgs, frozen=True, kw_only=True):
     feedback_class: FeedbackClass | UnsetType = UNSET
-    # TODO(CONTRACT §9.6): evidence_path: str | UnsetType = UNSET — built when that issue asks.
+    evidence_path: Annotated[str, Meta(min_length=1, max_length=4096)] | UnsetType = UNSET
 
 
 class MarkUnknownArgs(ClaimBaseArgs, frozen=True, kw_only=True):
@@ -152,6 +152,12 @@ class ListCandidatesArgs(ToolArgs, frozen=True, kw_only=True):
 class ExportArgs(ToolArgs, frozen=True, kw_only=True):
     task_id: Uuid
     detail: Literal["portable", "summary"] = "portable"
+    original_format: bool = False
+
+
+class EvidenceFileArg(_Strict, frozen=True, kw_only=True):
+    path: Annotated[str, Meta(min_length=1, max_length=4096)]
+    sha256: Annotated[str, Meta(pattern=SHA256_PATTERN)]
 
 
 class GraphClaimArg(_Strict, frozen=True, kw_only=True):
@@ -169,6 +175,8 @@ class GraphClaimArg(_Strict, frozen=True, kw_only=True):
     related_claim_ids: RelatedIds
     review_after: DateTime | UnsetType = UNSET
     result_feedback_class: FeedbackClass | UnsetType = UNSET
+    evidence_file: EvidenceFileArg | UnsetType = UNSET
+    evidence_stale: bool | UnsetType = UNSET
 
 
 class GraphCandidateArg(_Strict, frozen=True, kw_only=True):
@@ -288,6 +296,7 @@ __all__ = [
     "AddInferenceArgs",
     "ClaimBaseArgs",
     "DeleteArgs",
+    "EvidenceFileArg",
     "ExportArgs",
     "GraphCandidateArg",
     "GraphClaimArg",

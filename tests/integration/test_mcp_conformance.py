@@ -84,16 +84,33 @@ def _error_code(answer: dict[str, Any]) -> int:
 
 
 # Optional input fields intentloop added after the fixture was recorded (each a strict superset: absent from the
-# scenario's calls, so every tool answer stays byte-for-byte the same; only the tool list names them).
-EXTENSIONS = {"intent_get_snapshot": ("as_of", "include_history")}
+# scenario's calls, so every tool answer stays byte-for-byte the same; only the tool list names them), as paths of
+# property names below each tool's inputSchema["properties"].
+EXTENSIONS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "intent_get_snapshot": (("as_of",), ("include_history",)),
+    "intent_add_evidence": (("evidence_path",),),
+    "intent_export": (("original_format",),),
+    "intent_import": (("graph", "claims", "evidence_file"), ("graph", "claims", "evidence_stale")),
+}
+
+
+def _properties(schema: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+    """The ``properties`` object reached by following ``names`` (array levels step into ``items``)."""
+    node = schema
+    for name in names:
+        node = node["properties"][name]
+        if node.get("type") == "array":
+            node = node["items"]
+    properties: dict[str, Any] = node["properties"]
+    return properties
 
 
 def _without_extensions(line: str) -> str:
     """The tools/list answer with the extension properties removed, re-serialised as the server writes JSON."""
     answer = json.loads(line)
     for tool in answer["result"]["tools"]:
-        properties = tool["inputSchema"]["properties"]
-        for name in EXTENSIONS.get(tool["name"], ()):
+        for *parents, name in EXTENSIONS.get(tool["name"], ()):
+            properties = _properties(tool["inputSchema"], tuple(parents))
             assert name in properties, (tool["name"], name)  # listed, so an agent can find it
             del properties[name]
     return json.dumps(answer, separators=(",", ":"), ensure_ascii=False)
