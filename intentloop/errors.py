@@ -79,6 +79,7 @@ CODES: dict[str, bool] = {
     "TRANSIENT_FILE_RACE": True,
     "CORRUPT_TRAILING_EVENT": True,
     "CORRUPT_LEDGER": False,
+    "SIGNATURE_INVALID": False,
     "FUTURE_SCHEMA": False,
     "MIGRATION_UNAVAILABLE": False,
     "LOCK_TIMEOUT": True,

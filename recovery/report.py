@@ -51,6 +51,10 @@ class VerifyReport(msgspec.Struct, frozen=True, kw_only=True):
         code: the stable error code of that problem (``CORRUPT_LEDGER``, ``CORRUPT_TRAILING_EVENT``, ...).
         torn_tail: the file does not end with a newline (a crashed partial write).
         quarantine_records: summaries already kept in ``quarantine/``.
+        signature: ``head.sig`` against the verified chain: ``valid``, ``invalid`` (a rewritten or truncated chain, a
+            tampered or garbled signature), ``unsigned`` (none: a ledger the original implementation wrote; or events
+            appended after the signed head without the key) or ``unknown_key`` (signed by another installation).
+        signed_events: how many events the signature covers, when it verifies.
     """
 
     project_id: str
@@ -71,6 +75,8 @@ class VerifyReport(msgspec.Struct, frozen=True, kw_only=True):
     code: str | None
     torn_tail: bool
     quarantine_records: int
+    signature: str
+    signed_events: int | None
 
     def to_dict(self) -> dict[str, Any]:
         """The report as JSON-ready builtins, in field order."""
@@ -115,8 +121,11 @@ def check_bytes(
         from intentloop.store import verify_ledger_bytes
 
         verification = verify_ledger_bytes(data, project_id=store.project_id)
+    from intentloop.store import head_signature_status
+
     error = verification.error
     suffix = data[verification.byte_length :]
+    signature, signed_events = head_signature_status(store.paths, verification.events)
     versions = {event.schema_version for event in verification.events}
     report = VerifyReport(
         project_id=store.project_id,
@@ -137,6 +146,8 @@ def check_bytes(
         code=error.code if error is not None else None,
         torn_tail=bool(data) and not data.endswith(b"\n"),
         quarantine_records=count_quarantine_records(store),
+        signature=signature,
+        signed_events=signed_events,
     )
     return LedgerCheck(data=data, verification=verification, report=report)
 

@@ -19,6 +19,7 @@ from intentloop.service._evidence import strip_extensions
 from intentloop.service._graph import portable_export, summary_export
 from intentloop.service._rules import check_uuid
 from intentloop.service.args import ExportArgs, ListCandidatesArgs, SnapshotArgs, StatusArgs, opt
+from intentloop.store import sign_export
 
 RECOVERY_ACTION = "Explicitly set mode to on/off to create an empty durable task, resume private, or delete the task."
 
@@ -122,6 +123,8 @@ def list_candidates(engine: Engine, ctx: Ctx, args: ListCandidatesArgs) -> list[
 def export(engine: Engine, ctx: Ctx, args: ExportArgs) -> dict[str, Any]:
     """A portable graph of one task (every claim, history included) or a human summary.
 
+    A portable graph carries a ``signature`` block (Ed25519 under this installation's key, over the graph without
+    the block and without the read-time ``evidence_stale`` marks) once the installation has a key.
     ``original_format`` leaves out intentloop's own fields (the signature block, ``evidence_file``,
     ``evidence_stale``), so the original implementation's strict import accepts the graph.
 
@@ -142,6 +145,9 @@ def export(engine: Engine, ctx: Ctx, args: ExportArgs) -> dict[str, Any]:
     )
     if args.original_format:
         return strip_extensions(graph)
+    signature = sign_export(ctx.store.data_root, graph)
+    if signature is not None:  # no key yet (nothing was written by this installation): an unsigned export
+        graph["signature"] = signature
     return graph
 
 

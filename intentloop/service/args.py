@@ -188,6 +188,13 @@ class GraphCandidateArg(_Strict, frozen=True, kw_only=True):
     task_ids: Annotated[list[Uuid], Meta(max_length=100)] | UnsetType = UNSET
 
 
+class ExportSignatureArg(_Strict, frozen=True, kw_only=True):
+    algorithm: Literal["ed25519"]
+    key_id: Annotated[str, Meta(pattern=SHA256_PATTERN)]
+    public_key: Annotated[str, Meta(pattern=SHA256_PATTERN)]
+    signature: Annotated[str, Meta(pattern="^[a-f0-9]{128}$")]
+
+
 class PortableGraphArg(_Strict, frozen=True, kw_only=True):
     format: Literal["intent-loop-export"]
     schema_version: Literal[1]
@@ -198,6 +205,7 @@ class PortableGraphArg(_Strict, frozen=True, kw_only=True):
     claims: Annotated[list[GraphClaimArg], Meta(max_length=1000)]
     invalidated_claim_ids: Annotated[list[Uuid], Meta(max_length=1000)]
     candidates: Annotated[list[GraphCandidateArg], Meta(max_length=1000)]
+    signature: ExportSignatureArg | UnsetType = UNSET
 
 
 class ImportArgs(ToolArgs, frozen=True, kw_only=True):
@@ -298,6 +306,7 @@ __all__ = [
     "DeleteArgs",
     "EvidenceFileArg",
     "ExportArgs",
+    "ExportSignatureArg",
     "GraphCandidateArg",
     "GraphClaimArg",
     "ImportArgs",

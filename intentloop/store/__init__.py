@@ -23,6 +23,13 @@ if TYPE_CHECKING:
         validate_project_id,
     )
     from intentloop.store._project import ProjectStore
+    from intentloop.store._signing import (
+        HEAD_SIG_NAME,
+        SIGNATURE_STATUSES,
+        export_signature_status,
+        head_signature_status,
+        sign_export,
+    )
     from intentloop.store._verify import Verification, verify_ledger_bytes
     from intentloop.store._view import LedgerView
 
@@ -32,6 +39,7 @@ _LAZY = {
     "ENV_HEARTBEAT": "_config",
     "ENV_STALE": "_config",
     "ENV_WAIT": "_config",
+    "HEAD_SIG_NAME": "_signing",
     "MIGRATIONS": "_migrate",
     "LedgerView": "_view",
     "LockConfig": "_config",
@@ -39,11 +47,15 @@ _LAZY = {
     "PrivateControl": "_controls",
     "ProjectPaths": "_paths",
     "ProjectStore": "_project",
+    "SIGNATURE_STATUSES": "_signing",
     "Verification": "_verify",
     "canonicalize_project_root": "_paths",
+    "export_signature_status": "_signing",
+    "head_signature_status": "_signing",
     "migrate": "_migrate",
     "migrate_v1": "_migrate",
     "resolve_data_root": "_paths",
+    "sign_export": "_signing",
     "validate_project_id": "_paths",
     "verify_ledger_bytes": "_verify",
 }
@@ -55,7 +67,9 @@ __all__ = [
     "ENV_HEARTBEAT",
     "ENV_STALE",
     "ENV_WAIT",
+    "HEAD_SIG_NAME",
     "MIGRATIONS",
+    "SIGNATURE_STATUSES",
     "LedgerView",
     "LockConfig",
     "LockedLedger",
@@ -64,9 +78,12 @@ __all__ = [
     "ProjectStore",
     "Verification",
     "canonicalize_project_root",
+    "export_signature_status",
+    "head_signature_status",
     "migrate",
     "migrate_v1",
     "resolve_data_root",
+    "sign_export",
     "validate_project_id",
     "verify_ledger_bytes",
 ]

@@ -31,6 +31,7 @@ from intentloop.store._fs import (
 from intentloop.store._lock import LockHandle
 from intentloop.store._names import control_temp_name, ledger_temp_name, quarantine_temp_name
 from intentloop.store._paths import ProjectPaths
+from intentloop.store._signing import sign_committed_head
 from intentloop.store._verify import Verification, verify_continuation, verify_ledger_bytes
 from intentloop.store._view import LedgerView
 
@@ -222,7 +223,11 @@ class LockedLedger:
         )
 
     def _commit(self, data: bytes, kind: str, view: LedgerView) -> None:
+        done = False
+
         def committed(st: os.stat_result | None) -> None:
+            nonlocal done
+            done = True
             self._data = self._raw = data
             self.view = view
             self._verification = Verification(view.events, view.head_hash, len(data), len(view), None, None)
@@ -231,13 +236,19 @@ class LockedLedger:
 
         if os.path.lexists(self._paths.ledger_path):
             self._check_replaceable(self._paths.ledger_path)
-        atomic_replace(
-            self._paths.ledger_path,
-            ledger_temp_name(kind),
-            data,
-            before_replace=self._handle.require_owner,
-            on_commit=committed,
-        )
+        try:
+            atomic_replace(
+                self._paths.ledger_path,
+                ledger_temp_name(kind),
+                data,
+                before_replace=self._handle.require_owner,
+                on_commit=committed,
+            )
+        finally:
+            # Every commit (append, rewrite, repair) ends here: its head is signed once, still under the lock — also
+            # when only the directory fsync after the rename failed (the new ledger is in place then).
+            if done:
+                sign_committed_head(self._paths, view.head_hash, len(view), before_replace=self._handle.require_owner)
 
     def _check_replaceable(self, target: Path) -> bool:
         """Refuse to replace a symlink, a non-regular or hard-linked file; ``False`` when it does not exist."""
