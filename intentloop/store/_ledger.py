@@ -223,32 +223,25 @@ class LockedLedger:
         )
 
     def _commit(self, data: bytes, kind: str, view: LedgerView) -> None:
-        done = False
-
         def committed(st: os.stat_result | None) -> None:
-            nonlocal done
-            done = True
             self._data = self._raw = data
             self.view = view
             self._verification = Verification(view.events, view.head_hash, len(data), len(view), None, None)
             self.damage = None
             self._on_commit(st, data, view)
+            # Every commit (append, rewrite, repair) passes here, right after the ledger's rename and still under the
+            # lock: its head is signed once, and the directory fsync that follows makes both renames durable.
+            sign_committed_head(self._paths, view.head_hash, len(view), before_replace=self._handle.require_owner)
 
         if os.path.lexists(self._paths.ledger_path):
             self._check_replaceable(self._paths.ledger_path)
-        try:
-            atomic_replace(
-                self._paths.ledger_path,
-                ledger_temp_name(kind),
-                data,
-                before_replace=self._handle.require_owner,
-                on_commit=committed,
-            )
-        finally:
-            # Every commit (append, rewrite, repair) ends here: its head is signed once, still under the lock — also
-            # when only the directory fsync after the rename failed (the new ledger is in place then).
-            if done:
-                sign_committed_head(self._paths, view.head_hash, len(view), before_replace=self._handle.require_owner)
+        atomic_replace(
+            self._paths.ledger_path,
+            ledger_temp_name(kind),
+            data,
+            before_replace=self._handle.require_owner,
+            on_commit=committed,
+        )
 
     def _check_replaceable(self, target: Path) -> bool:
         """Refuse to replace a symlink, a non-regular or hard-linked file; ``False`` when it does not exist."""

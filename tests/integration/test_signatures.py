@@ -115,6 +115,9 @@ async def test_tampered_or_garbled_head_signature_is_invalid(world: World) -> No
     assert world.verify()[1]["signature"] == "invalid"
     sig_path.write_bytes(_canonical({**record, "events": record["events"] + 1}) + b"\n")  # claims more than signed
     assert world.verify()[1]["signature"] == "invalid"
+    for lost in (b"", b"\0" * len(original)):  # a signature write lost in a crash reads like a deleted one
+        sig_path.write_bytes(lost)
+        assert world.verify()[1]["signature"] == "unsigned"
     sig_path.write_bytes(original)
     assert world.verify()[1]["signature"] == "valid"  # positive control
 
@@ -234,3 +237,25 @@ async def test_exports_are_signed_and_imports_report_it(tmp_path: Path) -> None:
     assert "signature_status" not in snap
     imported = [c for c in snap["active_claims"] if c["statement"] == "exported claim"]
     assert imported and all(c["source_ref"]["kind"] == "explicit_import" for c in imported)
+
+
+async def test_a_failure_to_sign_never_fails_the_write(world: World) -> None:
+    task = await world.task_with_claims("alpha")
+    key = world.data / "keys" / "ed25519.key"
+    key.chmod(0o644)  # an unsafe key is refused: nothing can be signed with it
+    snap = await world.call(
+        "intent_add_explicit",
+        task_id=task,
+        request_id="after",
+        statement="written anyway",
+        source_ref={"kind": "user_event", "event_id": "t9"},
+        facets=["outcome"],
+        confirmation_reason="direct_statement",
+    )
+    assert snap["statement"] == "written anyway"  # the commit stands
+    assert not (world.store.project_dir / "head.sig").exists()  # the old one no longer names a replaced head
+    code, report = world.verify()
+    assert (code, report["intact"], report["signature"]) == (0, True, "unsigned")
+    key.chmod(0o600)
+    await world.call("intent_set_mode", task_id=task, request_id="m9", mode="on")
+    assert _signature(world.verify()[1]) == ("valid", len(world.store.read()))  # positive control: signed again
