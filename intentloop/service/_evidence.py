@@ -1,7 +1,8 @@
 """Evidence bound to project files: resolving ``evidence_path``, hashing it, and ``evidence_stale`` at read time.
 
 Why hashing runs in a worker thread (``trio.to_thread``): an evidence file can be a multi-gigabyte log, and the
-server answers every other call on the one trio thread; hashing 1 GiB takes about a second here. Files are opened
+server answers every other call on the one trio thread; SHA-256 runs at about 1.5 GB/s here (in memory), slower
+from a cold disk. Files are opened
 without following a final symlink and non-blocking (a FIFO swapped in after the check cannot hang the hash), and
 only a regular file is read. Staleness is never stored: every snapshot and export hashes the file again.
 """
