@@ -1,4 +1,5 @@
-"""``intentloop verify``: check a project's hash chain; exit 0 when intact, 1 when damaged."""
+"""``intentloop verify``: check a project's hash chain and its signed head; exit 0 when intact, 1 when damaged or the
+head signature is invalid."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import TYPE_CHECKING
 from cli._exit import DAMAGED, OK
 from cli._options import JsonOption, ProjectIdOption, ProjectRootOption
 from cli._output import Output, key_value_table, print_error
-from intentloop.errors import CorruptLedgerError
+from intentloop.errors import CorruptLedgerError, IntentLoopError
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -19,9 +20,11 @@ if TYPE_CHECKING:
 def verify(
     project_root: ProjectRootOption = None, project_id: ProjectIdOption = None, json_output: JsonOption = False
 ) -> int:
-    """Verify a project's ledger: every line canonical, chained and hashed. Exit 0 intact, 1 damaged, 2 usage.
+    """Verify a project's ledger: every line canonical, chained and hashed, and its signed head. Exit 0 intact, 1
+    damaged or head signature invalid, 2 usage.
 
-    A damaged ledger is reported with its first bad line and the reason; reading creates and changes nothing.
+    A damaged ledger is reported with its first bad line and the reason; the signature as valid, invalid, unsigned
+    or unknown_key; reading creates and changes nothing.
     """
     out = Output("verify", json_mode=json_output)
     return out.guard(lambda: _run(out, project_root, project_id))
@@ -46,9 +49,15 @@ def _run(out: Output, project_root: str | None, project_id: str | None) -> int:
     return exit_code
 
 
-def damage_error(report: VerifyReport) -> CorruptLedgerError | None:
-    """The error a damaged report stands for (its stable code, line and reason), ``None`` when intact."""
+def damage_error(report: VerifyReport) -> IntentLoopError | None:
+    """The error a damaged report stands for (its stable code, line and reason), ``SIGNATURE_INVALID`` for an intact
+    chain whose signed head does not match it, ``None`` when intact."""
     if report.intact:
+        if report.signature == "invalid":
+            return CorruptLedgerError(
+                "the head signature does not match the chain (rewritten, truncated or tampered with)",
+                code="SIGNATURE_INVALID",
+            )
         return None
     line = report.first_bad_line
     message = f"line {line}: {report.reason}" if line is not None else str(report.reason)
@@ -61,6 +70,9 @@ def report_table(report: VerifyReport, target: Target | None = None) -> Table:
     rows: list[tuple[str, str]] = [("project", report.project_id)]
     if target is not None and target.project_root:
         rows.append(("project root", target.project_root))
+    signature = report.signature
+    if report.signed_events is not None:
+        signature += f" ({report.signed_events} events signed)"
     rows += [
         ("ledger", report.ledger_path if report.ledger_exists else f"{report.ledger_path} (none yet)"),
         ("status", verdict),
@@ -68,6 +80,12 @@ def report_table(report: VerifyReport, target: Target | None = None) -> Table:
         ("head hash", report.head_hash or "-"),
         ("schema version", str(report.ledger_schema_version) if report.ledger_schema_version else "-"),
         ("bytes", f"{report.verified_bytes} verified of {report.byte_length}"),
+        (
+            "signature",
+            report.signature
+            if report.signed_events is None
+            else f"{report.signature} ({report.signed_events} events signed)",
+        ),
     ]
     if not report.intact:
         rows += [

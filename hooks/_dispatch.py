@@ -65,7 +65,8 @@ def dispatch(payload: HookPayload, env: Mapping[str, str], *, lock_deadline: flo
         return command
     data_root = resolve_data_root(env)
     if payload.event == "SessionStart":
-        return answer_line(payload.event, session_context(data_root, payload.cwd, payload.session_id))
+        context = session_context(data_root, payload.cwd, payload.session_id, payload.source)
+        return answer_line(payload.event, context)
     outcome = record_observation(
         data_root,
         payload.cwd,

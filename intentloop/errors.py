@@ -83,6 +83,7 @@ ErrorCode = Literal[
     "TRANSIENT_FILE_RACE",
     "CORRUPT_TRAILING_EVENT",
     "CORRUPT_LEDGER",
+    "SIGNATURE_INVALID",
     "FUTURE_SCHEMA",
     "MIGRATION_UNAVAILABLE",
     "LOCK_TIMEOUT",
@@ -243,7 +244,7 @@ _CONFLICT: frozenset[ErrorCode] = frozenset(
     }
 )
 _CORRUPT: frozenset[ErrorCode] = frozenset(
-    {"CORRUPT_LEDGER", "CORRUPT_TRAILING_EVENT", "FUTURE_SCHEMA", "MIGRATION_UNAVAILABLE"}
+    {"CORRUPT_LEDGER", "CORRUPT_TRAILING_EVENT", "FUTURE_SCHEMA", "MIGRATION_UNAVAILABLE", "SIGNATURE_INVALID"}
 )
 _STORAGE: frozenset[ErrorCode] = frozenset(
     {

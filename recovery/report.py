@@ -52,6 +52,10 @@ class VerifyReport(msgspec.Struct, frozen=True, kw_only=True):
         code: the stable error code of that problem (``CORRUPT_LEDGER``, ``CORRUPT_TRAILING_EVENT``, ...).
         torn_tail: the file does not end with a newline (a crashed partial write).
         quarantine_records: summaries already kept in ``quarantine/``.
+        signature: ``head.sig`` against the verified chain: ``valid``, ``invalid`` (a rewritten or truncated chain, a
+            tampered or garbled signature), ``unsigned`` (none: a ledger the original implementation wrote; or events
+            appended after the signed head without the key) or ``unknown_key`` (signed by another installation).
+        signed_events: how many events the signature covers, when it verifies.
     """
 
     project_id: str
@@ -72,6 +76,8 @@ class VerifyReport(msgspec.Struct, frozen=True, kw_only=True):
     code: ErrorCode | None
     torn_tail: bool
     quarantine_records: int
+    signature: str
+    signed_events: int | None
 
     def to_dict(self) -> dict[str, Any]:
         """The report as JSON-ready builtins, in field order."""
@@ -118,11 +124,14 @@ def check_bytes(
         from intentloop.store import verify_ledger_bytes
 
         verification = verify_ledger_bytes(data, project_id=store.project_id)
+    from intentloop.store import head_signature_status
+
     error = verification.error
     damage = verification.damage  # all bytes after the verified prefix; the store may not have held them (too long)
     if damage is None and len(data) > verification.byte_length:
         suffix = data[verification.byte_length :]
         damage = Damage(length=len(suffix), sha256=hashlib.sha256(suffix).hexdigest(), torn=not data.endswith(b"\n"))
+    signature, signed_events = head_signature_status(store.paths, verification.events)
     versions = {event.schema_version for event in verification.events}
     report = VerifyReport(
         project_id=store.project_id,
@@ -143,6 +152,8 @@ def check_bytes(
         code=error.code if error is not None else None,
         torn_tail=damage.torn if damage else bool(data) and not data.endswith(b"\n"),
         quarantine_records=count_quarantine_records(store),
+        signature=signature,
+        signed_events=signed_events,
     )
     return LedgerCheck(data=data, verification=verification, report=report)
 
@@ -154,11 +165,28 @@ def check_ledger(store: ProjectStore) -> LedgerCheck:
         StorageError: ``PATH_ESCAPE``, ``UNSAFE_DATA_FILE``, ``INVALID_DATA_DIR``, ``TRANSIENT_FILE_RACE`` or
             ``STORAGE_READ_FAILED`` when the ledger cannot be read safely.
     """
-    stored = store.read_raw()
-    if stored is None:
-        return check_bytes(b"", store=store, ledger_exists=False)
-    data, verification = stored
-    return check_bytes(data, store=store, verification=verification)
+    for _attempt in range(_SIGNATURE_RACE_RETRIES):
+        stored = store.read_raw()
+        if stored is None:
+            return check_bytes(b"", store=store, ledger_exists=False)
+        data, verification = stored
+        check = check_bytes(data, store=store, verification=verification)
+        if check.report.signature != "invalid" or _ledger_size(store) == len(data):
+            return check
+        # head.sig is renamed into place right after the ledger it signs: a reader that took the ledger just before a
+        # write and head.sig just after sees a signature for more events than it read. The ledger has grown since,
+        # so this is that race, not a truncation: read both again.
+    return check
+
+
+_SIGNATURE_RACE_RETRIES = 8
+
+
+def _ledger_size(store: ProjectStore) -> int | None:
+    try:
+        return os.lstat(store.ledger_path).st_size
+    except OSError:
+        return None
 
 
 def verify_project(store: ProjectStore) -> VerifyReport:

@@ -92,11 +92,23 @@ class SourceRef(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
         return _convert(data, cls, "INVALID_SOURCE")
 
 
+class EvidenceFile(msgspec.Struct, frozen=True, kw_only=True):
+    """``{path, sha256}``: the project file an evidence claim is bound to, as it was when recorded.
+
+    ``path`` is relative to the project root (``/``-separated); ``sha256`` the hex digest of its bytes then.
+    """
+
+    path: str
+    sha256: str
+
+
 class Claim(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """One atomic intent claim. Lists are part of a frozen record: treat them as read-only.
 
     ``confidence`` (inferred only), ``review_after`` (long-term inferred) and ``result_feedback_class`` (evidence)
     are omitted from the wire when ``None``; ``last_confirmed`` is always written (``null`` when unconfirmed).
+    ``evidence_file`` (intentloop's own, evidence bound to a project file) is omitted when ``None``, so a claim
+    without it is byte-for-byte the original's.
     """
 
     claim_id: str
@@ -113,6 +125,7 @@ class Claim(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     related_claim_ids: list[str]
     review_after: str | None = None
     result_feedback_class: str | None = None
+    evidence_file: EvidenceFile | None = None
 
     def to_wire(self) -> dict[str, Any]:
         return msgspec.to_builtins(self)  # type: ignore[no-any-return]
@@ -218,6 +231,7 @@ __all__ = [
     "SOURCE_KINDS_BY_OPERATION",
     "Candidate",
     "Claim",
+    "EvidenceFile",
     "SourceRef",
     "allowed_source_kinds",
     "normalize_facets",

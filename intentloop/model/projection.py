@@ -39,6 +39,7 @@ class TaskState:
         claims: every claim of the task by id, in first-recorded order (active, superseded and invalidated).
         invalidations: invalidated claim id → :class:`Invalidation`.
         superseded_by: claim id → ids of the claims whose ``supersedes`` name it, in record order.
+        recorded_at: claim id → record time (the ``occurred_at`` of the event that last wrote the claim).
         requests: request id → the first event of this task that used it (idempotency look-ups).
         malformed: records skipped because they did not decode (a verified ledger written by a buggy writer).
     """
@@ -53,6 +54,7 @@ class TaskState:
         "last_event_at",
         "malformed",
         "mode",
+        "recorded_at",
         "recovered_from_private",
         "requests",
         "started_at",
@@ -71,6 +73,7 @@ class TaskState:
         self.claims: dict[str, Claim] = {}
         self.invalidations: dict[str, Invalidation] = {}
         self.superseded_by: dict[str, list[str]] = {}
+        self.recorded_at: dict[str, str] = {}
         self.candidates: list[Candidate] = []
         self.requests: dict[str, Event] = {}
         self.event_count = 0
@@ -136,7 +139,7 @@ def _candidate(task: TaskState, data: Any) -> Candidate | None:
         return None
 
 
-def _put_claim(task: TaskState, claim: Claim) -> None:
+def _put_claim(task: TaskState, claim: Claim, at: str) -> None:
     previous = task.claims.get(claim.claim_id)
     if previous is not None:
         for old in previous.supersedes:
@@ -146,16 +149,17 @@ def _put_claim(task: TaskState, claim: Claim) -> None:
                 if not by:
                     del task.superseded_by[old]
     task.claims[claim.claim_id] = claim
+    task.recorded_at[claim.claim_id] = at
     for old in claim.supersedes:
         task.superseded_by.setdefault(old, []).append(claim.claim_id)
 
 
-def _put_claims(task: TaskState, items: Any) -> None:
+def _put_claims(task: TaskState, items: Any, at: str) -> None:
     if isinstance(items, list):
         for item in items:
             claim = _claim(task, item)
             if claim is not None:
-                _put_claim(task, claim)
+                _put_claim(task, claim, at)
 
 
 def _source_ref(data: Any) -> SourceRef | None:
@@ -197,7 +201,7 @@ def apply_event(state: ProjectState, event: Event) -> TaskState:
     if kind in ("claim_added", "claim_replaced"):
         claim = _claim(task, payload.get("claim"))
         if claim is not None:
-            _put_claim(task, claim)
+            _put_claim(task, claim, event.occurred_at)
     elif kind in _CANDIDATE_EVENTS:
         candidate = _candidate(task, payload.get("candidate"))
         if candidate is not None:
@@ -212,7 +216,7 @@ def apply_event(state: ProjectState, event: Event) -> TaskState:
         session = payload.get("host_session_hash")
         task.host_session_hash = session if isinstance(session, str) else None
         task.recovered_from_private = payload.get("recovered_from_private") is True
-        _put_claims(task, payload.get("initial_claims"))
+        _put_claims(task, payload.get("initial_claims"), event.occurred_at)
     elif kind == "mode_set":
         mode = payload.get("mode")
         if mode in MODES:
@@ -223,7 +227,7 @@ def apply_event(state: ProjectState, event: Event) -> TaskState:
     elif kind == "claim_invalidated":
         _invalidate(task, event, payload.get("claim_id"), payload)
     elif kind == "graph_imported":
-        _put_claims(task, payload.get("claims"))
+        _put_claims(task, payload.get("claims"), event.occurred_at)
         invalidated = payload.get("invalidated_claim_ids")
         if isinstance(invalidated, list):
             for claim_id in invalidated:
@@ -256,6 +260,62 @@ def project_task(events: Iterable[Event], task_id: str) -> TaskState:
     return state.tasks.get(task_id) or TaskState(task_id)
 
 
+def project_task_as_of(events: Iterable[Event], task_id: str, as_of: datetime) -> TaskState:
+    """The state of one task from its events recorded at or before ``as_of`` (record time: each ``occurred_at``).
+
+    An event whose time does not parse is left out (it cannot be placed before any instant).
+    """
+
+    def recorded_by(event: Event) -> bool:
+        try:
+            return parse_time(event.occurred_at) <= as_of
+        except ValueError:
+            return False
+
+    return project_task((e for e in events if e.task_id == task_id and recorded_by(e)), task_id)
+
+
+class HistoryEntry(msgspec.Struct, frozen=True, kw_only=True):
+    """A claim that left the current view: ``status`` is ``superseded`` or ``invalidated``.
+
+    ``by`` is the first superseding claim (``None`` for an invalidation), ``at`` the record time of the event that
+    removed the claim, ``reason`` the invalidation's reason (``None`` for a supersession).
+    """
+
+    claim: Claim
+    status: str
+    by: str | None
+    at: str
+    reason: str | None
+
+
+def claim_history(task: TaskState) -> list[HistoryEntry]:
+    """Every superseded or invalidated claim of ``task``, oldest removal first (then by claim id).
+
+    A claim both superseded and invalidated (possible through imports) is listed once, under the earlier removal.
+    """
+    entries: list[HistoryEntry] = []
+    for claim_id, claim in task.claims.items():
+        invalidation = task.invalidations.get(claim_id)
+        by = task.superseded_by.get(claim_id)
+        superseded = None
+        if by:
+            superseded = HistoryEntry(
+                claim=claim, status="superseded", by=by[0], at=task.recorded_at.get(by[0], ""), reason=None
+            )
+        invalidated = None
+        if invalidation is not None:
+            invalidated = HistoryEntry(
+                claim=claim, status="invalidated", by=None, at=invalidation.occurred_at, reason=invalidation.reason
+            )
+        if superseded is not None and (invalidated is None or superseded.at < invalidated.at):
+            entries.append(superseded)
+        elif invalidated is not None:
+            entries.append(invalidated)
+    entries.sort(key=lambda entry: (entry.at, entry.claim.claim_id))
+    return entries
+
+
 def task_for_session(state: ProjectState, session_hash: str) -> TaskState | None:
     """The started task bound to ``session_hash``: newest ``last_event_at`` first, then the larger task id."""
     best: TaskState | None = None
@@ -281,12 +341,15 @@ def is_stale_long_term(claim: Claim, now: datetime) -> bool:
 
 
 __all__ = [
+    "HistoryEntry",
     "Invalidation",
     "ProjectState",
     "TaskState",
     "apply_event",
+    "claim_history",
     "is_stale_long_term",
     "project",
     "project_task",
+    "project_task_as_of",
     "task_for_session",
 ]

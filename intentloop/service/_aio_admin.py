@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
+import msgspec
+
 from intentloop.errors import ConflictError, IntentLoopError, InvalidInputError, StorageError
 from intentloop.model import Event, EventDraft, ProjectState, TaskState, event_line, new_uuid, project, rechain
 from intentloop.service._delete import (
@@ -30,12 +32,16 @@ from intentloop.service._rules import check_request_id, check_uuid
 from intentloop.service._state import Ctx, Engine, task_not_found
 from intentloop.service._transaction import semantic_write
 from intentloop.service.args import DeleteArgs, ImportArgs, opt
-from intentloop.store import LedgerView, LockedLedger
+from intentloop.store import LedgerView, LockedLedger, export_signature_status
 from intentloop.store.aio import open_locked_ledger
 
 
 async def import_graph(engine: Engine, ctx: Ctx, args: ImportArgs) -> dict[str, Any]:
     """Validate and import a portable graph into a task as incomplete external history; returns the snapshot.
+
+    A graph carrying a ``signature`` block imports whatever its verdict (unsigned, foreign or tampered graphs are
+    external history like any other); the snapshot then reports ``signature_status`` (``valid``, ``invalid`` or
+    ``unknown_key``).
 
     Raises:
         IntentLoopError: ``INVALID_ID``, ``INVALID_REQUEST_ID``, ``INVALID_IMPORT``, ``INVALID_STATEMENT``,
@@ -60,7 +66,10 @@ async def import_graph(engine: Engine, ctx: Ctx, args: ImportArgs) -> dict[str, 
         ]
 
     await semantic_write(engine, ctx, task_id, request_id, ("graph_imported",), payload["request_fingerprint"], decide)
-    return engine.snapshot(ctx, engine.semantic_task(ctx, task_id))
+    result = engine.snapshot(ctx, engine.semantic_task(ctx, task_id))
+    if args.graph.signature is not msgspec.UNSET:  # intentloop's own: only a graph that carries a block is judged
+        result["signature_status"] = export_signature_status(ctx.store.data_root, msgspec.to_builtins(args.graph))
+    return result
 
 
 def _verify_absent(events: list[Event], markers: Sequence[str]) -> None:

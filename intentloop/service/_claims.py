@@ -9,10 +9,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
+
 from intentloop.errors import ConflictError, IntentLoopError, InvalidInputError
 from intentloop.model import (
     Claim,
     EventDraft,
+    EvidenceFile,
     ProjectState,
     TaskState,
     allowed_source_kinds,
@@ -25,6 +28,7 @@ from intentloop.model import (
     validate_signal_key,
 )
 from intentloop.model.redaction import js_trim
+from intentloop.service._evidence import bind_evidence_file
 from intentloop.service._rules import (
     OP_INVALIDATE,
     OP_LONG_TERM,
@@ -66,6 +70,7 @@ async def add_claim(
     feedback_class: str | None = None,
     require_long_term_candidate: bool = False,
     event_type: str = "claim_added",
+    evidence_file: EvidenceFile | None = None,
 ) -> dict[str, Any]:
     """The shared body of the five claim-adding tools and replace; returns the wire claim.
 
@@ -89,6 +94,8 @@ async def add_claim(
         related_claim_ids=_claim_ids(related or [], "related_claim_ids"),
         result_feedback_class=feedback_class,
     )
+    if evidence_file is not None:
+        claim = msgspec.structs.replace(claim, evidence_file=evidence_file)
     wire = claim.to_wire()
     fingerprint = request_fingerprint(
         event_type, claim_fingerprint_input(wire, require_long_term_candidate=require_long_term_candidate)
@@ -207,6 +214,13 @@ async def _long_term_inference(engine: Engine, ctx: Ctx, args: AddInferenceArgs)
 
 
 async def add_evidence(engine: Engine, ctx: Ctx, args: AddEvidenceArgs) -> dict[str, Any]:
+    """An evidence claim; with ``evidence_path``, bound to that project file's current SHA-256 (hashed off-thread).
+
+    Raises:
+        IntentLoopError: those of :func:`add_claim`, ``PATH_ESCAPE`` and ``INVALID_EVIDENCE_PATH``.
+    """
+    path = opt(args.evidence_path)
+    bound = None if path is None else await bind_evidence_file(ctx.project_root, path)
     return await add_claim(
         engine,
         ctx,
@@ -214,6 +228,7 @@ async def add_evidence(engine: Engine, ctx: Ctx, args: AddEvidenceArgs) -> dict[
         status="evidence",
         allowed_sources=allowed_source_kinds("add_evidence"),
         feedback_class=opt(args.feedback_class),
+        evidence_file=bound,
     )
 
 

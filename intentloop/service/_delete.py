@@ -22,6 +22,7 @@ from typing import Any
 from intentloop.errors import StorageError
 from intentloop.model import Event, ProjectState, canonical_bytes, request_fingerprint
 from intentloop.service._rules import OP_START, claim_fingerprint_input, start_fingerprint_input
+from intentloop.store import HEAD_SIG_NAME
 
 _CLAIM_EVENTS = frozenset({"claim_added", "claim_replaced"})
 _CANDIDATE_EVENTS = frozenset({"candidate_added", "source_observed", "result_signal_observed", "compaction_observed"})
@@ -170,7 +171,13 @@ def remove_claim(events: Sequence[Event], task_id: str, claim_id: str) -> list[E
 def _project_files(project_dir: Path, skip: frozenset[str]) -> Iterator[tuple[str, bytes]]:
     """Every persistent file under ``project_dir`` as (path relative to it, bytes), in a stable order.
 
-    The lock directory (ours, held right now) and renamed lock remnants are skipped: they hold only owner records.
+    The lock directory (ours, held right now) and renamed lock remnants are skipped: they hold only owner records;
+    so is ``head.sig``, rewritten after the deletion's commit, which holds only the signed head (hashes, a count, the
+    key id and the signature), so the count stays the original implementation's.
+    ``skip`` names top-level entries to leave out (the pre-scan skips what the deletion is about to rewrite).
+
+    Returns:
+        The number of files scanned.
 
     Raises:
         StorageError: ``PATH_ESCAPE`` for a symlink, ``UNSAFE_DATA_FILE`` for a file with more than one link.
@@ -185,7 +192,7 @@ def _project_files(project_dir: Path, skip: frozenset[str]) -> Iterator[tuple[st
         except OSError as exc:
             raise StorageError(f"cannot list {current.name}: {exc.strerror}", code="STORAGE_READ_FAILED") from exc
         for entry in entries:
-            if entry.name == "ledger.lock" or entry.name.startswith("ledger.lock."):
+            if entry.name == "ledger.lock" or entry.name.startswith("ledger.lock.") or entry.name == HEAD_SIG_NAME:
                 continue
             if current == project_dir and entry.name in skip:
                 continue

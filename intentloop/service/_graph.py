@@ -189,6 +189,7 @@ def _import_claim(claim: GraphClaimArg, ids: dict[str, str]) -> dict[str, Any]:
     out["supersedes"] = list(dict.fromkeys(ids[x] for x in claim.supersedes))
     out["related_claim_ids"] = list(dict.fromkeys(ids[x] for x in claim.related_claim_ids))
     out["facets"] = normalize_facets(claim.facets, claim.epistemic_status)
+    out.pop("evidence_stale", None)  # a read-time mark of the exporting side, recomputed on every read here
     return out
 
 

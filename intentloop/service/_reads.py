@@ -12,12 +12,15 @@ from typing import Any
 import msgspec
 
 from intentloop import SCHEMA_VERSION
-from intentloop.model import utc_now
+from intentloop.errors import InvalidInputError
+from intentloop.model import claim_history, parse_time, project_task_as_of, utc_now
 from intentloop.model.compact import DEFAULT_SNAPSHOT_CHARACTERS
+from intentloop.service._evidence import strip_extensions
 from intentloop.service._graph import portable_export, summary_export
 from intentloop.service._rules import check_uuid
 from intentloop.service._state import Ctx, Engine, guard_durable, private_active, task_not_found
 from intentloop.service.args import ExportArgs, ListCandidatesArgs, SnapshotArgs, StatusArgs, opt
+from intentloop.store import sign_export
 
 RECOVERY_ACTION = "Explicitly set mode to on/off to create an empty durable task, resume private, or delete the task."
 
@@ -77,16 +80,35 @@ def status(engine: Engine, ctx: Ctx, args: StatusArgs) -> dict[str, Any]:
 
 
 def snapshot(engine: Engine, ctx: Ctx, args: SnapshotArgs) -> dict[str, Any]:
-    """The current intent of one task (``max_characters`` caps only ``compact_text``).
+    """The current intent of one task (``max_characters`` caps only ``compact_text``), or its intent as of an instant.
+
+    ``as_of`` folds only the task's events recorded at or before it (the current access rules still apply: a task
+    that is off or private elsewhere now is not readable in the past either); long-term staleness is judged at that
+    instant. ``include_history`` appends ``history`` (superseded and invalidated claims of that same projection);
+    without these two arguments the answer is exactly the original's.
 
     Raises:
-        IntentLoopError: ``INVALID_ID``, ``TASK_NOT_FOUND``, ``MODE_OFF``, ``PRIVATE_SESSION_ACTIVE``.
+        IntentLoopError: ``INVALID_ID``, ``INVALID_ARGUMENTS`` (an ``as_of`` that is no real instant),
+            ``TASK_NOT_FOUND`` (also ``as_of`` before the task started), ``MODE_OFF``, ``PRIVATE_SESSION_ACTIVE``.
     """
-    # Room for CONTRACT §9.5: ``as_of`` will fold only the events recorded at or before it, and
-    # ``include_history`` will add the superseded/invalidated claims (TaskState keeps both already).
-    task = engine.semantic_task(ctx, check_uuid(args.task_id, "task_id"))
-    limit = opt(args.max_characters) or DEFAULT_SNAPSHOT_CHARACTERS
-    return engine.snapshot(ctx, task, max(500, min(limit, 8000)))
+    task_id = check_uuid(args.task_id, "task_id")
+    task = engine.semantic_task(ctx, task_id)
+    limit = max(500, min(opt(args.max_characters) or DEFAULT_SNAPSHOT_CHARACTERS, 8000))
+    as_of = opt(args.as_of)
+    if as_of is not None:
+        try:
+            moment = parse_time(as_of)
+        except ValueError:
+            raise InvalidInputError(
+                f"as_of is not an RFC 3339 UTC instant: {as_of!r} - at `$.as_of`", code="INVALID_ARGUMENTS"
+            ) from None
+        task = project_task_as_of(engine.task_events(ctx, task_id), task_id, moment)
+        if not task.started:
+            raise task_not_found()
+    result = engine.snapshot(ctx, task, limit, judged_at=as_of)
+    if args.include_history:
+        result["history"] = [msgspec.to_builtins(entry) for entry in claim_history(task)]
+    return result
 
 
 def list_candidates(engine: Engine, ctx: Ctx, args: ListCandidatesArgs) -> list[dict[str, Any]]:
@@ -102,6 +124,11 @@ def list_candidates(engine: Engine, ctx: Ctx, args: ListCandidatesArgs) -> list[
 def export(engine: Engine, ctx: Ctx, args: ExportArgs) -> dict[str, Any]:
     """A portable graph of one task (every claim, history included) or a human summary.
 
+    A portable graph carries a ``signature`` block (Ed25519 under this installation's key, over the graph without
+    the block and without the read-time ``evidence_stale`` marks) once the installation has a key.
+    ``original_format`` leaves out intentloop's own fields (the signature block, ``evidence_file``,
+    ``evidence_stale``), so the original implementation's strict import accepts the graph.
+
     Raises:
         IntentLoopError: ``INVALID_ID``, ``TASK_NOT_FOUND``, ``MODE_OFF``, ``PRIVATE_SESSION_ACTIVE``.
     """
@@ -109,8 +136,7 @@ def export(engine: Engine, ctx: Ctx, args: ExportArgs) -> dict[str, Any]:
     task = engine.semantic_task(ctx, task_id)
     if args.detail == "summary":
         return summary_export(engine.snapshot(ctx, task, DEFAULT_SNAPSHOT_CHARACTERS))
-    # Room for CONTRACT §9.7: a portable export will carry a ``signature`` block.
-    return portable_export(
+    graph = portable_export(
         project_id=ctx.project_id,
         task_id=task_id,
         exported_at=utc_now(),
@@ -118,6 +144,12 @@ def export(engine: Engine, ctx: Ctx, args: ExportArgs) -> dict[str, Any]:
         invalidated=list(task.invalidations),
         candidates=[candidate.to_wire() for candidate in task.candidates],
     )
+    if args.original_format:
+        return strip_extensions(graph)
+    signature = sign_export(ctx.store.data_root, graph)
+    if signature is not None:  # no key yet (nothing was written by this installation): an unsigned export
+        graph["signature"] = signature
+    return graph
 
 
 __all__ = ["RECOVERY_ACTION", "export", "list_candidates", "snapshot", "status"]

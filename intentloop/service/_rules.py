@@ -57,7 +57,7 @@ def redact_text(text: str) -> str:
 
 def claim_fingerprint_input(claim: dict[str, Any], *, require_long_term_candidate: bool) -> dict[str, Any]:
     """The normalized input of a ``claim_added``/``claim_replaced`` fingerprint, from the wire claim."""
-    return {
+    normalized = {
         "statement": claim.get("statement"),
         "role": claim.get("role"),
         "epistemic_status": claim.get("epistemic_status"),
@@ -70,6 +70,10 @@ def claim_fingerprint_input(claim: dict[str, Any], *, require_long_term_candidat
         "result_feedback_class": claim.get("result_feedback_class"),
         "require_long_term_candidate": require_long_term_candidate,
     }
+    evidence = claim.get("evidence_file")
+    if isinstance(evidence, dict):  # intentloop's own; the path only, so a retry after the file changed still matches
+        normalized["evidence_path"] = evidence.get("path")
+    return normalized
 
 
 def start_fingerprint_input(

@@ -185,8 +185,21 @@ class Engine:
         return task
 
     @staticmethod
-    def snapshot(ctx: Ctx, task: TaskState, max_characters: int = DEFAULT_SNAPSHOT_CHARACTERS) -> dict[str, Any]:
-        return build_snapshot(task, ctx.project_id, utc_now(), max_characters).to_wire()
+    def snapshot(
+        ctx: Ctx, task: TaskState, max_characters: int = DEFAULT_SNAPSHOT_CHARACTERS, *, judged_at: str | None = None
+    ) -> dict[str, Any]:
+        return build_snapshot(task, ctx.project_id, utc_now(), max_characters, judged_at=judged_at).to_wire()
+
+    def task_events(self, ctx: Ctx, task_id: str) -> Sequence[Event]:
+        """The events of ``task_id``'s ledger: this process's private ledger when it has one, else the durable one.
+
+        Raises:
+            StorageError: storage and corruption errors of the durable read.
+        """
+        private = self.private.get(ctx.project_id, task_id)
+        if private is not None:
+            return private
+        return ctx.store.read().events
 
     def all_claim_ids(self, ctx: Ctx, state: ProjectState) -> set[str]:
         """Every claim id recorded in the project: durable and in this process's private ledgers."""

@@ -46,6 +46,9 @@ DATETIME_PATTERN = (
     r"T(?:(?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:\.\d+)?)?(?:Z))$"
 )
 
+# intentloop's own (not the original's): an RFC 3339 UTC instant with seconds, as the ledger writes record times.
+INSTANT_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$"
+
 Uuid: TypeAlias = Annotated[str, Meta(pattern=UUID_PATTERN)]
 RequestId: TypeAlias = Annotated[str, Meta(pattern=REQUEST_ID_PATTERN)]
 ProjectRoot: TypeAlias = Annotated[str, Meta(min_length=1, max_length=1000)]
@@ -95,6 +98,8 @@ class StartTaskArgs(ToolArgs, frozen=True, kw_only=True):
 class SnapshotArgs(ToolArgs, frozen=True, kw_only=True):
     task_id: Uuid
     max_characters: Annotated[int, Meta(ge=500, le=8000)] | UnsetType = UNSET
+    as_of: Annotated[str, Meta(pattern=INSTANT_PATTERN)] | UnsetType = UNSET
+    include_history: bool = False
 
 
 class ClaimBaseArgs(ToolArgs, frozen=True, kw_only=True):
@@ -117,7 +122,7 @@ class AddInferenceArgs(ClaimBaseArgs, frozen=True, kw_only=True):
 
 class AddEvidenceArgs(ClaimBaseArgs, frozen=True, kw_only=True):
     feedback_class: FeedbackClass | UnsetType = UNSET
-    # TODO(CONTRACT §9.6): evidence_path: str | UnsetType = UNSET — built when that issue asks.
+    evidence_path: Annotated[str, Meta(min_length=1, max_length=4096)] | UnsetType = UNSET
 
 
 class MarkUnknownArgs(ClaimBaseArgs, frozen=True, kw_only=True):
@@ -151,6 +156,12 @@ class ListCandidatesArgs(ToolArgs, frozen=True, kw_only=True):
 class ExportArgs(ToolArgs, frozen=True, kw_only=True):
     task_id: Uuid
     detail: Literal["portable", "summary"] = "portable"
+    original_format: bool = False
+
+
+class EvidenceFileArg(_Strict, frozen=True, kw_only=True):
+    path: Annotated[str, Meta(min_length=1, max_length=4096)]
+    sha256: Annotated[str, Meta(pattern=SHA256_PATTERN)]
 
 
 class GraphClaimArg(_Strict, frozen=True, kw_only=True):
@@ -168,6 +179,8 @@ class GraphClaimArg(_Strict, frozen=True, kw_only=True):
     related_claim_ids: RelatedIds
     review_after: DateTime | UnsetType = UNSET
     result_feedback_class: FeedbackClass | UnsetType = UNSET
+    evidence_file: EvidenceFileArg | UnsetType = UNSET
+    evidence_stale: bool | UnsetType = UNSET
 
 
 class GraphCandidateArg(_Strict, frozen=True, kw_only=True):
@@ -177,6 +190,13 @@ class GraphCandidateArg(_Strict, frozen=True, kw_only=True):
     created_at: DateTime
     summary: Annotated[str, Meta(max_length=500)] | UnsetType = UNSET
     task_ids: Annotated[list[Uuid], Meta(max_length=100)] | UnsetType = UNSET
+
+
+class ExportSignatureArg(_Strict, frozen=True, kw_only=True):
+    algorithm: Literal["ed25519"]
+    key_id: Annotated[str, Meta(pattern=SHA256_PATTERN)]
+    public_key: Annotated[str, Meta(pattern=SHA256_PATTERN)]
+    signature: Annotated[str, Meta(pattern="^[a-f0-9]{128}$")]
 
 
 class PortableGraphArg(_Strict, frozen=True, kw_only=True):
@@ -189,6 +209,7 @@ class PortableGraphArg(_Strict, frozen=True, kw_only=True):
     claims: Annotated[list[GraphClaimArg], Meta(max_length=1000)]
     invalidated_claim_ids: Annotated[list[Uuid], Meta(max_length=1000)]
     candidates: Annotated[list[GraphCandidateArg], Meta(max_length=1000)]
+    signature: ExportSignatureArg | UnsetType = UNSET
 
 
 class ImportArgs(ToolArgs, frozen=True, kw_only=True):
@@ -283,7 +304,9 @@ __all__ = [
     "AddInferenceArgs",
     "ClaimBaseArgs",
     "DeleteArgs",
+    "EvidenceFileArg",
     "ExportArgs",
+    "ExportSignatureArg",
     "GraphCandidateArg",
     "GraphClaimArg",
     "ImportArgs",

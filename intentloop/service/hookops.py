@@ -89,11 +89,17 @@ def _session_task(view: LedgerView, shash: str) -> TaskState | None:
 
 
 def _decide(
-    task: TaskState | None, controls: Iterable[PrivateControl], control: PrivateControl | None, session_id: str
+    task: TaskState | None,
+    controls: Iterable[PrivateControl],
+    control: PrivateControl | None,
+    session_id: str,
+    *,
+    recovery_packet: bool = False,
 ) -> tuple[TaskState | None, str]:
     """(the task an observation may be recorded into, the context text), per docs/HOOKS.md.
 
-    ``task`` is the session's bound task (:func:`_session_task`), ``control`` the session's own private control.
+    ``task`` is the session's bound task (:func:`_session_task`), ``control`` the session's own private control;
+    ``recovery_packet`` asks for the post-compaction packet as the linked task's context.
     """
     if control is not None:
         return None, private_control_context(control.task_id, session_id)
@@ -103,11 +109,17 @@ def _decide(
         return None, private_control_context(task.task_id)
     if task.mode != "on":
         return None, association_context(session_id)
-    return task, linked_task_context(task)
+    return task, linked_task_context(task, recovery_packet=recovery_packet)
 
 
-def session_context(data_root: Path, cwd: str, session_id: str) -> str:
+COMPACT_SOURCE: Final = "compact"
+
+
+def session_context(data_root: Path, cwd: str, session_id: str, source: str | None = None) -> str:
     """SessionStart's context for ``session_id`` in the project at ``cwd``; reads only, creates nothing.
+
+    ``source`` is SessionStart's ``source``; after compaction (``"compact"``) a linked task's context is the
+    recovery packet (hard constraints and outcomes first, within a reserved budget).
 
     Returns:
         The private-control notice, the linked task with its direct user-explicit claims, or the association hint.
@@ -122,7 +134,8 @@ def session_context(data_root: Path, cwd: str, session_id: str) -> str:
     if control is not None:
         return private_control_context(control.task_id, session_id)
     view = store.read()
-    return _decide(_session_task(view, shash), store.read_controls(), None, session_id)[1]
+    recovery = source == COMPACT_SOURCE
+    return _decide(_session_task(view, shash), store.read_controls(), None, session_id, recovery_packet=recovery)[1]
 
 
 Identity = tuple[str, str, str | None, int]
@@ -269,6 +282,7 @@ def _if(wanted: bool, text: str) -> str | None:
 
 
 __all__ = [
+    "COMPACT_SOURCE",
     "MAX_OBSERVED_CHARS",
     "HookOutcome",
     "Observation",

@@ -14,6 +14,7 @@ from typing import Any
 
 from intentloop.errors import IntentLoopError
 from intentloop.service import _aio_admin, _claims, _modes, _reads
+from intentloop.service._evidence import mark_evidence_stale
 from intentloop.service._state import Ctx, Engine
 from intentloop.service.args import TOOL_NAMES, decode_arguments
 from intentloop.store import resolve_data_root
@@ -28,10 +29,19 @@ def _sync(function: Callable[[Engine, Ctx, Any], Any]) -> Handler:
     return run
 
 
+def _with_evidence(handler: Handler) -> Handler:
+    """``handler``'s snapshot or export result with ``evidence_stale`` on every claim bound to a file."""
+
+    async def run(engine: Engine, ctx: Ctx, args: Any) -> Any:
+        return await mark_evidence_stale(ctx.project_root, await handler(engine, ctx, args))
+
+    return run
+
+
 _HANDLERS: dict[str, Handler] = {
     "intent_status": _sync(_reads.status),
-    "intent_start_task": _modes.start_task,
-    "intent_get_snapshot": _sync(_reads.snapshot),
+    "intent_start_task": _with_evidence(_modes.start_task),
+    "intent_get_snapshot": _with_evidence(_sync(_reads.snapshot)),
     "intent_add_explicit": _claims.add_explicit,
     "intent_add_inference": _claims.add_inference,
     "intent_add_evidence": _claims.add_evidence,
@@ -40,8 +50,8 @@ _HANDLERS: dict[str, Handler] = {
     "intent_replace_claim": _claims.replace_claim,
     "intent_invalidate": _claims.invalidate,
     "intent_list_candidates": _sync(_reads.list_candidates),
-    "intent_export": _sync(_reads.export),
-    "intent_import": _aio_admin.import_graph,
+    "intent_export": _with_evidence(_sync(_reads.export)),
+    "intent_import": _with_evidence(_aio_admin.import_graph),
     "intent_delete": _aio_admin.delete,
     "intent_set_mode": _modes.set_mode,
 }

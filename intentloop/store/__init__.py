@@ -28,6 +28,13 @@ if TYPE_CHECKING:
         validate_project_id,
     )
     from intentloop.store._project import ProjectStore
+    from intentloop.store._signing import (
+        HEAD_SIG_NAME,
+        SIGNATURE_STATUSES,
+        export_signature_status,
+        head_signature_status,
+        sign_export,
+    )
     from intentloop.store._verify import MAX_LINE_BYTES, Damage, Verification, verify_ledger_bytes
     from intentloop.store._view import LedgerView
 
@@ -43,6 +50,7 @@ _LAZY = {
     "ENV_STALE": "_config",
     "ENV_WAIT": "_config",
     "MAX_LINE_BYTES": "_verify",
+    "HEAD_SIG_NAME": "_signing",
     "MIGRATIONS": "_migrate",
     "LedgerView": "_view",
     "LockConfig": "_config",
@@ -50,12 +58,16 @@ _LAZY = {
     "PrivateControl": "_controls",
     "ProjectPaths": "_paths",
     "ProjectStore": "_project",
+    "SIGNATURE_STATUSES": "_signing",
     "Verification": "_verify",
     "canonicalize_project_root": "_paths",
+    "export_signature_status": "_signing",
+    "head_signature_status": "_signing",
     "migrate": "_migrate",
     "migrate_v1": "_migrate",
     "rename_noreplace": "_fs",
     "resolve_data_root": "_paths",
+    "sign_export": "_signing",
     "validate_project_id": "_paths",
     "verify_ledger_bytes": "_verify",
 }
@@ -68,9 +80,11 @@ __all__ = [
     "ENV_HEARTBEAT",
     "ENV_STALE",
     "ENV_WAIT",
+    "HEAD_SIG_NAME",
     "MAX_LINE_BYTES",
     "MIGRATIONS",
     "ROOT_ENV_VARS",
+    "SIGNATURE_STATUSES",
     "Damage",
     "DataRoot",
     "LedgerView",
@@ -81,11 +95,14 @@ __all__ = [
     "ProjectStore",
     "Verification",
     "canonicalize_project_root",
+    "export_signature_status",
+    "head_signature_status",
     "locate_data_root",
     "migrate",
     "migrate_v1",
     "rename_noreplace",
     "resolve_data_root",
+    "sign_export",
     "validate_project_id",
     "verify_ledger_bytes",
 ]

@@ -34,6 +34,7 @@ from intentloop.store._fs import (
 from intentloop.store._lock import LockHandle
 from intentloop.store._names import control_temp_name, ledger_temp_name, quarantine_temp_name
 from intentloop.store._paths import ProjectPaths
+from intentloop.store._signing import sign_committed_head
 from intentloop.store._verify import MAX_LINE_BYTES, Verification, verify_continuation, verify_ledger_bytes
 from intentloop.store._view import LedgerView
 
@@ -422,6 +423,9 @@ class LockedLedger:
             self._verification = Verification(view.events, view.head_hash, len(data), len(view), None, None)
             self.damage = None
             self._on_commit(st, data, view)
+            # Every commit (append, rewrite, repair) passes here, right after the ledger's rename and still under the
+            # lock: its head is signed once, and the directory fsync that follows makes both renames durable.
+            sign_committed_head(self._paths, view.head_hash, len(view), before_replace=self._handle.require_owner)
 
         if os.path.lexists(self._paths.ledger_path):
             self._check_replaceable(self._paths.ledger_path)

@@ -28,6 +28,7 @@ RELEASED_LOCK_RE = re.compile(rf"^ledger\.lock\.release-[A-Za-z0-9_-]{{1,200}}-{
 STAGED_LOCK_RE = re.compile(rf"^ledger\.lock\.acquire-(?:(?P<pid>[0-9]{{1,10}})-)?{_UUID}$")
 CONTROL_TEMP_RE = re.compile(rf"^control-{_UUID}\.tmp$")
 QUARANTINE_TEMP_RE = re.compile(rf"^quarantine-{_UUID}\.tmp$")
+HEAD_SIG_TEMP_RE = re.compile(rf"^head-sig-{_UUID}\.tmp$")
 OWNER_NAME = "owner.json"
 
 
@@ -56,6 +57,10 @@ def quarantine_temp_name() -> str:
     return f"quarantine-{uuid.uuid4()}.tmp"
 
 
+def head_sig_temp_name() -> str:
+    return f"head-sig-{uuid.uuid4()}.tmp"
+
+
 def remove_orphans(paths: ProjectPaths, config: LockConfig, me: ProcessIdentity) -> list[str]:
     """Remove strictly named leftovers of crashed writers; call only while holding the lock.
 
@@ -70,7 +75,7 @@ def remove_orphans(paths: ProjectPaths, config: LockConfig, me: ProcessIdentity)
     removed: list[str] = []
     for name in _list(paths.project_dir):
         path = paths.project_dir / name
-        if LEDGER_TEMP_RE.match(name):
+        if LEDGER_TEMP_RE.match(name) or HEAD_SIG_TEMP_RE.match(name):
             unlink_quietly(path)
         elif _moved_aside(name) or (STAGED_LOCK_RE.match(name) and _staging_abandoned(path, config, me)):
             remove_tree_quietly(path)
@@ -130,6 +135,7 @@ def _staging_abandoned(path: Path, config: LockConfig, me: ProcessIdentity) -> b
 
 __all__ = [
     "CONTROL_TEMP_RE",
+    "HEAD_SIG_TEMP_RE",
     "LEDGER_TEMP_RE",
     "OWNER_NAME",
     "QUARANTINE_TEMP_RE",
@@ -137,6 +143,7 @@ __all__ = [
     "STAGED_LOCK_RE",
     "STALE_LOCK_RE",
     "control_temp_name",
+    "head_sig_temp_name",
     "ledger_temp_name",
     "quarantine_temp_name",
     "released_lock_name",

@@ -35,6 +35,7 @@ HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 CLIENT_INFO = {"name": "wire-test", "version": "0"}
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _DIGEST = re.compile(r"(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])")
+_SIGNATURE = re.compile(r"(?<![0-9a-f])[0-9a-f]{128}(?![0-9a-f])")  # Ed25519, under this run's installation key
 _TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z")
 
 
@@ -304,6 +305,7 @@ def normalize(line: bytes, data_root: Path, project: Path) -> str:
     def number(match: re.Match[str]) -> str:
         return seen.setdefault(match.group(), f"<UUID-{len(seen) + 1}>")
 
+    text = _SIGNATURE.sub("<SIGNATURE>", text)
     return _DIGEST.sub("<SHA256>", _TIME.sub("<TIME>", _UUID.sub(number, text)))
 
 

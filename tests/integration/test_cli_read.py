@@ -48,6 +48,8 @@ REPORT_FIELDS = {
     "code",
     "torn_tail",
     "quarantine_records",
+    "signature",
+    "signed_events",
 }
 HEAD_FIELDS = {"ok", "command", "exit_code", "schema_version"}
 ERROR_FIELDS = {"code", "message", "retryable", "remedy"}
@@ -130,6 +132,7 @@ def test_verify_intact_exits_0_with_the_full_report(world: World) -> None:
     assert body["intact"] is True and body["events"] == 4 and body["byte_length"] == len(lines)
     assert body["project_id"] == pid and body["project_root"] == os.path.realpath(root)
     assert "error" not in body
+    assert (body["signature"], body["signed_events"]) == ("unsigned", None)  # written without intentloop's key
     by_id = world.json("verify", "--project-id", pid)
     assert by_id[0] == 0 and by_id[1]["head_hash"] == body["head_hash"]
 

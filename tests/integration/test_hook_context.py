@@ -177,6 +177,45 @@ async def test_hook_context_holds_direct_user_explicit_claims_only(world: World)
         assert text.endswith("- [non-explicit records omitted from Hook context: 5; inspect with intent_get_snapshot]")
 
 
+async def test_compact_session_start_is_the_recovery_packet(world: World) -> None:
+    """After compaction, hard constraints survive a budget too small for everything; the rest is counted exactly."""
+    task = await _populate(world)
+    explicit = {"task_id": task, "source_ref": _source("user_event", "u-20"), "confirmation_reason": "direct_statement"}
+    for i in range(12):  # lower-priority user-explicit lines, recorded before the last hard constraint
+        statement = f"Soft preference number {i} " + "p" * 150
+        await world.call(
+            "intent_add_explicit", request_id=f"s-{i}", statement=statement, facets=["tradeoff"], **explicit
+        )
+    last = "Never ship without a changelog entry " + "c" * 150
+    await world.call("intent_add_explicit", request_id="h-1", statement=last, facets=["hard_constraint"], **explicit)
+    for i in range(3):  # one fact said three times, with differing case and spacing
+        await world.call(
+            "intent_add_explicit",
+            request_id=f"d-{i}",
+            statement=["Keep the API stable", "keep the  API stable", "KEEP THE API STABLE "][i],
+            facets=["hard_constraint"],
+            **explicit,
+        )
+    packet = world.context(source="compact")
+    lines = packet.splitlines()
+    assert lines[1] == "[Intent Loop recovery after compaction - verified user intent, advisory]"
+    assert len(packet) - len(lines[0]) - 1 <= 1800
+    for statement in [*DIRECT, "Use SQLite for tests", last]:
+        assert f"] {statement}" in packet
+    assert "] Keep the API stable (recorded 3 times)" in packet
+    shown_soft = sum("Soft preference number" in line for line in lines)
+    assert shown_soft < 12
+    assert lines[-1] == (
+        f"- [not shown: {12 - shown_soft} user-explicit records clipped, 5 non-explicit records omitted; "
+        "inspect with intent_get_snapshot]"
+    )
+    for hostile in HOSTILE.values():
+        assert hostile not in packet
+    # positive control: any other SessionStart source is the ordinary context, which has no exact clipped count
+    ordinary = world.context(source="resume")
+    assert "recovery after compaction" not in ordinary and "[truncated]" in ordinary
+
+
 async def test_explicit_claims_are_injected_and_nothing_else_even_alone(world: World) -> None:
     snapshot = await world.call("intent_start_task", host_session_id=SESSION)
     task = snapshot["task_id"]

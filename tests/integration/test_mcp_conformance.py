@@ -85,6 +85,8 @@ def _error_code(answer: dict[str, Any]) -> int:
 
 @pytest.mark.parametrize("era", ["2025-06-18", W.MODERN])
 def test_every_answer_is_byte_for_byte_the_sdk_based_servers(tmp: Path, era: str) -> None:
+    # The fixture holds what the SDK-based server answers in front of the current service (re-recorded when the
+    # service changes on purpose; see tests/integration/_mcp_wire.py), so any difference is the protocol layer's.
     expected = json.loads(W.FIXTURE.read_text(encoding="utf-8"))[era]
     got = W.run_scenario(tmp, modern=era == W.MODERN)
     assert len(got) == len(expected)

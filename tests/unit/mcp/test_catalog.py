@@ -227,3 +227,17 @@ def test_the_field_by_field_comparison_notices_a_changed_limit() -> None:
     schema = copy.deepcopy(dict(load_catalog().get("intent_start_task").input_schema))  # type: ignore[union-attr]
     schema["properties"]["label"]["maxLength"] = 501
     assert _constraints(schema, {}) != _constraints(load_catalog().get("intent_start_task").input_schema, {})  # type: ignore[union-attr]
+
+
+def test_snapshot_history_and_time_arguments_are_published() -> None:
+    schema = {tool.name: tool.input_schema for tool in load_catalog().tools}["intent_get_snapshot"]
+    as_of = schema["properties"]["as_of"]
+    task = "5f0c7c52-2f67-4a7e-9d2d-1b0e6b8f3a11"
+    jsonschema.validate({"task_id": task, "as_of": "2026-11-30T01:02:03.456Z"}, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"task_id": task, "as_of": "2026-11-30T01:02Z"}, schema)
+    from intentloop.service.args import INSTANT_PATTERN
+
+    assert as_of["pattern"] == INSTANT_PATTERN
+    assert schema["properties"]["include_history"] == {**schema["properties"]["include_history"], "type": "boolean"}
+    assert "as_of" not in schema["required"] and "include_history" not in schema["required"]

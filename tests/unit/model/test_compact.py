@@ -21,7 +21,13 @@ from intentloop.model import (
     private_control_context,
     project,
 )
-from intentloop.model.compact import HOOK_TRUNCATED, SNAPSHOT_TRUNCATED, format_confidence
+from intentloop.model.compact import (
+    HOOK_TRUNCATED,
+    RECOVERY_HEADER,
+    SNAPSHOT_TRUNCATED,
+    format_confidence,
+    recovery_packet_text,
+)
 
 PROJECT = "a" * 64
 HEADER = (
@@ -225,10 +231,111 @@ def test_linked_task_context(ledger) -> None:
             "- [non-explicit records omitted from Hook context: 1; inspect with intent_get_snapshot]",
         ]
     )
-    with pytest.raises(NotImplementedError):
-        linked_task_context(_task(ledger, task_id), recovery_packet=True)
-    with pytest.raises(NotImplementedError):
-        hook_context_text(_task(ledger, task_id), recovery_packet=True)
+    packet = linked_task_context(_task(ledger, task_id), recovery_packet=True)
+    assert packet == "\n".join([identity, *RECOVERY_HEADER, _summary(0, 1)])
+    assert hook_context_text(_task(ledger, task_id), recovery_packet=True) == recovery_packet_text(
+        _task(ledger, task_id)
+    )
+
+
+def _summary(clipped: int, omitted: int) -> str:
+    return (
+        f"- [not shown: {clipped} user-explicit records clipped, {omitted} non-explicit records omitted; "
+        "inspect with intent_get_snapshot]"
+    )
+
+
+def _crowded_task(ledger, soft: int = 30, hard: int = 4):
+    """Long soft explicit constraints recorded first, then hard constraints and an outcome, then evidence."""
+    task_id = new_uuid()
+    ledger.start(task_id)
+    for i in range(soft):
+        ledger.claim(task_id, statement=f"Soft preference {i:02d} " + "s" * 120, facets=["soft_constraint"])
+    for i in range(hard):
+        ledger.claim(task_id, statement=f"Hard constraint {i} " + "h" * 200, facets=["hard_constraint"])
+    ledger.claim(task_id, statement="The outcome: ship the CLI " + "o" * 200, facets=["outcome"])
+    ledger.claim(task_id, status="evidence", statement="CI is green.", facets=["success_signal"])
+    ledger.claim(task_id, status="inferred", statement="Likes speed.", facets=["tradeoff"])
+    return _task(ledger, task_id)
+
+
+def test_recovery_packet_keeps_hard_constraints_when_the_budget_is_too_small(ledger) -> None:
+    task = _crowded_task(ledger)
+    packet = recovery_packet_text(task, 1800)
+    lines = packet.splitlines()
+    assert len(packet) <= 1800
+    assert lines[:2] == list(RECOVERY_HEADER)
+    shown = lines[2:-1]
+    hard = [line for line in shown if "; hard_constraint]" in line or "; outcome]" in line]
+    assert len(hard) == 5 and shown[:5] == hard  # every hard constraint and the outcome, first
+    soft_shown = len(shown) - 5
+    assert 0 < soft_shown < 30  # the lower-priority lines took only what was left
+    assert lines[-1] == _summary(30 - soft_shown, 2)  # exact: every clipped record and every omitted one
+    # positive control: with room for everything nothing is clipped and only the non-explicit count remains
+    roomy = recovery_packet_text(task, 20000).splitlines()
+    assert len(roomy) == 2 + 35 + 1 and roomy[-1] == _summary(0, 2)
+
+
+def test_recovery_packet_clips_lower_lines_before_any_hard_constraint(ledger) -> None:
+    # Hard constraints alone need more than the budget: they take all of it, and no soft line is shown.
+    task = _crowded_task(ledger, soft=3, hard=12)
+    packet = recovery_packet_text(task, 1800)
+    shown = packet.splitlines()[2:-1]
+    assert len(packet) <= 1800
+    assert shown and all("; hard_constraint]" in line or "; outcome]" in line for line in shown)
+    assert packet.splitlines()[-1] == _summary(3 + 13 - len(shown), 2)
+    # the ordinary hook text, by contrast, marks truncation without counting it
+    assert hook_context_text(task, 1800).splitlines()[-2] == HOOK_TRUNCATED
+
+
+@pytest.mark.parametrize("cap", [500, 900, 1800, 4000])
+def test_recovery_packet_counts_stay_exact_at_every_cap(ledger, cap) -> None:
+    task = _crowded_task(ledger, soft=10, hard=6)
+    packet = recovery_packet_text(task, cap)
+    assert len(packet) <= cap
+    shown = len(packet.splitlines()) - 3
+    direct = sum(1 for c in task.active_claims() if c.is_direct_user_explicit)
+    assert packet.splitlines()[-1] == _summary(direct - shown, 2)
+
+
+def test_repeated_facts_collapse_with_their_count(ledger) -> None:
+    task_id = new_uuid()
+    ledger.start(task_id)
+    ledger.claim(task_id, statement="Never change the public API.", facets=["hard_constraint"])
+    ledger.claim(task_id, statement="  never   change the PUBLIC api. ", facets=["hard_constraint"])
+    ledger.claim(task_id, statement="Never change the public API.", facets=["hard_constraint"])
+    ledger.claim(task_id, statement="Keep commits small.", facets=["soft_constraint"])
+    # the same words as an inference stay a line of their own: its status is what the reader must see
+    ledger.claim(task_id, status="inferred", statement="Never change the public API.", facets=["hard_constraint"])
+    task = _task(ledger, task_id)
+    assert len(task.active_claims()) == 5
+    compact = build_snapshot(task, PROJECT, ledger.now()).compact_text.splitlines()[2:]
+    assert compact == [
+        "- [explicit/user; hard_constraint] Never change the public API. (recorded 3 times)",
+        "- [explicit/user; soft_constraint] Keep commits small.",
+        "- [inferred/agent; hard_constraint confidence=0.62] Never change the public API.",
+    ]
+    hook = hook_context_text(task).splitlines()[2:]
+    assert hook == [
+        "- [task; hard_constraint] Never change the public API. (recorded 3 times)",
+        "- [task; soft_constraint] Keep commits small.",
+        "- [non-explicit records omitted from Hook context: 1; inspect with intent_get_snapshot]",
+    ]
+    # the claim lists themselves stay complete
+    assert len(build_snapshot(task, PROJECT, ledger.now()).active_claims) == 5
+    # positive control: a statement that differs by more than case and whitespace is not folded
+    ledger.claim(task_id, statement="Never change the public API!", facets=["hard_constraint"])
+    assert "- [task; hard_constraint] Never change the public API!" in hook_context_text(_task(ledger, task_id))
+
+
+def test_collapsed_disagreements_are_still_counted_when_truncated(ledger) -> None:
+    task = _many(ledger, 40, facets=["hard_constraint"])
+    for _ in range(3):
+        ledger.claim(task.task_id, status="disputed", statement="YAML or JSON?", facets=["tradeoff"])
+    text = build_snapshot(_task(ledger, task.task_id), PROJECT, ledger.now(), max_characters=600).compact_text
+    assert text.endswith("including 3 unresolved disagreements.")
+    roomy = build_snapshot(_task(ledger, task.task_id), PROJECT, ledger.now(), max_characters=8000).compact_text
+    assert "YAML or JSON? (recorded 3 times)" in roomy
 
 
 def test_association_and_private_control_texts() -> None:

@@ -137,4 +137,6 @@ def test_report_dict_has_every_documented_field(project) -> None:
         "code",
         "torn_tail",
         "quarantine_records",
+        "signature",
+        "signed_events",
     }

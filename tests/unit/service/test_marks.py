@@ -6,6 +6,8 @@ import itertools
 import json
 from typing import Any
 
+import trio
+
 from intentloop.errors import CorruptLedgerError
 from intentloop.model import hook_context_text, parse_time, project_task
 from intentloop.store import ProjectStore
@@ -204,7 +206,7 @@ async def test_mark_trust_state(h: Any) -> None:
 
 
 async def test_mark_bitemporal(h: Any) -> None:
-    """Valid time (valid_from, last_confirmed) and record time (the event's occurred_at) are both kept."""
+    """Valid time (valid_from, last_confirmed) and record time (the event's occurred_at) are both kept and queryable."""
     task = await h.start()
     fresh = await h.explicit(task, "recorded now")
     await h.call(
@@ -225,6 +227,7 @@ async def test_mark_bitemporal(h: Any) -> None:
     assert parse_time(imported_event["occurred_at"]) > parse_time(imported["valid_from"])
     snap = await h.snapshot(task)
     assert {c["statement"]: c["valid_from"] for c in snap["active_claims"]}["valid since 2025"] == OLD
+    await trio.sleep(0.01)  # the invalidation gets a record time of its own
     await h.call(
         "intent_invalidate",
         task_id=task,
@@ -238,6 +241,16 @@ async def test_mark_bitemporal(h: Any) -> None:
     graph = await h.call("intent_export", task_id=task)
     kept = {c["statement"]: c for c in graph["claims"]}
     assert kept["recorded now"]["valid_from"] == fresh["valid_from"]  # history keeps the valid time too
+    # record time is queryable: as_of folds the events recorded at or before an instant
+    before_invalidation = await h.call("intent_get_snapshot", task_id=task, as_of=imported_event["occurred_at"])
+    assert {c["statement"] for c in before_invalidation["active_claims"]} == {"recorded now", "valid since 2025"}
+    after = await h.call("intent_get_snapshot", task_id=task, as_of=invalidation["occurred_at"], include_history=True)
+    assert {c["statement"] for c in after["active_claims"]} == {"valid since 2025"}
+    assert [(e["claim"]["statement"], e["status"], e["at"]) for e in after["history"]] == [
+        ("recorded now", "invalidated", invalidation["occurred_at"])
+    ]
+    # valid time is not record time: the imported claim was valid in 2025, but nothing was recorded then
+    await h.fails("TASK_NOT_FOUND", "intent_get_snapshot", task_id=task, as_of=OLD)
 
 
 async def test_mark_scope_enforced(h: Any, make_harness: Any) -> None:

@@ -294,7 +294,9 @@ async def test_export_portable_and_summary(h: Any) -> None:
         "claims",
         "invalidated_claim_ids",
         "candidates",
+        "signature",  # intentloop's own, last; original_format leaves it out
     ]
+    assert list(await h.call("intent_export", task_id=task, original_format=True)) == list(graph)[:-1]
     assert (graph["format"], graph["schema_version"], graph["history_complete"]) == ("intent-loop-export", 1, False)
     assert (graph["source_project_id"], graph["source_task_id"]) == (h.project_id, task)
     assert len(graph["claims"]) == 2

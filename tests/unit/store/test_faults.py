@@ -11,7 +11,7 @@ import pytest
 
 from intentloop.errors import StorageError
 from intentloop.model import EventDraft, project_id_for
-from intentloop.store import LockConfig, ProjectStore, verify_ledger_bytes
+from intentloop.store import LockConfig, ProjectStore, head_signature_status, verify_ledger_bytes
 
 PID = project_id_for("/fault/tests")
 TASK = str(uuid.uuid4())
@@ -87,9 +87,12 @@ def test_write_path_fault_leaves_a_verified_ledger(store, monkeypatch, step, cod
         assert after.startswith(before) and after != before
     else:
         assert after == before
-    assert sorted(os.listdir(store.project_dir)) == ["ledger.jsonl"]  # no temp file, no lock left behind
+    # no temp file, no lock left; the signed head is the ledger's (the old one, or past the rename the new one)
+    assert sorted(os.listdir(store.project_dir)) == ["head.sig", "ledger.jsonl"]
+    assert head_signature_status(store.paths, store.read().events)[0] == "valid"
     append_once(store, "r-2")  # the retry (idempotent) and a further write work
     append_once(store, "r-3")
+    assert head_signature_status(store.paths, store.read().events)[0] == "valid"
     assert [e.request_id for e in store.read().events] == ["r-1", "r-2", "r-3"]
 
 
@@ -182,5 +185,5 @@ def test_lock_creation_fault_is_structured(store, monkeypatch):
         append_once(store, "r-2")
     monkeypatch.undo()
     assert info.value.code == "STORAGE_WRITE_FAILED" and isinstance(info.value.__cause__, OSError)
-    assert sorted(os.listdir(store.project_dir)) == ["ledger.jsonl"]
+    assert sorted(os.listdir(store.project_dir)) == ["head.sig", "ledger.jsonl"]
     append_once(store, "r-2")

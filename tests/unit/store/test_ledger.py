@@ -79,7 +79,7 @@ def test_read_reports_torn_tail_and_changes_nothing(store):
     with pytest.raises(CorruptLedgerError) as info:
         store.read()
     assert info.value.code == "CORRUPT_TRAILING_EVENT" and info.value.retryable and info.value.line == 2
-    assert sorted(os.listdir(store.project_dir)) == ["ledger.jsonl"]
+    assert sorted(os.listdir(store.project_dir)) == ["head.sig", "ledger.jsonl"]
 
 
 def test_next_write_quarantines_torn_tail_summary_only(store):
