@@ -16,6 +16,7 @@ from typing import Any
 from intentloop.errors import IntentLoopError, StorageError
 from intentloop.model import Event, request_fingerprint
 from intentloop.service._rules import OP_START, claim_fingerprint_input, start_fingerprint_input
+from intentloop.store import CHECKPOINT_NAME
 
 _CLAIM_EVENTS = frozenset({"claim_added", "claim_replaced"})
 _CANDIDATE_EVENTS = frozenset({"candidate_added", "source_observed", "result_signal_observed", "compaction_observed"})
@@ -165,10 +166,12 @@ def scan_project_files(project_dir: Path, markers: Sequence[str], *, skip: froze
     """Read every persistent file under ``project_dir``; fail if a marker (a deleted id) is still in one.
 
     The lock directory (ours, held right now) and renamed lock remnants are skipped: they hold only owner records.
-    ``skip`` names top-level entries to leave out (the pre-scan skips what the deletion is about to rewrite).
+    ``skip`` names top-level entries to leave out (the pre-scan skips what the deletion is about to rewrite). The
+    store's derived caches beside the ledger (the checkpoint) are checked like every file but not counted, so the
+    figure stays the one the original implementation reports for the same data.
 
     Returns:
-        The number of files scanned.
+        The number of files scanned (derived caches not counted).
 
     Raises:
         StorageError: ``PATH_ESCAPE`` for a symlink, ``UNSAFE_DATA_FILE`` for a file with more than one link.
@@ -209,7 +212,7 @@ def scan_project_files(project_dir: Path, markers: Sequence[str], *, skip: froze
                 data = Path(entry.path).read_bytes()
             except OSError as exc:
                 raise StorageError(f"cannot read {entry.name}", code="STORAGE_READ_FAILED") from exc
-            scanned += 1
+            scanned += not (current == project_dir and entry.name in DERIVED_CACHES)
             if any(needle in data for needle in needles):
                 raise IntentLoopError(
                     f"a deleted identifier remained in {entry.name}", code="DELETE_VERIFICATION_FAILED"
@@ -217,7 +220,8 @@ def scan_project_files(project_dir: Path, markers: Sequence[str], *, skip: froze
     return scanned
 
 
-REWRITTEN_BY_DELETE = frozenset({"ledger.jsonl", "private-sessions", "quarantine"})
+REWRITTEN_BY_DELETE = frozenset({"ledger.jsonl", "private-sessions", "quarantine", CHECKPOINT_NAME})
+DERIVED_CACHES = frozenset({CHECKPOINT_NAME})
 
 
 __all__ = [

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from intentloop._lazy import lazy_face
 
 if TYPE_CHECKING:
+    from intentloop.store._checkpoint import CHECKPOINT_NAME
     from intentloop.store._config import ENV_CEILING, ENV_HEARTBEAT, ENV_STALE, ENV_WAIT, LockConfig
     from intentloop.store._controls import PrivateControl
     from intentloop.store._fs import rename_noreplace
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from intentloop.store._view import LedgerView
 
 _LAZY = {
+    "CHECKPOINT_NAME": "_checkpoint",
     "CURRENT_SCHEMA_VERSION": "_migrate",
     "Damage": "_verify",
     "ENV_CEILING": "_config",
@@ -54,6 +56,7 @@ _LAZY = {
 
 
 __all__ = [
+    "CHECKPOINT_NAME",
     "CURRENT_SCHEMA_VERSION",
     "ENV_CEILING",
     "ENV_HEARTBEAT",

@@ -1,8 +1,15 @@
-"""The ledger while the lock is held: the one write path of CONTRACT §3 and everything that uses it.
+"""The ledger while the lock is held: the one write path and everything that uses it.
 
-Every change writes the complete next file to a fresh 0600 sibling, fsyncs it, checks the owner token, renames it
-over the old one and fsyncs the directory. Nothing is ever appended in place, so a hard link can never be written
-through and a crash leaves either the old or the new file, never a mix.
+Every change goes through :meth:`LockedLedger._commit`. New events are appended in place to the file that was
+verified (refused through a symlink, a hard-linked file, another inode or a file that changed size since), after an
+owner-token check, then the file is fsynced (and the directory, when the append created the file); a crash leaves the
+old ledger or the old one plus a torn tail that the next writer repairs. A torn tail is cut off in place (truncate to
+the verified length, fsync). Deletion and recovery's rewrites still write the complete next file to a fresh 0600
+sibling, fsync it, check the token, rename it over the old one and fsync the directory. After every commit the
+verified checkpoint beside the ledger is updated (see ``_checkpoint``).
+
+Why in place: a rewrite costs the whole file on every write (measured before: 117 ms per ``intent_add_inference`` at
+100,000 events, 96 MB); an append costs the new line and one fsync, whatever the ledger's size.
 """
 
 from __future__ import annotations
@@ -20,14 +27,17 @@ from intentloop.errors import CorruptLedgerError, InvalidInputError, StorageErro
 from intentloop.model.canonical import canonical_bytes, sha256_hex
 from intentloop.model.events import Event, EventDraft, event_line, seal
 from intentloop.model.ids import utc_now
+from intentloop.store._checkpoint import write_checkpoint
 from intentloop.store._controls import PrivateControl, check_session_hash, control_path, control_problem
 from intentloop.store._fs import (
+    append_durably,
     atomic_replace,
     check_regular,
     fsync_dir,
     open_regular,
     remove_tree_quietly,
     storage_error,
+    truncate_durably,
     write_all,
 )
 from intentloop.store._lock import LockHandle
@@ -36,8 +46,8 @@ from intentloop.store._paths import ProjectPaths
 from intentloop.store._verify import MAX_LINE_BYTES, Verification, verify_continuation, verify_ledger_bytes
 from intentloop.store._view import LedgerView
 
-# Called after every commit with the new file's stat (None if unknown), bytes and verified view.
-CommitHook = Callable[[os.stat_result | None, bytes, LedgerView], None]
+# Called after every commit with the new file's stat (None if unknown) and verified view.
+CommitHook = Callable[[os.stat_result | None, Verification, LedgerView], None]
 
 
 class LockedLedger:
@@ -53,15 +63,15 @@ class LockedLedger:
         self,
         paths: ProjectPaths,
         handle: LockHandle,
-        data: bytes,
+        st: os.stat_result | None,
         verification: Verification,
         view: LedgerView,
         on_commit: CommitHook,
     ) -> None:
         self._paths = paths
         self._handle = handle
-        self._data = data if verification.ok else data[: verification.byte_length]
-        self._raw = data
+        # The verified file (device, inode, size): appends and truncation go only into it; None: there is no ledger.
+        self._identity = None if st is None else (st.st_dev, st.st_ino, st.st_size)
         self._verification = verification
         self.view = view
         self._on_commit = on_commit
@@ -106,8 +116,7 @@ class LockedLedger:
                 f"refusing to store an event the verifier would reject: {check.error.reason}",
                 code="INVALID_ARGUMENTS",
             )
-        data = self._data + lines
-        self._commit(data, "append", self.view.extended(events, len(data)))
+        self._commit("append", self.view.extended(events, self.view.byte_length + len(lines)), lines)
         return events
 
     def rewrite(self, events: Sequence[Event]) -> None:
@@ -128,7 +137,7 @@ class LockedLedger:
             raise StorageError(
                 f"the rewritten ledger would not verify: {check.error.reason}", code="DELETE_VERIFICATION_FAILED"
             )
-        self._commit(data, "rewrite", LedgerView(check.events, check.head_hash, len(data)))
+        self._commit("rewrite", LedgerView(check.events, check.head_hash, len(data)), data)
 
     def write_control(self, control: PrivateControl) -> None:
         """Create or replace the control file of ``control.host_session_hash`` (atomically, 0600).
@@ -258,15 +267,14 @@ class LockedLedger:
                 line, project_id=self._paths.project_id, prev_hash=self.view.head_hash, first_line=len(self.view) + 1
             )
             if check.error is None and check.line_count == 1:
-                data = self._data + line
-                self._commit(data, "repair", self.view.extended(check.events, len(data)))
+                self._commit("append", self.view.extended(check.events, self.view.byte_length + len(line)), b"\n")
                 return {"restored": "newline", "events": 1}
         damage = self._verification.damage
         length, digest = (damage.length, damage.sha256) if damage else (len(torn or b""), sha256_hex(torn or b""))
         record = {"byte_length": length, "observed_at": utc_now(), "sha256": digest}
         name = f"partial-{int(time.time() * 1000)}-{uuid.uuid4()}.json"
         self.write_quarantine(name, canonical_bytes(record) + b"\n")
-        self._commit(self._data, "repair", self.view)
+        self._commit("truncate", self.view, b"")
         return record
 
     def keep_damaged_bytes(self, name: str) -> int:
@@ -321,23 +329,39 @@ class LockedLedger:
             on_commit=lambda _st: None,
         )
 
-    def _commit(self, data: bytes, kind: str, view: LedgerView) -> None:
-        def committed(st: os.stat_result | None) -> None:
-            self._data = self._raw = data
-            self.view = view
-            self._verification = Verification(view.events, view.head_hash, len(data), len(view), None, None)
-            self.damage = None
-            self._on_commit(st, data, view)
+    def _commit(self, kind: str, view: LedgerView, data: bytes) -> None:
+        """The one commit every ledger change goes through; ``view`` is the ledger after it.
 
-        if os.path.lexists(self._paths.ledger_path):
-            self._check_replaceable(self._paths.ledger_path)
-        atomic_replace(
-            self._paths.ledger_path,
-            ledger_temp_name(kind),
-            data,
-            before_replace=self._handle.require_owner,
-            on_commit=committed,
-        )
+        ``append``: add ``data`` at the end of the verified file, in place (creating it when there is none).
+        ``truncate``: cut the verified file to ``view.byte_length`` (a torn tail). ``rewrite``: replace the whole file
+        with ``data`` (temp file + rename). The owner token is checked right before the file changes; the checkpoint
+        is updated right after.
+
+        Raises:
+            StorageError: ``LOCK_COMPROMISED``, ``PATH_ESCAPE``, ``UNSAFE_DATA_FILE``, ``TRANSIENT_FILE_RACE`` (not
+                the verified file), ``STORAGE_WRITE_FAILED``.
+        """
+
+        def committed(st: os.stat_result | None) -> None:
+            self._identity = None if st is None else (st.st_dev, st.st_ino, st.st_size)
+            self.view = view
+            self._verification = Verification(view.events, view.head_hash, view.byte_length, len(view), None, None)
+            self.damage = None
+            write_checkpoint(self._paths, st, len(view), view.head_hash)
+            self._on_commit(st, self._verification, view)
+
+        target = self._paths.ledger_path
+        owner = self._handle.require_owner
+        if kind == "rewrite":
+            if os.path.lexists(target):
+                self._check_replaceable(target)
+            atomic_replace(target, ledger_temp_name(kind), data, before_replace=owner, on_commit=committed)
+        elif kind == "truncate":
+            if self._identity is None:
+                raise StorageError("there is no ledger to repair", code="TRANSIENT_FILE_RACE")
+            truncate_durably(target, view.byte_length, expected=self._identity, before_write=owner, on_commit=committed)
+        else:
+            append_durably(target, data, expected=self._identity, before_write=owner, on_commit=committed)
 
     def _check_replaceable(self, target: Path) -> bool:
         """Refuse to replace a symlink, a non-regular or hard-linked file; ``False`` when it does not exist."""

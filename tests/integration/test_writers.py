@@ -14,6 +14,7 @@ import pytest
 
 from intentloop.model import project_id_for
 from intentloop.store import ProjectStore
+from intentloop.store._checkpoint import CHECKPOINT_NAME
 
 WRITER = Path(__file__).parents[1] / "crash" / "ledger_writer.py"
 PID = project_id_for("/integration/writers")
@@ -45,7 +46,7 @@ def test_eight_writers_fifty_appends_each(data_root, ledger_kit):
     counts = collections.Counter(event.request_id for event in view.events)
     assert set(counts) == set(acknowledged) and set(counts.values()) == {1}
     assert len(view) == WRITERS * APPENDS
-    assert sorted(os.listdir(data_root / "projects" / PID)) == ["ledger.jsonl"]
+    assert sorted(os.listdir(data_root / "projects" / PID)) == [CHECKPOINT_NAME, "ledger.jsonl"]
     print(f"\n{WRITERS}x{APPENDS} appends by {WRITERS} processes in {elapsed:.2f} s")
 
 

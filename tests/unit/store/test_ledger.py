@@ -11,6 +11,7 @@ import pytest
 from intentloop.errors import CorruptLedgerError, InvalidInputError, StorageError
 from intentloop.model import EventDraft, project_id_for, rechain
 from intentloop.store import LedgerView, LockConfig, PrivateControl, ProjectStore, verify_ledger_bytes
+from intentloop.store._checkpoint import CHECKPOINT_NAME
 
 FAST = LockConfig(heartbeat_s=0.5, stale_s=1.0, wait_s=0.3, ceiling_s=2.0)
 PID = project_id_for("/ledger/tests")
@@ -79,7 +80,7 @@ def test_read_reports_torn_tail_and_changes_nothing(store):
     with pytest.raises(CorruptLedgerError) as info:
         store.read()
     assert info.value.code == "CORRUPT_TRAILING_EVENT" and info.value.retryable and info.value.line == 2
-    assert sorted(os.listdir(store.project_dir)) == ["ledger.jsonl"]
+    assert sorted(os.listdir(store.project_dir)) == [CHECKPOINT_NAME, "ledger.jsonl"]
 
 
 def test_next_write_quarantines_torn_tail_summary_only(store):
