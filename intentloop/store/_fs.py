@@ -611,7 +611,8 @@ def remove_tree_quietly(path: Path) -> None:
     if stat.S_ISDIR(st.st_mode):
         import shutil  # here: only cleanup needs it, and it costs a reader ~2 ms of start-up
 
-        shutil.rmtree(path, ignore_errors=True)
+        with contextlib.suppress(OSError):  # rmtree's own fstat can still raise with ignore_errors
+            shutil.rmtree(path, ignore_errors=True)
     else:
         with contextlib.suppress(OSError):
             os.unlink(path)

@@ -8,6 +8,7 @@ new lines chain from the cached head to the checkpoint's head; anything else is 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -332,7 +333,8 @@ class ProjectStore:
                 except OSError:
                     grown = False
             finally:
-                os.close(fd)
+                with contextlib.suppress(OSError):  # a failed close of a read descriptor changes nothing
+                    os.close(fd)
             if not grown:
                 break
         return verification, view, st
