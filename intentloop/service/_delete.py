@@ -16,7 +16,7 @@ from typing import Any
 from intentloop.errors import IntentLoopError, StorageError
 from intentloop.model import Event, request_fingerprint
 from intentloop.service._rules import OP_START, claim_fingerprint_input, start_fingerprint_input
-from intentloop.store import CHECKPOINT_NAME
+from intentloop.store import CHECKPOINT_NAME, INDEX_DIR_RE
 
 _CLAIM_EVENTS = frozenset({"claim_added", "claim_replaced"})
 _CANDIDATE_EVENTS = frozenset({"candidate_added", "source_observed", "result_signal_observed", "compaction_observed"})
@@ -165,25 +165,25 @@ def remove_claim(events: Sequence[Event], task_id: str, claim_id: str) -> list[E
 def scan_project_files(project_dir: Path, markers: Sequence[str], *, skip: frozenset[str] = frozenset()) -> int:
     """Read every persistent file under ``project_dir``; fail if a marker (a deleted id) is still in one.
 
-    The lock directory (ours, held right now) and renamed lock remnants are skipped: they hold only owner records.
-    ``skip`` names top-level entries to leave out (the pre-scan skips what the deletion is about to rewrite). The
-    store's derived caches beside the ledger (the checkpoint) are checked like every file but not counted, so the
-    figure stays the one the original implementation reports for the same data.
+        The lock directory (ours, held right now) and renamed lock remnants are skipped: they hold only owner records.
+        ``skip`` names top-level entries to leave out (the pre-scan skips what the deletion is about to rewrite). The
+    XX
+        figure stays the one the original implementation reports for the same data.
 
-    Returns:
-        The number of files scanned (derived caches not counted).
+        Returns:
+            The number of files scanned (derived caches not counted).
 
-    Raises:
-        StorageError: ``PATH_ESCAPE`` for a symlink, ``UNSAFE_DATA_FILE`` for a file with more than one link.
-        IntentLoopError: ``DELETE_VERIFICATION_FAILED`` when a marker remains.
+        Raises:
+            StorageError: ``PATH_ESCAPE`` for a symlink, ``UNSAFE_DATA_FILE`` for a file with more than one link.
+            IntentLoopError: ``DELETE_VERIFICATION_FAILED`` when a marker remains.
     """
     needles = [m.encode("utf-8") for m in markers]
     scanned = 0
     if not project_dir.exists():
         return 0
-    stack = [project_dir]
+    stack = [(project_dir, False)]
     while stack:
-        current = stack.pop()
+        current, derived = stack.pop()
         try:
             entries = sorted(os.scandir(current), key=lambda e: e.name)
         except OSError as exc:
@@ -191,8 +191,13 @@ def scan_project_files(project_dir: Path, markers: Sequence[str], *, skip: froze
         for entry in entries:
             if entry.name == "ledger.lock" or entry.name.startswith("ledger.lock."):
                 continue
-            if current == project_dir and entry.name in skip:
-                continue
+            if current == project_dir and (entry.name in skip or (skip and is_derived(entry.name))):
+                continue  # the pre-scan: what the deletion rewrites (the derived caches are rebuilt with it)
+            if any(needle in os.fsencode(entry.name) for needle in needles):
+                raise IntentLoopError(
+                    f"a deleted identifier remained in a file name under {current.name}",
+                    code="DELETE_VERIFICATION_FAILED",
+                )
             try:
                 info = entry.stat(follow_symlinks=False)
             except FileNotFoundError:
@@ -202,7 +207,7 @@ def scan_project_files(project_dir: Path, markers: Sequence[str], *, skip: froze
             if stat.S_ISLNK(info.st_mode):
                 raise StorageError(f"{entry.name} must not be a symbolic link", code="PATH_ESCAPE")
             if stat.S_ISDIR(info.st_mode):
-                stack.append(Path(entry.path))
+                stack.append((Path(entry.path), derived or (current == project_dir and is_derived(entry.name))))
                 continue
             if not stat.S_ISREG(info.st_mode):
                 raise StorageError(f"{entry.name} is not a regular file", code="UNSAFE_DATA_FILE")
@@ -212,7 +217,7 @@ def scan_project_files(project_dir: Path, markers: Sequence[str], *, skip: froze
                 data = Path(entry.path).read_bytes()
             except OSError as exc:
                 raise StorageError(f"cannot read {entry.name}", code="STORAGE_READ_FAILED") from exc
-            scanned += not (current == project_dir and entry.name in DERIVED_CACHES)
+            scanned += not (derived or (current == project_dir and is_derived(entry.name)))
             if any(needle in data for needle in needles):
                 raise IntentLoopError(
                     f"a deleted identifier remained in {entry.name}", code="DELETE_VERIFICATION_FAILED"
@@ -221,7 +226,11 @@ def scan_project_files(project_dir: Path, markers: Sequence[str], *, skip: froze
 
 
 REWRITTEN_BY_DELETE = frozenset({"ledger.jsonl", "private-sessions", "quarantine", CHECKPOINT_NAME})
-DERIVED_CACHES = frozenset({CHECKPOINT_NAME})
+
+
+def is_derived(name: str) -> bool:
+    """The store's derived caches beside the ledger: the checkpoint and the task index directories."""
+    return name == CHECKPOINT_NAME or bool(INDEX_DIR_RE.match(name))
 
 
 __all__ = [

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from intentloop.store._config import ENV_CEILING, ENV_HEARTBEAT, ENV_STALE, ENV_WAIT, LockConfig
     from intentloop.store._controls import PrivateControl
     from intentloop.store._fs import rename_noreplace
+    from intentloop.store._index import INDEX_DIR_RE
     from intentloop.store._ledger import LockedLedger
     from intentloop.store._migrate import CURRENT_SCHEMA_VERSION, MIGRATIONS, migrate, migrate_v1
     from intentloop.store._paths import (
@@ -36,6 +37,7 @@ _LAZY = {
     "ENV_HEARTBEAT": "_config",
     "ENV_STALE": "_config",
     "ENV_WAIT": "_config",
+    "INDEX_DIR_RE": "_index",
     "MAX_LINE_BYTES": "_verify",
     "MIGRATIONS": "_migrate",
     "LedgerView": "_view",
@@ -62,6 +64,7 @@ __all__ = [
     "ENV_HEARTBEAT",
     "ENV_STALE",
     "ENV_WAIT",
+    "INDEX_DIR_RE",
     "MAX_LINE_BYTES",
     "MIGRATIONS",
     "Damage",

@@ -41,6 +41,9 @@ class Checkpoint(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     ctime_ns: int
     lines: int
     head: str | None
+    index: str | None = None  # the task index directory (``_index``) covering the first ``indexed`` lines
+    indexed: int = 0
+    bindings: int = 0  # how many binding records the index holds
 
     def matches(self, st: os.stat_result) -> bool:
         """Whether ``st`` is exactly the file this checkpoint describes."""
@@ -70,7 +73,14 @@ def read_checkpoint(paths: ProjectPaths) -> Checkpoint | None:
         return None
 
 
-def write_checkpoint(paths: ProjectPaths, st: os.stat_result | None, lines: int, head: str | None) -> None:
+def write_checkpoint(
+    paths: ProjectPaths,
+    st: os.stat_result | None,
+    lines: int,
+    head: str | None,
+    index: str | None = None,
+    bindings: int = 0,
+) -> None:
     """Record the ledger's ``st`` after a write with its chain (under the lock). Failures only cost the next reader
     time: a stale checkpoint matches no later file, and one that cannot be written is removed."""
     target = paths.project_dir / CHECKPOINT_NAME
@@ -78,7 +88,17 @@ def write_checkpoint(paths: ProjectPaths, st: os.stat_result | None, lines: int,
         unlink_quietly(target)
         return
     record = Checkpoint(
-        CHECKPOINT_VERSION, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, lines, head
+        CHECKPOINT_VERSION,
+        st.st_dev,
+        st.st_ino,
+        st.st_size,
+        st.st_mtime_ns,
+        st.st_ctime_ns,
+        lines,
+        head,
+        index,
+        lines if index is not None else 0,
+        bindings,
     )
     temp = paths.project_dir / checkpoint_temp_name()
     try:

@@ -283,7 +283,8 @@ def read_regular(path: Path) -> tuple[bytes, os.stat_result] | None:
     try:
         return read_open(path, fd, st), st
     finally:
-        os.close(fd)
+        with contextlib.suppress(OSError):  # a failed close of a read descriptor changes nothing
+            os.close(fd)
 
 
 def read_marker(

@@ -67,8 +67,13 @@ class LockedLedger:
         verification: Verification,
         view: LedgerView,
         on_commit: CommitHook,
+        index: tuple[str, int] | None = None,
     ) -> None:
         self._paths = paths
+        # The task index that covers the ledger as verified and its binding records (None: rebuild it after the
+        # next commit).
+        self._index: str | None = None if index is None else index[0]
+        self._bindings = 0 if index is None else index[1]
         self._handle = handle
         # The verified file (device, inode, size): appends and truncation go only into it; None: there is no ledger.
         self._identity = None if st is None else (st.st_dev, st.st_ino, st.st_size)
@@ -342,12 +347,15 @@ class LockedLedger:
                 the verified file), ``STORAGE_WRITE_FAILED``.
         """
 
+        before = self.view
+
         def committed(st: os.stat_result | None) -> None:
             self._identity = None if st is None else (st.st_dev, st.st_ino, st.st_size)
             self.view = view
             self._verification = Verification(view.events, view.head_hash, view.byte_length, len(view), None, None)
             self.damage = None
-            write_checkpoint(self._paths, st, len(view), view.head_hash)
+            self._update_index(kind, before, view)
+            write_checkpoint(self._paths, st, len(view), view.head_hash, self._index, self._bindings)
             self._on_commit(st, self._verification, view)
 
         target = self._paths.ledger_path
@@ -362,6 +370,22 @@ class LockedLedger:
             truncate_durably(target, view.byte_length, expected=self._identity, before_write=owner, on_commit=committed)
         else:
             append_durably(target, data, expected=self._identity, before_write=owner, on_commit=committed)
+
+    def _update_index(self, kind: str, before: LedgerView, view: LedgerView) -> None:
+        """Extend the task index by an append's events, or rebuild it (after a rewrite, a truncation, or when it did
+        not cover the ledger as found); a failure leaves no index recorded, which costs readers a full read."""
+        from intentloop.store._index import count_bindings, extend_index, rebuild_index
+
+        new_events = view.events[len(before) :]  # an append's view extends the one before it
+        if (
+            self._index is not None
+            and kind == "append"
+            and extend_index(self._paths, self._index, new_events, before.byte_length)
+        ):
+            self._bindings += count_bindings(new_events)
+            return
+        self._index = rebuild_index(self._paths, view.events)
+        self._bindings = count_bindings(view.events)
 
     def _check_replaceable(self, target: Path) -> bool:
         """Refuse to replace a symlink, a non-regular or hard-linked file; ``False`` when it does not exist."""

@@ -36,6 +36,7 @@ from intentloop.store._view import EMPTY_VIEW, LedgerView
 
 if TYPE_CHECKING:  # the lock machinery is imported on the way into the lock: a reader never loads it
     from intentloop.model.events import EventDraft
+    from intentloop.store._index import IndexedLedger
     from intentloop.store._ledger import LockedLedger
     from intentloop.store._lock import Acquirer, LockHandle
 
@@ -287,7 +288,7 @@ class ProjectStore:
 
         remove_orphans(self.paths, self.config, current_identity())
         verification, view, st = self._load()
-        ledger = LockedLedger(self.paths, handle, st, verification, view, self._remember)
+        ledger = LockedLedger(self.paths, handle, st, verification, view, self._remember, self._index_for(st))
         error = verification.error
         if not verify:
             return ledger
@@ -297,6 +298,24 @@ class ProjectStore:
             ledger.repair_torn_tail()
         ledger.drain_spool()
         return ledger
+
+    def _index_for(self, st: os.stat_result | None) -> tuple[str, int] | None:
+        """The task index a writer may extend: the checkpoint's, when it matches the file as found and covers it."""
+        if st is None:
+            return None
+        checkpoint = read_checkpoint(self.paths)
+        if checkpoint is None or not checkpoint.matches(st) or checkpoint.indexed != checkpoint.lines:
+            return None
+        if checkpoint.index is None or not os.path.isdir(self.paths.project_dir / checkpoint.index):
+            return None
+        return checkpoint.index, checkpoint.bindings
+
+    def indexed(self) -> IndexedLedger | None:
+        """The ledger through its task index (lock-free, creates nothing), or ``None`` when the checkpoint does not
+        match the file exactly or the index does not cover it: then read it whole. Close the result after use."""
+        from intentloop.store._index import open_indexed
+
+        return open_indexed(self.paths)
 
     def _remember(self, st: os.stat_result | None, verification: Verification, view: LedgerView) -> None:
         path = str(self.paths.ledger_path)

@@ -78,7 +78,10 @@ def test_write_path_fault_leaves_a_verified_ledger(store, monkeypatch, step, cod
     after = store.ledger_path.read_bytes()
     assert after == before  # a failed write or fsync was cut back off
     assert verify_ledger_bytes(after, project_id=PID).ok
-    assert sorted(os.listdir(store.project_dir)) == [CHECKPOINT_NAME, "ledger.jsonl"]  # no temp file, no lock
+    assert sorted(n for n in os.listdir(store.project_dir) if not n.startswith("index-")) == [
+        CHECKPOINT_NAME,
+        "ledger.jsonl",
+    ]  # no temp file, no lock
     append_once(store, "r-2")  # the retry (idempotent) and a further write work
     append_once(store, "r-3")
     assert [e.request_id for e in store.read().events] == ["r-1", "r-2", "r-3"]
@@ -144,7 +147,10 @@ def test_rewrite_fault_leaves_a_verified_ledger(store, monkeypatch, step, code):
     else:
         assert after == before
     assert verify_ledger_bytes(after, project_id=PID).ok
-    assert sorted(os.listdir(store.project_dir)) == [CHECKPOINT_NAME, "ledger.jsonl"]
+    assert sorted(n for n in os.listdir(store.project_dir) if not n.startswith("index-")) == [
+        CHECKPOINT_NAME,
+        "ledger.jsonl",
+    ]
     append_once(store, "r-3")
 
 
@@ -237,5 +243,8 @@ def test_lock_creation_fault_is_structured(store, monkeypatch):
         append_once(store, "r-2")
     monkeypatch.undo()
     assert info.value.code == "STORAGE_WRITE_FAILED" and isinstance(info.value.__cause__, OSError)
-    assert sorted(os.listdir(store.project_dir)) == [CHECKPOINT_NAME, "ledger.jsonl"]
+    assert sorted(n for n in os.listdir(store.project_dir) if not n.startswith("index-")) == [
+        CHECKPOINT_NAME,
+        "ledger.jsonl",
+    ]
     append_once(store, "r-2")

@@ -75,7 +75,10 @@ def test_owner_with_a_gone_pid_is_reclaimed_at_once(data_root, ledger_kit, dead_
     ledger_kit.plant_lock(store.project_dir, owner)
     assert append(store, "after") < 1.0
     assert [e.request_id for e in store.read().events] == ["before", "after"]
-    assert sorted(os.listdir(store.project_dir)) == [CHECKPOINT_NAME, "ledger.jsonl"]
+    assert sorted(n for n in os.listdir(store.project_dir) if not n.startswith("index-")) == [
+        CHECKPOINT_NAME,
+        "ledger.jsonl",
+    ]
 
 
 def test_live_pid_with_another_start_time_is_a_reused_pid_and_reclaimed(data_root, ledger_kit, sleeper):
@@ -126,7 +129,10 @@ def test_owner_of_unknown_liveness_is_broken_only_after_the_stale_window(data_ro
     ledger_kit.age(lock, QUICK.stale_s + 0.5)
     assert append(store, "after") < 1.0
     assert [e.request_id for e in store.read().events] == ["before", "after"]
-    assert sorted(os.listdir(store.project_dir)) == [CHECKPOINT_NAME, "ledger.jsonl"]
+    assert sorted(n for n in os.listdir(store.project_dir) if not n.startswith("index-")) == [
+        CHECKPOINT_NAME,
+        "ledger.jsonl",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -147,7 +153,10 @@ def test_unreadable_owner_record_is_abandoned_after_the_grace_not_the_stale_wind
     ledger_kit.age(lock, UNREADABLE_OWNER_GRACE_S + 0.5)  # far below the 30 s stale window
     assert append(store, "after") < 1.0
     assert [e.request_id for e in store.read().events] == ["before", "after"]
-    assert sorted(os.listdir(store.project_dir)) == [CHECKPOINT_NAME, "ledger.jsonl"]
+    assert sorted(n for n in os.listdir(store.project_dir) if not n.startswith("index-")) == [
+        CHECKPOINT_NAME,
+        "ledger.jsonl",
+    ]
 
 
 def test_readable_owner_of_unknown_liveness_still_gets_the_stale_window(data_root, ledger_kit, dead_pid):
@@ -277,7 +286,7 @@ def test_orphans_are_removed_by_strict_name_only(data_root, ledger_kit, sleeper,
     for name in keep:
         (project / name).write_bytes(b"user data")
     append(store, "second")
-    assert sorted(os.listdir(project)) == sorted(
+    assert sorted(n for n in os.listdir(project) if not n.startswith("index-")) == sorted(
         [*keep, CHECKPOINT_NAME, "ledger.jsonl", "private-sessions", live_stage.name]
     )
     assert os.listdir(store.private_dir) == []
@@ -294,7 +303,7 @@ def test_empty_staging_of_an_acquirer_killed_before_its_owner_record_is_removed(
     for stage in (dead_stage, live_stage, unnamed):
         stage.mkdir()
     append(store, "second")
-    assert sorted(os.listdir(store.project_dir)) == sorted(
+    assert sorted(n for n in os.listdir(store.project_dir) if not n.startswith("index-")) == sorted(
         [CHECKPOINT_NAME, "ledger.jsonl", live_stage.name, unnamed.name]
     )
 
