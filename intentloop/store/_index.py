@@ -6,11 +6,11 @@ which task a session is bound to), each a sequence of 12-byte records (big-endia
 ledger line); the checkpoint records how many binding records there are. It is derived from the verified ledger and
 rebuilt whenever the checkpoint did not vouch for the file a writer found (a crash between append and checkpoint, a
 foreign program, a rewrite); otherwise each append adds its records and the checkpoint then records how many lines the
-index covers. A record past the checkpoint's size is refused, the binding records must number what the checkpoint
-says, and every line read through the index is verified on its own (canonical form, hash, project) and must belong to
-the task asked for: a stale or garbled index costs a full read. Limit: a task file cut short at a record boundary (by
-hand) is not noticed; it drops that task's later events from hook context until the next rebuild, and never injects
-anything the ledger does not hold for that task.
+index covers. ``counts.json`` records how many records each file holds (a file cut short or removed is noticed by
+readers and by the next writer, which then rebuilds); a record past the checkpoint's size is refused, the binding
+records must number what the checkpoint says, and every line read through the index is verified on its own (canonical
+form, hash, project) and must belong to the task asked for: a stale or garbled index costs a full read, never a wrong
+answer.
 
 Why files of offsets rather than one index file: an append adds 12 bytes to one or two small files (no rewrite of an
 index that grows with the ledger), and a hook reads the binding records and its task's records only.
@@ -29,16 +29,19 @@ import msgspec
 from intentloop.model.events import Event, event_line
 from intentloop.store._fs import (
     FILE_MODE,
+    create_exclusive,
     make_dir,
     open_regular,
     read_regular,
     remove_tree_quietly,
+    unlink_quietly,
 )
 from intentloop.store._paths import ProjectPaths
 from intentloop.store._verify import verify_continuation
 
 INDEX_DIR_RE = re.compile(r"^index-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 BINDINGS = "bindings"
+COUNTS = "counts.json"  # file name → how many records it holds: a file cut short or removed is noticed
 BINDING_EVENTS = frozenset({"task_started", "mode_set"})
 _RECORD = 12
 _TASK_RE = re.compile(r"^[0-9a-fA-F-]{36}$")
@@ -81,13 +84,52 @@ def count_bindings(events: Sequence[Event]) -> int:
     return sum(e.event_type in BINDING_EVENTS for e in events)
 
 
-def extend_index(paths: ProjectPaths, name: str, events: Sequence[Event], start: int) -> bool:
-    """Add the records of ``events`` (whose lines start at byte ``start``) to index ``name``; ``False`` on failure
-    (the caller then records no index in the checkpoint)."""
-    directory = paths.project_dir / name
+_counts_codec = msgspec.json.Decoder(dict[str, int])
+
+
+def _read_counts(directory: Path) -> dict[str, int] | None:
     try:
-        for file, spans in _entries(events, start).items():
+        got = read_regular(directory / COUNTS)
+    except Exception:
+        return None
+    if got is None:
+        return None
+    try:
+        return _counts_codec.decode(got[0])
+    except msgspec.DecodeError:
+        return None
+
+
+def _write_counts(directory: Path, counts: dict[str, int]) -> None:
+    temp = directory / f"{COUNTS}.{uuid.uuid4()}.tmp"
+    try:
+        create_exclusive(temp, msgspec.json.encode(counts), sync=False)
+        os.replace(temp, directory / COUNTS)
+    except OSError:
+        unlink_quietly(temp)
+        raise
+
+
+def extend_index(paths: ProjectPaths, name: str, events: Sequence[Event], start: int) -> bool:
+    """Add the records of ``events`` (whose lines start at byte ``start``) to index ``name``; ``False`` when the index
+    is not whole (a file whose size differs from its recorded count) or on failure: the caller then rebuilds it."""
+    directory = paths.project_dir / name
+    counts = _read_counts(directory)
+    if counts is None:
+        return False
+    entries = _entries(events, start)
+    try:
+        for file in entries:
+            try:
+                size = os.lstat(directory / file).st_size
+            except FileNotFoundError:
+                size = 0
+            if size != counts.get(file, 0) * _RECORD:
+                return False
+        for file, spans in entries.items():
             _append_file(directory / file, _records(spans))
+            counts[file] = counts.get(file, 0) + len(spans)
+        _write_counts(directory, counts)
     except OSError:
         return False
     return True
@@ -100,10 +142,11 @@ def rebuild_index(paths: ProjectPaths, events: Sequence[Event], keep: str | None
     directory = paths.project_dir / name
     try:
         make_dir(directory)
-        for file, spans in _entries(events, 0).items():
+        entries = _entries(events, 0)
+        for file, spans in entries.items():
             _append_file(directory / file, _records(spans))
-    except (OSError, msgspec.EncodeError, ValueError) as exc:
-        del exc
+        _write_counts(directory, {file: len(spans) for file, spans in entries.items()})
+    except (OSError, msgspec.EncodeError, ValueError):
         remove_tree_quietly(directory)
         return None
     remove_stale_indexes(paths, keep=name)
@@ -131,6 +174,7 @@ class IndexedLedger:
     """Lines of a ledger whose checkpoint matched it exactly and whose index covers it, read by offset."""
 
     def __init__(self, paths: ProjectPaths, fd: int, size: int, directory: Path, bindings: int) -> None:
+        self._counts = _read_counts(directory)
         self._paths = paths
         self._fd = fd
         self._size = size
@@ -159,9 +203,11 @@ class IndexedLedger:
         except Exception:
             return None
         if got is None:
-            return [] if task_id is None and self._bindings == 0 else None
+            return [] if self._counts is not None and self._counts.get(file, 0) == 0 else None
         data = got[0]
-        if len(data) % _RECORD or (task_id is None and len(data) // _RECORD != self._bindings):
+        if self._counts is None or len(data) != self._counts.get(file, 0) * _RECORD:
+            return None
+        if task_id is None and len(data) // _RECORD != self._bindings:
             return None
         events: list[Event] = []
         last = -1
