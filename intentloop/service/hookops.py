@@ -276,9 +276,13 @@ def _record_locked(
     """The decision again under the lock (taken by ``deadline`` or ``LOCK_TIMEOUT``), and the append."""
     from intentloop.service._hookkey import load_or_create_hook_key
 
-    with store.locked(deadline) as ledger:
+    with store.locked(deadline, lazy=True) as ledger:
         control = store.read_control(shash)
-        if ledger.view is not view:  # the ledger changed since the lock-free read (or that read used the index)
+        found = _indexed_session_task(store, shash)  # under the lock: the index as of the last commit
+        if found is not _UNKNOWN:
+            assert found is None or isinstance(found, TaskState)
+            bound = found
+        elif ledger.view is not view:  # the ledger changed since the lock-free read
             bound = _session_task(ledger.view, shash)
         task, context = _decide(bound, store.read_controls(), control, obs.session_id)
         if task is None:

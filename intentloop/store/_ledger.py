@@ -65,9 +65,12 @@ class LockedLedger:
         handle: LockHandle,
         st: os.stat_result | None,
         verification: Verification,
-        view: LedgerView,
+        view: LedgerView | None,
         on_commit: CommitHook,
         index: tuple[str, int] | None = None,
+        *,
+        head: tuple[str | None, int, int] | None = None,
+        loader: Callable[[], tuple[Verification, LedgerView, os.stat_result | None]] | None = None,
     ) -> None:
         self._paths = paths
         # The task index that covers the ledger as verified and its binding records (None: rebuild it after the
@@ -78,13 +81,44 @@ class LockedLedger:
         # The verified file (device, inode, size): appends and truncation go only into it; None: there is no ledger.
         self._identity = None if st is None else (st.st_dev, st.st_ino, st.st_size)
         self._verification = verification
-        self.view = view
+        # The chain's head: (head hash, line count, byte length). A writer that trusted the checkpoint (``head``)
+        # holds no view until something asks for one (``loader`` then reads and verifies the ledger).
+        self._view = view
+        self._loader = loader
+        if view is not None:
+            self._head = (view.head_hash, len(view), view.byte_length)
+        else:
+            assert head is not None
+            self._head = head
         self._on_commit = on_commit
         self._open = True
         self.damage: CorruptLedgerError | None = verification.error
 
     def close(self) -> None:
         self._open = False
+
+    @property
+    def view(self) -> LedgerView:
+        """The verified ledger; read on first use by a writer that entered on the checkpoint alone.
+
+        Raises:
+            CorruptLedgerError: the ledger no longer verifies (a foreign program changed it under the lock).
+            StorageError: ``TRANSIENT_FILE_RACE`` when it is not the file the checkpoint described.
+        """
+        if self._view is None:
+            assert self._loader is not None
+            verification, view, st = self._loader()
+            if verification.error is not None:
+                raise CorruptLedgerError(
+                    verification.error.message,
+                    line=verification.error.line,
+                    reason=verification.error.reason,
+                    code=verification.error.code,
+                )
+            if st is None or self._identity != (st.st_dev, st.st_ino, st.st_size) or view.head_hash != self._head[0]:
+                raise StorageError("the ledger changed under the lock", code="TRANSIENT_FILE_RACE")
+            self._view, self._verification = view, verification
+        return self._view
 
     def append(self, drafts: Sequence[EventDraft]) -> list[Event]:
         """Seal ``drafts`` after the current head and commit them in one replace.
@@ -101,7 +135,8 @@ class LockedLedger:
         if not drafts:
             return []
         events: list[Event] = []
-        prev = self.view.head_hash
+        head, count, length = self._head
+        prev = head
         try:
             for draft in drafts:
                 event = seal(draft, project_id=self._paths.project_id, prev_hash=prev)
@@ -113,15 +148,14 @@ class LockedLedger:
         lines = b"".join(encoded)
         if max(map(len, encoded)) > MAX_LINE_BYTES:
             raise InvalidInputError(f"an event would be longer than {MAX_LINE_BYTES} bytes", code="INVALID_ARGUMENTS")
-        check = verify_continuation(
-            lines, project_id=self._paths.project_id, prev_hash=self.view.head_hash, first_line=len(self.view) + 1
-        )
+        check = verify_continuation(lines, project_id=self._paths.project_id, prev_hash=head, first_line=count + 1)
         if check.error is not None:
             raise InvalidInputError(
                 f"refusing to store an event the verifier would reject: {check.error.reason}",
                 code="INVALID_ARGUMENTS",
             )
-        self._commit("append", self.view.extended(events, self.view.byte_length + len(lines)), lines)
+        view = None if self._view is None else self._view.extended(events, length + len(lines))
+        self._commit("append", view, lines, events)
         return events
 
     def rewrite(self, events: Sequence[Event]) -> None:
@@ -142,7 +176,7 @@ class LockedLedger:
             raise StorageError(
                 f"the rewritten ledger would not verify: {check.error.reason}", code="DELETE_VERIFICATION_FAILED"
             )
-        self._commit("rewrite", LedgerView(check.events, check.head_hash, len(data)), data)
+        self._commit("rewrite", LedgerView(check.events, check.head_hash, len(data)), data, check.events)
 
     def write_control(self, control: PrivateControl) -> None:
         """Create or replace the control file of ``control.host_session_hash`` (atomically, 0600).
@@ -272,14 +306,15 @@ class LockedLedger:
                 line, project_id=self._paths.project_id, prev_hash=self.view.head_hash, first_line=len(self.view) + 1
             )
             if check.error is None and check.line_count == 1:
-                self._commit("append", self.view.extended(check.events, self.view.byte_length + len(line)), b"\n")
+                view = self.view.extended(check.events, self.view.byte_length + len(line))
+                self._commit("append", view, b"\n", check.events)
                 return {"restored": "newline", "events": 1}
         damage = self._verification.damage
         length, digest = (damage.length, damage.sha256) if damage else (len(torn or b""), sha256_hex(torn or b""))
         record = {"byte_length": length, "observed_at": utc_now(), "sha256": digest}
         name = f"partial-{int(time.time() * 1000)}-{uuid.uuid4()}.json"
         self.write_quarantine(name, canonical_bytes(record) + b"\n")
-        self._commit("truncate", self.view, b"")
+        self._commit("truncate", self.view, b"", ())
         return record
 
     def keep_damaged_bytes(self, name: str) -> int:
@@ -334,29 +369,34 @@ class LockedLedger:
             on_commit=lambda _st: None,
         )
 
-    def _commit(self, kind: str, view: LedgerView, data: bytes) -> None:
-        """The one commit every ledger change goes through; ``view`` is the ledger after it.
+    def _commit(self, kind: str, view: LedgerView | None, data: bytes, events: Sequence[Event]) -> None:
+        """The one commit every ledger change goes through; ``view`` is the ledger after it (``None``: a writer that
+        holds no view appends ``events``).
 
-        ``append``: add ``data`` at the end of the verified file, in place (creating it when there is none).
-        ``truncate``: cut the verified file to ``view.byte_length`` (a torn tail). ``rewrite``: replace the whole file
-        with ``data`` (temp file + rename). The owner token is checked right before the file changes; the checkpoint
-        is updated right after.
+        ``append``: add ``data`` (the lines of ``events``) at the end of the verified file, in place (creating it when
+        there is none). ``truncate``: cut the verified file to ``view.byte_length`` (a torn tail). ``rewrite``:
+        replace the whole file with ``data`` (temp file + rename). The owner token is checked right before the file
+        changes; the task index and the checkpoint are updated right after.
 
         Raises:
             StorageError: ``LOCK_COMPROMISED``, ``PATH_ESCAPE``, ``UNSAFE_DATA_FILE``, ``TRANSIENT_FILE_RACE`` (not
                 the verified file), ``STORAGE_WRITE_FAILED``.
         """
-
-        before = self.view
+        _head, before_lines, before_length = self._head
 
         def committed(st: os.stat_result | None) -> None:
             self._identity = None if st is None else (st.st_dev, st.st_ino, st.st_size)
-            self.view = view
-            self._verification = Verification(view.events, view.head_hash, view.byte_length, len(view), None, None)
+            if view is not None:
+                self._view = view
+                self._head = (view.head_hash, len(view), view.byte_length)
+                self._verification = Verification(view.events, view.head_hash, view.byte_length, len(view), None, None)
+            else:
+                self._head = (events[-1].event_hash, before_lines + len(events), before_length + len(data))
             self.damage = None
-            self._update_index(kind, before, view)
-            write_checkpoint(self._paths, st, len(view), view.head_hash, self._index, self._bindings)
-            self._on_commit(st, self._verification, view)
+            self._update_index(kind, events, before_length, view)
+            write_checkpoint(self._paths, st, self._head[1], self._head[0], self._index, self._bindings)
+            if view is not None:
+                self._on_commit(st, self._verification, view)
 
         target = self._paths.ledger_path
         owner = self._handle.require_owner
@@ -365,24 +405,23 @@ class LockedLedger:
                 self._check_replaceable(target)
             atomic_replace(target, ledger_temp_name(kind), data, before_replace=owner, on_commit=committed)
         elif kind == "truncate":
-            if self._identity is None:
+            if self._identity is None or view is None:
                 raise StorageError("there is no ledger to repair", code="TRANSIENT_FILE_RACE")
             truncate_durably(target, view.byte_length, expected=self._identity, before_write=owner, on_commit=committed)
         else:
             append_durably(target, data, expected=self._identity, before_write=owner, on_commit=committed)
 
-    def _update_index(self, kind: str, before: LedgerView, view: LedgerView) -> None:
+    def _update_index(self, kind: str, events: Sequence[Event], start: int, view: LedgerView | None) -> None:
         """Extend the task index by an append's events, or rebuild it (after a rewrite, a truncation, or when it did
-        not cover the ledger as found); a failure leaves no index recorded, which costs readers a full read."""
+        not cover the ledger as found); a failure, or a rebuild without a view, leaves no index recorded, which costs
+        readers a full read and makes the next writer with a view rebuild it."""
         from intentloop.store._index import count_bindings, extend_index, rebuild_index
 
-        new_events = view.events[len(before) :]  # an append's view extends the one before it
-        if (
-            self._index is not None
-            and kind == "append"
-            and extend_index(self._paths, self._index, new_events, before.byte_length)
-        ):
-            self._bindings += count_bindings(new_events)
+        if self._index is not None and kind == "append" and extend_index(self._paths, self._index, events, start):
+            self._bindings += count_bindings(events)
+            return
+        if view is None:
+            self._index, self._bindings = None, 0
             return
         self._index = rebuild_index(self._paths, view.events)
         self._bindings = count_bindings(view.events)

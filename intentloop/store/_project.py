@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from intentloop.errors import CorruptLedgerError
-from intentloop.store._checkpoint import read_checkpoint
+from intentloop.store._checkpoint import Checkpoint, read_checkpoint
 from intentloop.store._config import LockConfig
 from intentloop.store._controls import PrivateControl, read_control, read_controls
 from intentloop.store._fs import Overflow, file_key, hash_from, open_regular, read_lines_open
@@ -222,7 +222,9 @@ class ProjectStore:
         return read_control(self.paths, session_hash)
 
     @contextmanager
-    def locked(self, deadline: float | None = None, *, verify: bool = True) -> Iterator[LockedLedger]:
+    def locked(
+        self, deadline: float | None = None, *, verify: bool = True, lazy: bool = False
+    ) -> Iterator[LockedLedger]:
         """Hold the ledger lock (synchronously) for one mutation.
 
         Without a ``deadline`` (or one further away than the heartbeat interval) a daemon thread keeps the heartbeat;
@@ -235,6 +237,8 @@ class ProjectStore:
             verify: when false (recovery), a damaged ledger is opened instead of refused and a torn tail is left as
                 it is: ``ledger.damage`` holds the first error, ``ledger.view`` the verified prefix, ``append`` is
                 refused and ``rewrite`` is the way out.
+            lazy: a cold writer (a hook) whose checkpoint matches the ledger exactly trusts it and appends after its
+                head without reading the ledger; ``ledger.view`` is then read only if something asks for it.
 
         Raises:
             StorageError: ``LOCK_TIMEOUT`` (retryable), path-safety refusals, ``STORAGE_WRITE_FAILED``.
@@ -248,7 +252,7 @@ class ProjectStore:
         try:
             if deadline is None or deadline - time.monotonic() >= self.config.heartbeat_s:
                 heartbeat = _Heartbeat(handle, self.config.heartbeat_s)
-            ledger = self._enter(handle, verify=verify)
+            ledger = self._enter(handle, verify=verify, lazy=lazy)
             try:
                 yield ledger
             finally:
@@ -274,7 +278,7 @@ class ProjectStore:
 
         return spool_draft(self.paths, draft)
 
-    def _enter(self, handle: LockHandle, *, verify: bool) -> LockedLedger:
+    def _enter(self, handle: LockHandle, *, verify: bool, lazy: bool = False) -> LockedLedger:
         """Inside the lock: remove orphans, verify the whole chain, repair a torn tail and append the spooled
         observations (all unless ``verify`` is false).
 
@@ -287,6 +291,20 @@ class ProjectStore:
         from intentloop.store._names import remove_orphans
 
         remove_orphans(self.paths, self.config, current_identity())
+        if lazy and verify:
+            trusted = self._trusted_head()
+            if trusted is not None:
+                found_st, checkpoint = trusted
+                index = None
+                if checkpoint.index is not None and checkpoint.indexed == checkpoint.lines:
+                    index = (checkpoint.index, checkpoint.bindings)
+                empty = Verification((), checkpoint.head, checkpoint.size, checkpoint.lines, None, None)
+                head = (checkpoint.head, checkpoint.lines, checkpoint.size)
+                ledger = LockedLedger(
+                    self.paths, handle, found_st, empty, None, self._remember, index, head=head, loader=self._load
+                )
+                ledger.drain_spool()
+                return ledger
         verification, view, st = self._load()
         ledger = LockedLedger(self.paths, handle, st, verification, view, self._remember, self._index_for(st))
         error = verification.error
@@ -298,6 +316,25 @@ class ProjectStore:
             ledger.repair_torn_tail()
         ledger.drain_spool()
         return ledger
+
+    def _trusted_head(self) -> tuple[os.stat_result, Checkpoint] | None:
+        """The ledger's stat and the checkpoint, when this process has not verified the file itself and the checkpoint
+        matches it exactly (then the chain it describes is trusted without reading it)."""
+        if not self.paths.check_project():
+            return None
+        opened = open_regular(self.paths.ledger_path)
+        if opened is None:
+            return None
+        fd, st = opened
+        with contextlib.suppress(OSError):
+            os.close(fd)
+        cached = _cache.get(str(self.paths.ledger_path))
+        if cached is not None and cached.key == file_key(st):
+            return None  # verified in this process already: the view costs nothing
+        checkpoint = read_checkpoint(self.paths)
+        if checkpoint is None or not checkpoint.matches(st):
+            return None
+        return st, checkpoint
 
     def _index_for(self, st: os.stat_result | None) -> tuple[str, int] | None:
         """The task index a writer may extend: the checkpoint's, when it matches the file as found and covers it."""

@@ -17,7 +17,13 @@ from intentloop.model import event_line, project_id_for, seal
 from intentloop.model.events import EventDraft
 from intentloop.service import hookops
 from intentloop.service.aio import IntentService
-from intentloop.store import CHECKPOINT_NAME, INDEX_DIR_RE, ProjectStore, canonicalize_project_root
+from intentloop.store import (
+    CHECKPOINT_NAME,
+    INDEX_DIR_RE,
+    ProjectStore,
+    canonicalize_project_root,
+    verify_ledger_bytes,
+)
 
 SESSION = "3a1c2a9e-5b3d-4c8e-9a10-2b3c4d5e6f71"
 _SCRIPT = Path(sys.executable).with_name("intentloop")
@@ -82,18 +88,39 @@ async def test_session_start_reads_through_the_index(world, monkeypatch):
     assert calls == [1]
 
 
-async def test_prompt_hook_decides_through_the_index_and_the_index_follows_appends(world, monkeypatch):
+def _count_verifications(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    from intentloop.store import _project
+
+    calls: list[int] = []
+    real = _project.verify_ledger_bytes
+    monkeypatch.setattr(_project, "verify_ledger_bytes", lambda data, **kw: calls.append(len(data)) or real(data, **kw))
+    return calls
+
+
+async def test_prompt_hook_decides_and_appends_through_the_index(world, monkeypatch):
+    from intentloop.store import _project
+
+    _project._cache.drop(str(world.store.ledger_path))  # a cold process, as a hook is
     calls = _forbid_whole_reads(monkeypatch)
+    verified = _count_verifications(monkeypatch)
     obs = hookops.Observation(event="UserPromptSubmit", session_id=SESSION, turn_id="turn-0001-abcd")
     outcome = hookops.record_observation(world.data, world.root, obs, deadline=None, with_context=True)
     assert outcome.recorded and RULE in (outcome.context or "")
-    assert calls == []
+    assert calls == [] and verified == []  # neither the lock-free decision nor the locked append read the ledger
+    again = hookops.record_observation(world.data, world.root, obs, deadline=None)
+    assert not again.recorded  # the same turn is recognised through the index (idempotent)
+    _project._cache.drop(str(world.store.ledger_path))
+    (world.store.project_dir / CHECKPOINT_NAME).unlink()  # control: without the checkpoint the ledger is verified
+    second = hookops.Observation(event="UserPromptSubmit", session_id=SESSION, turn_id="turn-0002-abcd")
+    assert hookops.record_observation(world.data, world.root, second, deadline=None).recorded
+    assert verified != []
+    assert verify_ledger_bytes(world.store.ledger_path.read_bytes(), project_id=world.pid).ok
     indexed = world.store.indexed()
     assert indexed is not None
     try:
         bound = [e for e in world.store.read().events if e.event_type == "source_observed"]
         task_events = indexed.task_events(bound[0].task_id)
-        assert task_events is not None and task_events[-1] == bound[0]
+        assert task_events is not None and task_events[-1] == bound[-1]
     finally:
         indexed.close()
 

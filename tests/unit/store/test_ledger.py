@@ -56,6 +56,25 @@ def test_extended_view_keeps_indexes_consistent():
     assert base.find_request(task, "x") is None and base.by_task(task) == ()  # the old view is untouched
 
 
+def test_a_view_extended_twice_keeps_each_branch_apart():
+    """Extending hands the indexes over; a second extension of the same view (a branch) must not see the first's."""
+    from intentloop.model import seal
+
+    task = str(uuid.uuid4())
+    base = LedgerView()
+    first = seal(draft(task, "a"), project_id=PID, prev_hash=None)
+    base = base.extended([first], 1)
+    assert base.find_request(task, "a") == first  # builds the indexes
+    one = base.extended([seal(draft(task, "b"), project_id=PID, prev_hash=first.event_hash)], 2)
+    two = base.extended([seal(draft(task, "c"), project_id=PID, prev_hash=first.event_hash)], 2)
+    assert [e.request_id for e in one.by_task(task)] == ["a", "b"] and one.find_request(task, "c") is None
+    assert [e.request_id for e in two.by_task(task)] == ["a", "c"] and two.find_request(task, "b") is None
+    assert [e.request_id for e in base.by_task(task)] == ["a"] and base.find_request(task, "b") is None
+    assert base.task_ids() == (task,) and LedgerView().task_ids() == ()
+    three = one.extended([seal(draft(str(uuid.uuid4()), "d"), project_id=PID, prev_hash=None)], 3)
+    assert len(three.task_ids()) == 2 and len(one.task_ids()) == 1
+
+
 def test_append_refuses_a_draft_the_verifier_would_reject(store):
     with store.locked() as ledger:
         for bad in (
