@@ -1,11 +1,12 @@
 """Low-level file-system primitives with the safety rules of CONTRACT §1 built in.
 
 Files are opened with ``O_NOFOLLOW`` and trusted only when the descriptor is the inode that ``lstat`` approved (no
-symlink or swap between check and use); every write goes to a fresh ``O_EXCL`` sibling, is fsynced, renamed into
-place and followed by a directory fsync (dulwich's ``file.py`` without the missing directory fsync).
+symlink or swap between check and use). A replacement goes to a fresh ``O_EXCL`` sibling, is fsynced, renamed into
+place and followed by a directory fsync (dulwich's ``file.py`` without the missing directory fsync); the ledger is also
+appended to (``append_durably``) and truncated (``truncate_durably``) in place, only into the inode that was verified.
 
-Why a reader keeps bytes whose file lost its link or got a new ctime while it read: a writer never changes a file in
-place, it renames a new one over it, which drops the old file's link count to 0 and raises its ctime. The old file's
+Why a reader keeps bytes whose file lost its link or got a new ctime while it read: a replacing writer renames a new
+file over the old one, which drops the old file's link count to 0 and raises its ctime. The old file's
 bytes are still a whole earlier version (a read linearised before the rename), so only a change of what the bytes can
 be — size or mtime — makes a read retry. Taking the link drop for tampering failed ~9 % of the reads during writes
 (measured: 17 of 186 fresh reads, 1 of 5 SessionStart hooks and 1 of 5 ``intentloop verify`` runs).
