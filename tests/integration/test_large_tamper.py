@@ -12,10 +12,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from intentloop.errors import CorruptLedgerError
-from intentloop.model import event_line, project_id_for, seal, session_hash, sha256_hex
+from intentloop.model import event_line, project_id_for, seal
 from intentloop.model.events import EventDraft
-from intentloop.store import ProjectStore, _project, canonicalize_project_root
+from intentloop.store import canonicalize_project_root
 
 SESSION = "5c1c2a9e-5b3d-4c8e-9a10-2b3c4d5e6f72"
 _SCRIPT = Path(sys.executable).with_name("intentloop")
@@ -30,61 +29,81 @@ def _observed(request_id: str) -> EventDraft:
     return EventDraft(event_type="source_observed", task_id=FILLER, actor="user", request_id=request_id, payload={})
 
 
+_SEED = """
+import os, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[3])
+import test_large_tamper as t
+from intentloop.model import event_line, seal, session_hash, sha256_hex
+from intentloop.model.events import EventDraft
+from intentloop.store import ProjectStore
+data_root, pid = Path(sys.argv[1]), sys.argv[2]
+claim = {
+    "claim_id": "0b4c1f0e-9d2a-4c3b-8e7f-6a5b4c3d2e1f", "statement": t.RULE, "role": "user",
+    "epistemic_status": "explicit", "source_ref": {"kind": "user_event", "sha256": sha256_hex(t.RULE)},
+    "scope": "task", "valid_from": "2026-12-01T00:00:00.000Z", "last_confirmed": "2026-12-01T00:00:00.000Z",
+    "supersedes": [], "facets": ["hard_constraint"], "related_claim_ids": [],
+}
+start = {"mode": "on", "label": "large", "host_session_hash": session_hash(t.SESSION), "initial_claims": [claim],
+         "request_fingerprint": sha256_hex("start")}
+lines, prev = [], None
+for index in range(t.EVENTS):
+    if index == 0:
+        draft = EventDraft(event_type="task_started", task_id=t.TASK, actor="user", request_id="start", payload=start)
+    else:
+        draft = t._observed(f"f-{index}")
+    event = seal(draft, project_id=pid, prev_hash=prev)
+    prev = event.event_hash
+    lines.append(event_line(event))
+(data_root / "projects" / pid).mkdir(parents=True, mode=0o700)
+ledger = data_root / "projects" / pid / "ledger.jsonl"
+ledger.write_bytes(b"".join(lines))
+os.chmod(ledger, 0o600)
+"""
+
+_WRITE = """
+import sys
+sys.path.insert(0, sys.argv[4])
+import test_large_tamper as t
+from intentloop.errors import IntentLoopError
+from intentloop.store import ProjectStore
+try:
+    with ProjectStore(sys.argv[1], sys.argv[2]).locked() as ledger:
+        ledger.append([t._observed(sys.argv[3])])
+    print("OK")
+except IntentLoopError as exc:
+    print(exc.code, getattr(exc, "line", None))
+"""
+
+
+def _write(base: Path, request_id: str) -> list[str]:
+    """One write by another process (this one never holds the 100,000 events: later tests measure their children's
+    peak RSS, which on Linux starts from the parent's size)."""
+    pid = next((base / "data" / "projects").iterdir()).name
+    here = str(Path(__file__).parent)
+    run = subprocess.run(
+        [sys.executable, "-c", _WRITE, str(base / "data"), pid, request_id, here],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    return run.stdout.split()
+
+
 @pytest.fixture(scope="module")
 def large(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, bytes]:
     """A project whose ledger holds 100,000 events: a task bound to SESSION with one explicit claim, then another
-    task's history (the bound task stays small: a hook reads its lines, not the ledger's)."""
+    task's history (the bound task stays small: a hook reads its lines, not the ledger's); then one write, so the
+    checkpoint and the task index vouch for it."""
     base = tmp_path_factory.mktemp("large")
     repo = base / "repo"
     repo.mkdir()
-    root = canonicalize_project_root(str(repo))
-    pid = project_id_for(root)
-    claim = {
-        "claim_id": "0b4c1f0e-9d2a-4c3b-8e7f-6a5b4c3d2e1f",
-        "statement": RULE,
-        "role": "user",
-        "epistemic_status": "explicit",
-        "source_ref": {"kind": "user_event", "sha256": sha256_hex(RULE)},
-        "scope": "task",
-        "valid_from": "2026-12-01T00:00:00.000Z",
-        "last_confirmed": "2026-12-01T00:00:00.000Z",
-        "supersedes": [],
-        "facets": ["hard_constraint"],
-        "related_claim_ids": [],
-    }
-    start = {
-        "mode": "on",
-        "label": "large",
-        "host_session_hash": session_hash(SESSION),
-        "initial_claims": [claim],
-        "request_fingerprint": sha256_hex("start"),
-    }
-    lines = []
-    prev = None
-    for index in range(EVENTS):
-        if index == 0:
-            draft = EventDraft(event_type="task_started", task_id=TASK, actor="user", request_id="start", payload=start)
-        else:
-            draft = EventDraft(
-                event_type="source_observed",
-                task_id=FILLER,
-                actor="user",
-                request_id=f"f-{index}",
-                payload={"n": index},
-            )
-        event = seal(draft, project_id=pid, prev_hash=prev)
-        prev = event.event_hash
-        lines.append(event_line(event))
-    data_root = base / "data"
-    (data_root / "projects" / pid).mkdir(parents=True, mode=0o700)
-    ledger = data_root / "projects" / pid / "ledger.jsonl"
-    ledger.write_bytes(b"".join(lines))
-    os.chmod(ledger, 0o600)
-    store = ProjectStore(data_root, pid)
-    with store.locked() as locked:  # one write: the checkpoint and the index now vouch for the file
-        locked.append(
-            [EventDraft(event_type="source_observed", task_id=TASK, actor="user", request_id="w", payload={})]
-        )
+    pid = project_id_for(canonicalize_project_root(str(repo)))
+    here = str(Path(__file__).parent)
+    subprocess.run([sys.executable, "-c", _SEED, str(base / "data"), pid, here], check=True, timeout=600)
+    assert _write(base, "w") == ["OK"]
+    ledger = base / "data" / "projects" / pid / "ledger.jsonl"
     return base, ledger.read_bytes()
 
 
@@ -107,12 +126,7 @@ def test_a_middle_byte_of_a_large_ledger(large, then_append):
     ledger = next((base / "data" / "projects").iterdir()) / "ledger.jsonl"
     ledger.write_bytes(good)  # each case starts from the good ledger...
     os.chmod(ledger, 0o600)
-    store = ProjectStore(base / "data", ledger.parent.name)
-    _project._cache.drop(str(ledger))
-    with store.locked() as locked:  # ...and a write, so the checkpoint vouches for exactly this file
-        locked.append(
-            [EventDraft(event_type="source_observed", task_id=TASK, actor="user", request_id="x", payload={})]
-        )
+    assert _write(base, "x") == ["OK"]  # ...and a write, so the checkpoint vouches for exactly this file
     assert RULE in _hook(base, "SessionStart")  # positive control: the hook injects the rule
     data = bytearray(ledger.read_bytes())
     middle = data.index(b'"f-50000"') + 3
@@ -129,11 +143,8 @@ def test_a_middle_byte_of_a_large_ledger(large, then_append):
         with open(ledger, "ab") as handle:
             handle.write(event_line(event))
     before = ledger.read_bytes()
-    with pytest.raises(CorruptLedgerError) as info, store.locked() as locked:
-        locked.append(
-            [EventDraft(event_type="source_observed", task_id=TASK, actor="user", request_id="y", payload={})]
-        )
-    assert info.value.code == "CORRUPT_LEDGER" and info.value.line is not None and info.value.line > 40_000
+    code, line = _write(base, "y")
+    assert code == "CORRUPT_LEDGER" and int(line) > 40_000
     assert ledger.read_bytes() == before  # nothing appended
     out = _hook(base, "SessionStart")
     assert RULE not in out and "additionalContext" not in out  # fails open, injects nothing from this ledger
