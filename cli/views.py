@@ -248,15 +248,26 @@ def show(
     task: TaskArgument,
     project_root: ProjectRootOption = None,
     project_id: ProjectIdOption = None,
+    history: Annotated[
+        bool, typer.Option("--history", help="Also list superseded and invalidated claims: by what, when, why.")
+    ] = False,
+    as_of: Annotated[
+        str | None,
+        typer.Option(
+            "--as-of",
+            metavar="TIME",
+            help="The task as recorded at that instant (RFC 3339 UTC, e.g. 2026-12-01T10:00:00Z).",
+        ),
+    ] = None,
     json_output: JsonOption = False,
 ) -> int:
-    """A task's current snapshot (intent_get_snapshot): active claims, unknowns, disagreements, stale long-term.
+    """A task's snapshot (intent_get_snapshot): active claims, unknowns, disagreements, stale long-term.
 
-    TASK is a task id or a unique prefix of one. An off or private task is refused as the tool refuses it.
-    (History of superseded and invalidated claims: `intentloop export TASK`.)
+    TASK is a task id or a unique prefix of one. An off or private task is refused as the tool refuses it. --history
+    adds the claims that were superseded or invalidated; --as-of shows the task as it was recorded at an instant.
     """
     out = Output("show", json_mode=json_output)
-    return out.guard(lambda: _show(out, task, project_root, project_id))
+    return out.guard(lambda: _show(out, task, project_root, project_id, history=history, as_of=as_of))
 
 
 def resolve_task(target: Target, prefix: str) -> tuple[str, TaskState | None]:
@@ -274,13 +285,20 @@ def resolve_task(target: Target, prefix: str) -> tuple[str, TaskState | None]:
     return task_id, state.started_task(task_id)
 
 
-def _show(out: Output, prefix: str, project_root: str | None, project_id: str | None) -> int:
+def _show(
+    out: Output, prefix: str, project_root: str | None, project_id: str | None, *, history: bool, as_of: str | None
+) -> int:
     from cli._select import select_project
     from cli._service import call_tool
 
     target = select_project(project_root, project_id)
     task_id, task = resolve_task(target, prefix)
-    snapshot = call_tool(target, "intent_get_snapshot", {"task_id": task_id, "max_characters": 8000})
+    arguments: dict[str, Any] = {"task_id": task_id, "max_characters": 8000}
+    if history:
+        arguments["include_history"] = True
+    if as_of is not None:
+        arguments["as_of"] = as_of
+    snapshot = call_tool(target, "intent_get_snapshot", arguments)
     if out.json_mode:
         label = task.label if task is not None else None
         out.json_object({**target.fields(), "label": label, "snapshot": snapshot}, exit_code=OK)
@@ -318,7 +336,29 @@ def _show(out: Output, prefix: str, project_root: str | None, project_id: str | 
         out.show(table)
     if not snapshot["active_claims"]:
         out.line("No active claims.")
+    if history:
+        _show_history(out, snapshot.get("history", []))
     return OK
+
+
+def _show_history(out: Output, entries: list[dict[str, Any]]) -> None:
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    if not entries:
+        out.line("No superseded or invalidated claims.")
+        return
+    table = Table(title=f"History ({len(entries)})", title_justify="left", box=box.SIMPLE_HEAD)
+    for column in ("claim", "status", "by", "at"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("statement / reason", overflow="fold", ratio=1)
+    for entry in entries:
+        claim = entry["claim"]
+        reason = f" — {entry['reason']}" if entry.get("reason") else ""
+        by = short(entry["by"], 8) if entry.get("by") else "—"
+        table.add_row(short(claim["claim_id"], 8), entry["status"], by, entry["at"], Text(claim["statement"] + reason))
+    out.show(table)
 
 
 __all__ = ["claim_status", "projects", "resolve_task", "show", "task_row", "tasks"]

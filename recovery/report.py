@@ -112,7 +112,12 @@ class LedgerCheck:
 
 
 def check_bytes(
-    data: bytes, *, store: ProjectStore, ledger_exists: bool = True, verification: Verification | None = None
+    data: bytes,
+    *,
+    store: ProjectStore,
+    ledger_exists: bool = True,
+    verification: Verification | None = None,
+    head_record: Any = None,
 ) -> LedgerCheck:
     """Build the report of ``data`` as the ledger of ``store``'s project, verifying it unless ``verification`` (of
     exactly these bytes) is given (pure but for the quarantine count).
@@ -131,7 +136,10 @@ def check_bytes(
     if damage is None and len(data) > verification.byte_length:
         suffix = data[verification.byte_length :]
         damage = Damage(length=len(suffix), sha256=hashlib.sha256(suffix).hexdigest(), torn=not data.endswith(b"\n"))
-    signature, signed_events = head_signature_status(store.paths, verification.events)
+    if head_record is None:
+        signature, signed_events = head_signature_status(store.paths, verification.events)
+    else:  # head.sig as read before the ledger (check_ledger)
+        signature, signed_events = head_signature_status(store.paths, verification.events, head_record[0])
     versions = {event.schema_version for event in verification.events}
     report = VerifyReport(
         project_id=store.project_id,
@@ -165,17 +173,19 @@ def check_ledger(store: ProjectStore) -> LedgerCheck:
         StorageError: ``PATH_ESCAPE``, ``UNSAFE_DATA_FILE``, ``INVALID_DATA_DIR``, ``TRANSIENT_FILE_RACE`` or
             ``STORAGE_READ_FAILED`` when the ledger cannot be read safely.
     """
+    from intentloop.store import read_head_signature
+
     for _attempt in range(_SIGNATURE_RACE_RETRIES):
+        # head.sig first: a ledger read after it holds the head it signs (appends only grow the ledger).
+        record = (read_head_signature(store.paths),)
         stored = store.read_raw()
         if stored is None:
             return check_bytes(b"", store=store, ledger_exists=False)
         data, verification = stored
-        check = check_bytes(data, store=store, verification=verification)
+        check = check_bytes(data, store=store, verification=verification, head_record=record)
         if check.report.signature != "invalid" or _ledger_size(store) == len(data):
             return check
-        # head.sig is renamed into place right after the ledger it signs: a reader that took the ledger just before a
-        # write and head.sig just after sees a signature for more events than it read. The ledger has grown since,
-        # so this is that race, not a truncation: read both again.
+        # A rewrite (a deletion elsewhere) replaced both files between the two reads: read them again.
     return check
 
 

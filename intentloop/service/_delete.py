@@ -22,7 +22,7 @@ from typing import Any
 from intentloop.errors import StorageError
 from intentloop.model import Event, ProjectState, canonical_bytes, request_fingerprint
 from intentloop.service._rules import OP_START, claim_fingerprint_input, start_fingerprint_input
-from intentloop.store import HEAD_SIG_NAME
+from intentloop.store import CHECKPOINT_NAME, HEAD_SIG_NAME, INDEX_DIR_RE
 
 _CLAIM_EVENTS = frozenset({"claim_added", "claim_replaced"})
 _CANDIDATE_EVENTS = frozenset({"candidate_added", "source_observed", "result_signal_observed", "compaction_observed"})
@@ -168,25 +168,26 @@ def remove_claim(events: Sequence[Event], task_id: str, claim_id: str) -> list[E
     return out
 
 
-def _project_files(project_dir: Path, skip: frozenset[str]) -> Iterator[tuple[str, bytes]]:
-    """Every persistent file under ``project_dir`` as (path relative to it, bytes), in a stable order.
+def _project_files(
+    project_dir: Path, skip: frozenset[str], name_needles: Sequence[bytes] = ()
+) -> Iterator[tuple[str, bytes, bool]]:
+    """Every persistent file under ``project_dir`` as (path relative to it, bytes, whether it is a derived cache), in a
+    stable order.
 
-    The lock directory (ours, held right now) and renamed lock remnants are skipped: they hold only owner records;
-    so is ``head.sig``, rewritten after the deletion's commit, which holds only the signed head (hashes, a count, the
-    key id and the signature), so the count stays the original implementation's.
-    ``skip`` names top-level entries to leave out (the pre-scan skips what the deletion is about to rewrite).
-
-    Returns:
-        The number of files scanned.
+    The lock directory (ours, held right now) and renamed lock remnants are skipped: they hold only owner records; so
+    is ``head.sig``, rewritten after the deletion's commit, which holds only the signed head (hashes, a count, the key
+    id and the signature). ``skip`` names top-level entries to leave out (the pre-scan skips what the deletion is
+    about to rewrite, and then the derived caches too: they are rebuilt with it).
 
     Raises:
         StorageError: ``PATH_ESCAPE`` for a symlink, ``UNSAFE_DATA_FILE`` for a file with more than one link.
+        IntentLoopError: ``DELETE_VERIFICATION_FAILED`` when a file name holds one of ``name_needles``.
     """
     if not project_dir.exists():
         return
-    stack = [project_dir]
+    stack = [(project_dir, False)]
     while stack:
-        current = stack.pop()
+        current, derived = stack.pop()
         try:
             entries = sorted(os.scandir(current), key=lambda e: e.name)
         except OSError as exc:
@@ -194,8 +195,13 @@ def _project_files(project_dir: Path, skip: frozenset[str]) -> Iterator[tuple[st
         for entry in entries:
             if entry.name == "ledger.lock" or entry.name.startswith("ledger.lock.") or entry.name == HEAD_SIG_NAME:
                 continue
-            if current == project_dir and entry.name in skip:
+            if current == project_dir and (entry.name in skip or (skip and is_derived(entry.name))):
                 continue
+            if any(needle in os.fsencode(entry.name) for needle in name_needles):
+                raise StorageError(
+                    f"a deleted identifier remained in a file name under {current.name}",
+                    code="DELETE_VERIFICATION_FAILED",
+                )
             try:
                 info = entry.stat(follow_symlinks=False)
             except FileNotFoundError:
@@ -204,8 +210,9 @@ def _project_files(project_dir: Path, skip: frozenset[str]) -> Iterator[tuple[st
                 raise StorageError(f"cannot stat {entry.name}", code="STORAGE_READ_FAILED") from exc
             if stat.S_ISLNK(info.st_mode):
                 raise StorageError(f"{entry.name} must not be a symbolic link", code="PATH_ESCAPE")
+            is_cache = derived or (current == project_dir and is_derived(entry.name))
             if stat.S_ISDIR(info.st_mode):
-                stack.append(Path(entry.path))
+                stack.append((Path(entry.path), is_cache))
                 continue
             if not stat.S_ISREG(info.st_mode):
                 raise StorageError(f"{entry.name} is not a regular file", code="UNSAFE_DATA_FILE")
@@ -215,30 +222,38 @@ def _project_files(project_dir: Path, skip: frozenset[str]) -> Iterator[tuple[st
                 data = Path(entry.path).read_bytes()
             except OSError as exc:
                 raise StorageError(f"cannot read {entry.name}", code="STORAGE_READ_FAILED") from exc
-            yield Path(entry.path).relative_to(project_dir).as_posix(), data
+            yield Path(entry.path).relative_to(project_dir).as_posix(), data, is_cache
 
 
 def scan_project_files(project_dir: Path, markers: Sequence[str], *, skip: frozenset[str] = frozenset()) -> int:
-    """Read every persistent file under ``project_dir``; fail if a marker (a deleted id) is still in one.
-
-    ``skip`` names top-level entries to leave out (the pre-scan skips what the deletion is about to rewrite).
+    """Read every persistent file under ``project_dir``; fail if a marker (a deleted id) is still in one, or in a
+    file's name.
 
     Returns:
-        The number of files scanned.
+        The number of files scanned. The derived caches (the checkpoint and the task index) are scanned too but not
+        counted, so the figure stays the one the original implementation reports for the same data.
 
     Raises:
-        StorageError: ``PATH_ESCAPE`` for a symlink, ``UNSAFE_DATA_FILE`` for a file with more than one link.
-        IntentLoopError: ``DELETE_VERIFICATION_FAILED`` when a marker remains.
+        StorageError: ``PATH_ESCAPE`` for a symlink, ``UNSAFE_DATA_FILE`` for a file with more than one link,
+            ``DELETE_VERIFICATION_FAILED`` when a marker remains.
     """
     needles = [m.encode("utf-8") for m in markers]
     scanned = 0
-    for name, data in _project_files(project_dir, skip):
-        scanned += 1
+    for name, data, derived in _project_files(project_dir, skip, needles):
+        scanned += not derived
         if any(needle in data for needle in needles):
             raise StorageError(
                 f"a deleted identifier remained in {name.rsplit('/', 1)[-1]}", code="DELETE_VERIFICATION_FAILED"
             )
     return scanned
+
+
+REWRITTEN_BY_DELETE = frozenset({"ledger.jsonl", "private-sessions", "quarantine", CHECKPOINT_NAME})
+
+
+def is_derived(name: str) -> bool:
+    """The store's derived caches beside the ledger: the checkpoint and the task index directories."""
+    return name == CHECKPOINT_NAME or bool(INDEX_DIR_RE.match(name))
 
 
 #: Statements shorter than this are too common to look for as bytes (``"x"`` is in every file); they are still
@@ -259,7 +274,7 @@ def files_holding(project_dir: Path, needles: Sequence[bytes]) -> list[str]:
     """
     if not needles:
         return []
-    return [name for name, data in _project_files(project_dir, frozenset()) if any(n in data for n in needles)]
+    return [name for name, data, _cache in _project_files(project_dir, frozenset()) if any(n in data for n in needles)]
 
 
 def find_copies(state: ProjectState, statements: Collection[str]) -> list[dict[str, str]]:
@@ -300,9 +315,6 @@ def creating_requests(events: Sequence[Event], task_id: str, claim_ids: Collecti
         if isinstance(claim, dict) and claim.get("claim_id") in claim_ids and isinstance(fingerprint, str):
             out.append((event.task_id, event.request_id, fingerprint))
     return out
-
-
-REWRITTEN_BY_DELETE = frozenset({"ledger.jsonl", "private-sessions", "quarantine"})
 
 
 __all__ = [

@@ -88,6 +88,45 @@ def _session_task(view: LedgerView, shash: str) -> TaskState | None:
     return task_for_session(project(e for e in view.events if e.task_id in bound), shash)
 
 
+_UNKNOWN: Final = object()
+
+
+def _indexed_session_task(store: ProjectStore, shash: str) -> TaskState | object | None:
+    """:func:`_session_task` through the task index: the binding events and the bound tasks' lines only, never the
+    whole ledger. ``_UNKNOWN`` when the index cannot answer (no checkpoint matching the file, no index): read it all.
+    """
+    indexed = store.indexed()
+    if indexed is None:
+        return _UNKNOWN
+    try:
+        bindings_events = indexed.binding_events()
+        if bindings_events is None:
+            return _UNKNOWN
+        bindings = project(bindings_events)
+        bound = sorted(t.task_id for t in bindings.tasks.values() if t.started and t.host_session_hash == shash)
+        if not bound:
+            return None
+        events = []
+        for task_id in bound:
+            task_events = indexed.task_events(task_id)
+            if task_events is None:
+                return _UNKNOWN
+            events += task_events
+    finally:
+        indexed.close()
+    return task_for_session(project(events), shash)
+
+
+def _bound_task(store: ProjectStore, shash: str) -> tuple[TaskState | None, LedgerView | None]:
+    """The session's bound task, through the index when it can answer (then no view), else from the whole ledger."""
+    found = _indexed_session_task(store, shash)
+    if found is not _UNKNOWN:
+        assert found is None or isinstance(found, TaskState)
+        return found, None
+    view = store.read()
+    return _session_task(view, shash), view
+
+
 def _decide(
     task: TaskState | None,
     controls: Iterable[PrivateControl],
@@ -133,9 +172,9 @@ def session_context(data_root: Path, cwd: str, session_id: str, source: str | No
     control = store.read_control(shash)
     if control is not None:
         return private_control_context(control.task_id, session_id)
-    view = store.read()
+    task, _view = _bound_task(store, shash)
     recovery = source == COMPACT_SOURCE
-    return _decide(_session_task(view, shash), store.read_controls(), None, session_id, recovery_packet=recovery)[1]
+    return _decide(task, store.read_controls(), None, session_id, recovery_packet=recovery)[1]
 
 
 Identity = tuple[str, str, str | None, int]
@@ -221,8 +260,7 @@ def record_observation(
         return HookOutcome(
             recorded=False, context=_if(with_context, private_control_context(control.task_id, obs.session_id))
         )
-    view = store.read()
-    bound = _session_task(view, shash)
+    bound, view = _bound_task(store, shash)
     task, context = _decide(bound, store.read_controls(), None, obs.session_id)
     if task is None:
         return HookOutcome(recorded=False, context=_if(with_context, context))
@@ -251,7 +289,7 @@ def _record_locked(
     data_root: Path,
     obs: Observation,
     shash: str,
-    view: LedgerView,
+    view: LedgerView | None,
     bound: TaskState | None,
     identity: Identity | None,
     deadline: float | None,
@@ -260,9 +298,13 @@ def _record_locked(
     """The decision again under the lock (taken by ``deadline`` or ``LOCK_TIMEOUT``), and the append."""
     from intentloop.service._hookkey import load_or_create_hook_key
 
-    with store.locked(deadline) as ledger:
+    with store.locked(deadline, lazy=True) as ledger:
         control = store.read_control(shash)
-        if ledger.view is not view:  # the ledger changed since the lock-free read (an unchanged file: the same view)
+        found = _indexed_session_task(store, shash)  # under the lock: the index as of the last commit
+        if found is not _UNKNOWN:
+            assert found is None or isinstance(found, TaskState)
+            bound = found
+        elif ledger.view is not view:  # the ledger changed since the lock-free read
             bound = _session_task(ledger.view, shash)
         task, context = _decide(bound, store.read_controls(), control, obs.session_id)
         if task is None:

@@ -12,9 +12,11 @@ from typing import TYPE_CHECKING
 from intentloop._lazy import lazy_face
 
 if TYPE_CHECKING:
+    from intentloop.store._checkpoint import CHECKPOINT_NAME
     from intentloop.store._config import ENV_CEILING, ENV_HEARTBEAT, ENV_STALE, ENV_WAIT, LockConfig
     from intentloop.store._controls import PrivateControl
     from intentloop.store._fs import rename_noreplace
+    from intentloop.store._index import INDEX_DIR_RE
     from intentloop.store._ledger import LockedLedger
     from intentloop.store._migrate import CURRENT_SCHEMA_VERSION, MIGRATIONS, migrate, migrate_v1
     from intentloop.store._paths import (
@@ -33,12 +35,14 @@ if TYPE_CHECKING:
         SIGNATURE_STATUSES,
         export_signature_status,
         head_signature_status,
+        read_head_signature,
         sign_export,
     )
     from intentloop.store._verify import MAX_LINE_BYTES, Damage, Verification, verify_ledger_bytes
     from intentloop.store._view import LedgerView
 
 _LAZY = {
+    "CHECKPOINT_NAME": "_checkpoint",
     "CURRENT_SCHEMA_VERSION": "_migrate",
     "Damage": "_verify",
     "DATA_DIR_ENV": "_paths",
@@ -49,6 +53,7 @@ _LAZY = {
     "ENV_HEARTBEAT": "_config",
     "ENV_STALE": "_config",
     "ENV_WAIT": "_config",
+    "INDEX_DIR_RE": "_index",
     "MAX_LINE_BYTES": "_verify",
     "HEAD_SIG_NAME": "_signing",
     "MIGRATIONS": "_migrate",
@@ -63,6 +68,7 @@ _LAZY = {
     "canonicalize_project_root": "_paths",
     "export_signature_status": "_signing",
     "head_signature_status": "_signing",
+    "read_head_signature": "_signing",
     "migrate": "_migrate",
     "migrate_v1": "_migrate",
     "rename_noreplace": "_fs",
@@ -74,6 +80,7 @@ _LAZY = {
 
 
 __all__ = [
+    "CHECKPOINT_NAME",
     "CURRENT_SCHEMA_VERSION",
     "DATA_DIR_ENV",
     "ENV_CEILING",
@@ -81,6 +88,7 @@ __all__ = [
     "ENV_STALE",
     "ENV_WAIT",
     "HEAD_SIG_NAME",
+    "INDEX_DIR_RE",
     "MAX_LINE_BYTES",
     "MIGRATIONS",
     "ROOT_ENV_VARS",
@@ -100,6 +108,7 @@ __all__ = [
     "locate_data_root",
     "migrate",
     "migrate_v1",
+    "read_head_signature",
     "rename_noreplace",
     "resolve_data_root",
     "sign_export",

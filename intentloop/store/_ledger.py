@@ -1,8 +1,15 @@
 """The ledger while the lock is held: the one write path (docs/STORAGE.md, "Writing") and everything that uses it.
 
-Every change writes the complete next file to a fresh 0600 sibling, fsyncs it, checks the owner token, renames it
-over the old one and fsyncs the directory. Nothing is ever appended in place, so a hard link can never be written
-through and a crash leaves either the old or the new file, never a mix.
+Every change goes through :meth:`LockedLedger._commit`. New events are appended in place to the file that was
+verified (refused through a symlink, a hard-linked file, another inode or a file that changed size since), after an
+owner-token check, then the file is fsynced (and the directory, when the append created the file); a crash leaves the
+old ledger or the old one plus a torn tail that the next writer repairs. A torn tail is cut off in place (truncate to
+the verified length, fsync). Deletion and recovery's rewrites still write the complete next file to a fresh 0600
+sibling, fsync it, check the token, rename it over the old one and fsync the directory. After every commit the
+verified checkpoint beside the ledger is updated (see ``_checkpoint``).
+
+Why in place: a rewrite costs the whole file on every write (measured before: 117 ms per ``intent_add_inference`` at
+100,000 events, 96 MB); an append costs the new line and one fsync, whatever the ledger's size.
 """
 
 from __future__ import annotations
@@ -20,8 +27,10 @@ from intentloop.errors import CorruptLedgerError, InvalidInputError, StorageErro
 from intentloop.model.canonical import canonical_bytes, sha256_hex
 from intentloop.model.events import Event, EventDraft, event_line, seal
 from intentloop.model.ids import is_hex64, utc_now
+from intentloop.store._checkpoint import write_checkpoint
 from intentloop.store._controls import PrivateControl, check_session_hash, control_path, control_problem
 from intentloop.store._fs import (
+    append_durably,
     atomic_replace,
     check_regular,
     fsync_dir,
@@ -29,6 +38,7 @@ from intentloop.store._fs import (
     read_regular,
     remove_tree_quietly,
     storage_error,
+    truncate_durably,
     write_all,
 )
 from intentloop.store._lock import LockHandle
@@ -38,8 +48,8 @@ from intentloop.store._signing import sign_committed_head
 from intentloop.store._verify import MAX_LINE_BYTES, Verification, verify_continuation, verify_ledger_bytes
 from intentloop.store._view import LedgerView
 
-# Called after every commit with the new file's stat (None if unknown), bytes and verified view.
-CommitHook = Callable[[os.stat_result | None, bytes, LedgerView], None]
+# Called after every commit with the new file's stat (None if unknown) and verified view.
+CommitHook = Callable[[os.stat_result | None, Verification, LedgerView], None]
 
 
 def _nothing(_st: os.stat_result | None) -> None:
@@ -81,23 +91,62 @@ class LockedLedger:
         self,
         paths: ProjectPaths,
         handle: LockHandle,
-        data: bytes,
+        st: os.stat_result | None,
         verification: Verification,
-        view: LedgerView,
+        view: LedgerView | None,
         on_commit: CommitHook,
+        index: tuple[str, int] | None = None,
+        *,
+        head: tuple[str | None, int, int] | None = None,
+        loader: Callable[[], tuple[Verification, LedgerView, os.stat_result | None]] | None = None,
     ) -> None:
         self._paths = paths
+        # The task index that covers the ledger as verified and its binding records (None: rebuild it after the
+        # next commit).
+        self._index: str | None = None if index is None else index[0]
+        self._bindings = 0 if index is None else index[1]
         self._handle = handle
-        self._data = data if verification.ok else data[: verification.byte_length]
-        self._raw = data
+        # The verified file (device, inode, size): appends and truncation go only into it; None: there is no ledger.
+        self._identity = None if st is None else (st.st_dev, st.st_ino, st.st_size)
         self._verification = verification
-        self.view = view
+        # The chain's head: (head hash, line count, byte length). A writer that trusted the checkpoint (``head``)
+        # holds no view until something asks for one (``loader`` then reads and verifies the ledger).
+        self._view = view
+        self._loader = loader
+        if view is not None:
+            self._head = (view.head_hash, len(view), view.byte_length)
+        else:
+            assert head is not None
+            self._head = head
         self._on_commit = on_commit
         self._open = True
         self.damage: CorruptLedgerError | None = verification.error
 
     def close(self) -> None:
         self._open = False
+
+    @property
+    def view(self) -> LedgerView:
+        """The verified ledger; read on first use by a writer that entered on the checkpoint alone.
+
+        Raises:
+            CorruptLedgerError: the ledger no longer verifies (a foreign program changed it under the lock).
+            StorageError: ``TRANSIENT_FILE_RACE`` when it is not the file the checkpoint described.
+        """
+        if self._view is None:
+            assert self._loader is not None
+            verification, view, st = self._loader()
+            if verification.error is not None:
+                raise CorruptLedgerError(
+                    verification.error.message,
+                    line=verification.error.line,
+                    reason=verification.error.reason,
+                    code=verification.error.code,
+                )
+            if st is None or self._identity != (st.st_dev, st.st_ino, st.st_size) or view.head_hash != self._head[0]:
+                raise StorageError("the ledger changed under the lock", code="TRANSIENT_FILE_RACE")
+            self._view, self._verification = view, verification
+        return self._view
 
     def append(self, drafts: Sequence[EventDraft]) -> list[Event]:
         """Seal ``drafts`` after the current head and commit them in one replace.
@@ -114,7 +163,8 @@ class LockedLedger:
         if not drafts:
             return []
         events: list[Event] = []
-        prev = self.view.head_hash
+        head, count, length = self._head
+        prev = head
         try:
             for draft in drafts:
                 event = seal(draft, project_id=self._paths.project_id, prev_hash=prev)
@@ -126,16 +176,14 @@ class LockedLedger:
         lines = b"".join(encoded)
         if max(map(len, encoded)) > MAX_LINE_BYTES:
             raise InvalidInputError(f"an event would be longer than {MAX_LINE_BYTES} bytes", code="INVALID_ARGUMENTS")
-        check = verify_continuation(
-            lines, project_id=self._paths.project_id, prev_hash=self.view.head_hash, first_line=len(self.view) + 1
-        )
+        check = verify_continuation(lines, project_id=self._paths.project_id, prev_hash=head, first_line=count + 1)
         if check.error is not None:
             raise InvalidInputError(
                 f"refusing to store an event the verifier would reject: {check.error.reason}",
                 code="INVALID_ARGUMENTS",
             )
-        data = self._data + lines
-        self._commit(data, "append", self.view.extended(events, len(data)))
+        view = None if self._view is None else self._view.extended(events, length + len(lines))
+        self._commit("append", view, lines, events)
         return events
 
     def rewrite(self, events: Sequence[Event]) -> None:
@@ -156,7 +204,7 @@ class LockedLedger:
             raise StorageError(
                 f"the rewritten ledger would not verify: {check.error.reason}", code="DELETE_VERIFICATION_FAILED"
             )
-        self._commit(data, "rewrite", LedgerView(check.events, check.head_hash, len(data)))
+        self._commit("rewrite", LedgerView(check.events, check.head_hash, len(data)), data, check.events)
 
     def write_control(self, control: PrivateControl) -> None:
         """Create or replace the control file of ``control.host_session_hash`` (atomically, 0600).
@@ -353,15 +401,15 @@ class LockedLedger:
                 line, project_id=self._paths.project_id, prev_hash=self.view.head_hash, first_line=len(self.view) + 1
             )
             if check.error is None and check.line_count == 1:
-                data = self._data + line
-                self._commit(data, "repair", self.view.extended(check.events, len(data)))
+                view = self.view.extended(check.events, self.view.byte_length + len(line))
+                self._commit("append", view, b"\n", check.events)
                 return {"restored": "newline", "events": 1}
         damage = self._verification.damage
         length, digest = (damage.length, damage.sha256) if damage else (len(torn or b""), sha256_hex(torn or b""))
         record = {"byte_length": length, "observed_at": utc_now(), "sha256": digest}
         name = f"partial-{int(time.time() * 1000)}-{uuid.uuid4()}.json"
         self.write_quarantine(name, canonical_bytes(record) + b"\n")
-        self._commit(self._data, "repair", self.view)
+        self._commit("truncate", self.view, b"", ())
         return record
 
     def keep_damaged_bytes(self, name: str) -> int:
@@ -416,26 +464,66 @@ class LockedLedger:
             on_commit=lambda _st: None,
         )
 
-    def _commit(self, data: bytes, kind: str, view: LedgerView) -> None:
-        def committed(st: os.stat_result | None) -> None:
-            self._data = self._raw = data
-            self.view = view
-            self._verification = Verification(view.events, view.head_hash, len(data), len(view), None, None)
-            self.damage = None
-            self._on_commit(st, data, view)
-            # Every commit (append, rewrite, repair) passes here, right after the ledger's rename and still under the
-            # lock: its head is signed once, and the directory fsync that follows makes both renames durable.
-            sign_committed_head(self._paths, view.head_hash, len(view), before_replace=self._handle.require_owner)
+    def _commit(self, kind: str, view: LedgerView | None, data: bytes, events: Sequence[Event]) -> None:
+        """The one commit every ledger change goes through; ``view`` is the ledger after it (``None``: a writer that
+        holds no view appends ``events``).
 
-        if os.path.lexists(self._paths.ledger_path):
-            self._check_replaceable(self._paths.ledger_path)
-        atomic_replace(
-            self._paths.ledger_path,
-            ledger_temp_name(kind),
-            data,
-            before_replace=self._handle.require_owner,
-            on_commit=committed,
-        )
+        ``append``: add ``data`` (the lines of ``events``) at the end of the verified file, in place (creating it when
+        there is none). ``truncate``: cut the verified file to ``view.byte_length`` (a torn tail). ``rewrite``:
+        replace the whole file with ``data`` (temp file + rename). The owner token is checked right before the file
+        changes; the task index and the checkpoint are updated right after.
+
+        Raises:
+            StorageError: ``LOCK_COMPROMISED``, ``PATH_ESCAPE``, ``UNSAFE_DATA_FILE``, ``TRANSIENT_FILE_RACE`` (not
+                the verified file), ``STORAGE_WRITE_FAILED``.
+        """
+        _head, before_lines, before_length = self._head
+
+        def committed(st: os.stat_result | None) -> None:
+            self._identity = None if st is None else (st.st_dev, st.st_ino, st.st_size)
+            if view is not None:
+                self._view = view
+                self._head = (view.head_hash, len(view), view.byte_length)
+                self._verification = Verification(view.events, view.head_hash, view.byte_length, len(view), None, None)
+            else:
+                self._head = (events[-1].event_hash, before_lines + len(events), before_length + len(data))
+            self.damage = None
+            self._update_index(kind, events, before_length, view)
+            write_checkpoint(self._paths, st, self._head[1], self._head[0], self._index, self._bindings)
+            # Every commit (append, truncation, rewrite) passes here, still under the lock: its head is signed once.
+            # head.sig is renamed into place without an fsync of its own; after a crash it may lag behind the ledger,
+            # which reads as "unsigned" for the newest events (never "invalid") until the next write signs again.
+            sign_committed_head(self._paths, self._head[0], self._head[1], before_replace=self._handle.require_owner)
+            if view is not None:
+                self._on_commit(st, self._verification, view)
+
+        target = self._paths.ledger_path
+        owner = self._handle.require_owner
+        if kind == "rewrite":
+            if os.path.lexists(target):
+                self._check_replaceable(target)
+            atomic_replace(target, ledger_temp_name(kind), data, before_replace=owner, on_commit=committed)
+        elif kind == "truncate":
+            if self._identity is None or view is None:
+                raise StorageError("there is no ledger to repair", code="TRANSIENT_FILE_RACE")
+            truncate_durably(target, view.byte_length, expected=self._identity, before_write=owner, on_commit=committed)
+        else:
+            append_durably(target, data, expected=self._identity, before_write=owner, on_commit=committed)
+
+    def _update_index(self, kind: str, events: Sequence[Event], start: int, view: LedgerView | None) -> None:
+        """Extend the task index by an append's events, or rebuild it (after a rewrite, a truncation, or when it did
+        not cover the ledger as found); a failure, or a rebuild without a view, leaves no index recorded, which costs
+        readers a full read and makes the next writer with a view rebuild it."""
+        from intentloop.store._index import count_bindings, extend_index, rebuild_index
+
+        if self._index is not None and kind == "append" and extend_index(self._paths, self._index, events, start):
+            self._bindings += count_bindings(events)
+            return
+        if view is None:
+            self._index, self._bindings = None, 0
+            return
+        self._index = rebuild_index(self._paths, view.events)
+        self._bindings = count_bindings(view.events)
 
     def _check_replaceable(self, target: Path) -> bool:
         """Refuse to replace a symlink, a non-regular or hard-linked file; ``False`` when it does not exist."""

@@ -65,6 +65,9 @@ def _read_record(name: str, dir_fd: int) -> tuple[OwnerRecord | None, float | No
     return parse_owner(marker[0]), marker[1].st_mtime
 
 
+_IO_ATTEMPTS = 3
+
+
 class LockHandle:
     """Proof of holding ``ledger.lock``: its token, and a descriptor of the very directory we created."""
 
@@ -78,15 +81,23 @@ class LockHandle:
         self._released = False
 
     def is_owner(self) -> bool:
-        """Whether ``ledger.lock`` is still our directory and its ``owner.json`` still carries our token."""
-        try:
-            st = os.lstat(self.paths.lock_path)
-            if (st.st_dev, st.st_ino) != self._dir_id:
+        """Whether ``ledger.lock`` is still our directory and its ``owner.json`` still carries our token.
+
+        A failed look (an I/O error) is tried again, up to ``_IO_ATTEMPTS`` times, before it counts as not ours:
+        otherwise one transient error at release would leave a lock held by this live process for every waiter.
+        """
+        for _attempt in range(_IO_ATTEMPTS):
+            try:
+                st = os.lstat(self.paths.lock_path)
+                if (st.st_dev, st.st_ino) != self._dir_id:
+                    return False
+                record, _ = _read_record(OWNER_NAME, self._dir_fd)
+            except FileNotFoundError:
                 return False
-            record, _ = _read_record(OWNER_NAME, self._dir_fd)
-        except OSError:
-            return False
-        return record is not None and record.token == self.token
+            except OSError:
+                continue
+            return record is not None and record.token == self.token
+        return False
 
     def require_owner(self) -> None:
         """The owner-token check right before a replace.
@@ -241,20 +252,30 @@ class Acquirer:
             raise
 
     def _adopt(self, record: OwnerRecord) -> LockHandle | None:
-        try:
-            dir_fd = os.open(self.paths.lock_path, _DIR_FLAGS)
-        except OSError:
-            return None
-        try:
-            st = os.fstat(dir_fd)
-            current = os.lstat(self.paths.lock_path)
-            owner, _ = _read_record(OWNER_NAME, dir_fd)
-        except OSError:
-            owner = None
-        if owner is None or owner.token != record.token or (st.st_dev, st.st_ino) != (current.st_dev, current.st_ino):
-            os.close(dir_fd)
-            return None
-        return LockHandle(self.paths, record, dir_fd, (st.st_dev, st.st_ino))
+        """Open the lock directory we just published and confirm it carries our token; an I/O error is tried again
+        (up to ``_IO_ATTEMPTS`` times), so a transient one does not leave our own lock standing for every waiter."""
+        for _attempt in range(_IO_ATTEMPTS):
+            try:
+                dir_fd = os.open(self.paths.lock_path, _DIR_FLAGS)
+            except FileNotFoundError:
+                return None
+            except OSError:
+                continue
+            try:
+                st = os.fstat(dir_fd)
+                current = os.lstat(self.paths.lock_path)
+                owner, _ = _read_record(OWNER_NAME, dir_fd)
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.close(dir_fd)
+                continue
+            same = (st.st_dev, st.st_ino) == (current.st_dev, current.st_ino)
+            if owner is None or owner.token != record.token or not same:
+                with contextlib.suppress(OSError):
+                    os.close(dir_fd)
+                return None
+            return LockHandle(self.paths, record, dir_fd, (st.st_dev, st.st_ino))
+        return None
 
     def _inspect(self) -> object:
         """Judge the current owner; reclaim a dead or stale lock. Returns what counts as owner progress."""

@@ -14,6 +14,7 @@ import time
 import uuid
 from pathlib import Path
 
+from intentloop.store._checkpoint import CHECKPOINT_TEMP_RE
 from intentloop.store._config import LockConfig
 from intentloop.store._fs import read_marker, remove_tree_quietly, unlink_quietly
 from intentloop.store._liveness import GONE, Liveness, ProcessIdentity, judge, parse_owner, probe_process
@@ -75,7 +76,7 @@ def remove_orphans(paths: ProjectPaths, config: LockConfig, me: ProcessIdentity)
     removed: list[str] = []
     for name in _list(paths.project_dir):
         path = paths.project_dir / name
-        if LEDGER_TEMP_RE.match(name) or HEAD_SIG_TEMP_RE.match(name):
+        if LEDGER_TEMP_RE.match(name) or HEAD_SIG_TEMP_RE.match(name) or CHECKPOINT_TEMP_RE.match(name):
             unlink_quietly(path)
         elif _moved_aside(name) or (STAGED_LOCK_RE.match(name) and _staging_abandoned(path, config, me)):
             remove_tree_quietly(path)

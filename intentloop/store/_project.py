@@ -1,12 +1,14 @@
 """``ProjectStore``: lock-free verified reads, and the synchronous way into the lock (hooks, CLI).
 
-Verified ledgers are cached per process by (device, inode, size, mtime_ns, ctime_ns) of the file: every write
-replaces the file, so any change shows in that key, and ctime cannot be set back. A file whose key differs is read
-again; if the cached bytes are its prefix, only the new suffix is verified.
+Verified ledgers are cached per process (events and view, never the file's bytes) by (device, inode, size, mtime_ns,
+ctime_ns) of the file: any write changes that key, and ctime cannot be set back. A file whose key differs is only
+read from where the cache ends when the shared checkpoint (``_checkpoint``) matches the file's stat exactly and the
+new lines chain from the cached head to the checkpoint's head; anything else is read and verified whole.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from intentloop.errors import CorruptLedgerError
+from intentloop.store._checkpoint import Checkpoint, read_checkpoint
 from intentloop.store._config import LockConfig
 from intentloop.store._controls import PrivateControl, read_control, read_controls
 from intentloop.store._fs import Overflow, file_key, hash_from, open_regular, read_lines_open
@@ -33,22 +36,21 @@ from intentloop.store._view import EMPTY_VIEW, LedgerView
 
 if TYPE_CHECKING:  # the lock machinery is imported on the way into the lock: a reader never loads it
     from intentloop.model.events import EventDraft
+    from intentloop.store._index import IndexedLedger
     from intentloop.store._ledger import LockedLedger
     from intentloop.store._lock import Acquirer, LockHandle
 
 _CACHE_SIZE = 16
+_SETTLE_ATTEMPTS = 4
 
 
 class _Verified:
     """A verified ledger and the file key it was read under (a plain class: the hook never imports dataclasses)."""
 
-    __slots__ = ("data", "key", "verification", "view")
+    __slots__ = ("key", "verification", "view")
 
-    def __init__(
-        self, key: tuple[int, int, int, int, int], data: bytes, verification: Verification, view: LedgerView
-    ) -> None:
+    def __init__(self, key: tuple[int, int, int, int, int], verification: Verification, view: LedgerView) -> None:
         self.key = key
-        self.data = data
         self.verification = verification
         self.view = view
 
@@ -177,7 +179,7 @@ class ProjectStore:
         Raises:
             StorageError: path-safety refusals (``PATH_ESCAPE``, ``UNSAFE_DATA_FILE``, ``INVALID_DATA_DIR``), I/O.
         """
-        return self._load()[1]
+        return self._load()[0]
 
     def read_raw(self) -> tuple[bytes, Verification] | None:
         """The ledger's bytes exactly as stored, with their verification (damage is reported, not raised); ``None``
@@ -187,8 +189,17 @@ class ProjectStore:
         Raises:
             StorageError: path-safety refusals (``PATH_ESCAPE``, ``UNSAFE_DATA_FILE``, ``INVALID_DATA_DIR``), I/O.
         """
-        data, verification, _view = self._load()
-        return None if data is None else (data, verification)
+        if not self.paths.check_project():
+            return None
+        opened = open_regular(self.paths.ledger_path)
+        if opened is None:
+            return None
+        fd, st = opened
+        try:
+            data, verification, _view = self._read_whole(fd, st)
+        finally:
+            os.close(fd)
+        return data, verification
 
     def read(self) -> LedgerView:
         """The verified ledger; lock-free and creates nothing. A missing ledger is an empty view.
@@ -198,7 +209,7 @@ class ProjectStore:
                 write repairs it), ``FUTURE_SCHEMA``, ``MIGRATION_UNAVAILABLE``.
             StorageError: ``PATH_ESCAPE``, ``UNSAFE_DATA_FILE``, ``INVALID_DATA_DIR``, ``TRANSIENT_FILE_RACE``.
         """
-        _data, verification, view = self._load()
+        verification, view, _st = self._load(settle=True)
         if verification.error is not None:
             raise _fresh(verification.error)
         return view
@@ -231,7 +242,9 @@ class ProjectStore:
         return read_tombstones(self.paths)
 
     @contextmanager
-    def locked(self, deadline: float | None = None, *, verify: bool = True) -> Iterator[LockedLedger]:
+    def locked(
+        self, deadline: float | None = None, *, verify: bool = True, lazy: bool = False
+    ) -> Iterator[LockedLedger]:
         """Hold the ledger lock (synchronously) for one mutation.
 
         Without a ``deadline`` (or one further away than the heartbeat interval) a daemon thread keeps the heartbeat;
@@ -244,6 +257,8 @@ class ProjectStore:
             verify: when false (recovery), a damaged ledger is opened instead of refused and a torn tail is left as
                 it is: ``ledger.damage`` holds the first error, ``ledger.view`` the verified prefix, ``append`` is
                 refused and ``rewrite`` is the way out.
+            lazy: a cold writer (a hook) whose checkpoint matches the ledger exactly trusts it and appends after its
+                head without reading the ledger; ``ledger.view`` is then read only if something asks for it.
 
         Raises:
             StorageError: ``LOCK_TIMEOUT`` (retryable), path-safety refusals, ``STORAGE_WRITE_FAILED``.
@@ -257,7 +272,7 @@ class ProjectStore:
         try:
             if deadline is None or deadline - time.monotonic() >= self.config.heartbeat_s:
                 heartbeat = _Heartbeat(handle, self.config.heartbeat_s)
-            ledger = self._enter(handle, verify=verify)
+            ledger = self._enter(handle, verify=verify, lazy=lazy)
             try:
                 yield ledger
             finally:
@@ -286,7 +301,7 @@ class ProjectStore:
 
         return spool_draft(self.paths, draft)
 
-    def _enter(self, handle: LockHandle, *, verify: bool) -> LockedLedger:
+    def _enter(self, handle: LockHandle, *, verify: bool, lazy: bool = False) -> LockedLedger:
         """Inside the lock: remove orphans, verify the whole chain, repair a torn tail and append the spooled
         observations (all unless ``verify`` is false).
 
@@ -299,8 +314,22 @@ class ProjectStore:
         from intentloop.store._names import remove_orphans
 
         remove_orphans(self.paths, self.config, current_identity())
-        data, verification, view = self._load()
-        ledger = LockedLedger(self.paths, handle, data or b"", verification, view, self._remember)
+        if lazy and verify:
+            trusted = self._trusted_head()
+            if trusted is not None:
+                found_st, checkpoint = trusted
+                index = None
+                if checkpoint.index is not None and checkpoint.indexed == checkpoint.lines:
+                    index = (checkpoint.index, checkpoint.bindings)
+                empty = Verification((), checkpoint.head, checkpoint.size, checkpoint.lines, None, None)
+                head = (checkpoint.head, checkpoint.lines, checkpoint.size)
+                ledger = LockedLedger(
+                    self.paths, handle, found_st, empty, None, self._remember, index, head=head, loader=self._load
+                )
+                ledger.drain_spool()
+                return ledger
+        verification, view, st = self._load()
+        ledger = LockedLedger(self.paths, handle, st, verification, view, self._remember, self._index_for(st))
         error = verification.error
         if not verify:
             return ledger
@@ -311,40 +340,146 @@ class ProjectStore:
         ledger.drain_spool()
         return ledger
 
-    def _remember(self, st: os.stat_result | None, data: bytes, view: LedgerView) -> None:
+    def _trusted_head(self) -> tuple[os.stat_result, Checkpoint] | None:
+        """The ledger's stat and the checkpoint, when this process has not verified the file itself and the checkpoint
+        matches it exactly (then the chain it describes is trusted without reading it)."""
+        if not self.paths.check_project():
+            return None
+        opened = open_regular(self.paths.ledger_path)
+        if opened is None:
+            return None
+        fd, st = opened
+        with contextlib.suppress(OSError):
+            os.close(fd)
+        cached = _cache.get(str(self.paths.ledger_path))
+        if cached is not None and cached.key == file_key(st):
+            return None  # verified in this process already: the view costs nothing
+        checkpoint = read_checkpoint(self.paths)
+        if checkpoint is None or not checkpoint.matches(st):
+            return None
+        return st, checkpoint
+
+    def _index_for(self, st: os.stat_result | None) -> tuple[str, int] | None:
+        """The task index a writer may extend: the checkpoint's, when it matches the file as found and covers it."""
+        if st is None:
+            return None
+        checkpoint = read_checkpoint(self.paths)
+        if checkpoint is None or not checkpoint.matches(st) or checkpoint.indexed != checkpoint.lines:
+            return None
+        if checkpoint.index is None or not os.path.isdir(self.paths.project_dir / checkpoint.index):
+            return None
+        return checkpoint.index, checkpoint.bindings
+
+    def indexed(self) -> IndexedLedger | None:
+        """The ledger through its task index (lock-free, creates nothing), or ``None`` when the checkpoint does not
+        match the file exactly or the index does not cover it: then read it whole. Close the result after use."""
+        from intentloop.store._index import open_indexed
+
+        return open_indexed(self.paths)
+
+    def _remember(self, st: os.stat_result | None, verification: Verification, view: LedgerView) -> None:
         path = str(self.paths.ledger_path)
         if st is None:
             _cache.drop(path)
             return
-        verification = Verification(view.events, view.head_hash, len(data), len(view), None, None)
-        _cache.put(path, _Verified(file_key(st), data, verification, view))
+        _cache.put(path, _Verified(file_key(st), verification, view))
 
-    def _load(self) -> tuple[bytes | None, Verification, LedgerView]:
-        """Read and verify the ledger (``None`` bytes: no ledger file), trusting the cache only for an unchanged file.
+    def _load(self, *, settle: bool = False) -> tuple[Verification, LedgerView, os.stat_result | None]:
+        """Read and verify the ledger (``None`` stat: no ledger file), trusting the cache only for an unchanged file
+        or, through the checkpoint, for a file that only grew.
+
+        Args:
+            settle: a lock-free reader that finds a torn last line while the file is still growing (a writer's
+                append in flight) looks again, a few times, before reporting it.
 
         Raises:
             StorageError: path-safety refusals, ``TRANSIENT_FILE_RACE``, ``STORAGE_READ_FAILED``.
         """
         empty = Verification((), None, 0, 0, None, None)
         if not self.paths.check_project():
-            return None, empty, EMPTY_VIEW
+            return empty, EMPTY_VIEW, None
+        for _attempt in range(_SETTLE_ATTEMPTS if settle else 1):
+            opened = open_regular(self.paths.ledger_path)
+            if opened is None:
+                return empty, EMPTY_VIEW, None
+            fd, st = opened
+            try:
+                verification, view = self._load_open(fd, st)
+                if verification.error is None or verification.error.code != "CORRUPT_TRAILING_EVENT":
+                    return verification, view, st
+                try:
+                    grown = os.fstat(fd).st_size != st.st_size
+                except OSError:
+                    grown = False
+            finally:
+                with contextlib.suppress(OSError):  # a failed close of a read descriptor changes nothing
+                    os.close(fd)
+            if not grown:
+                break
+        return verification, view, st
+
+    def _load_open(self, fd: int, st: os.stat_result) -> tuple[Verification, LedgerView]:
         path = str(self.paths.ledger_path)
-        opened = open_regular(self.paths.ledger_path)
-        if opened is None:
-            return None, empty, EMPTY_VIEW
-        fd, st = opened
+        key = file_key(st)
+        cached = _cache.get(path)
+        if cached is not None and cached.key == key:
+            return cached.verification, cached.view
+        grown = self._grown(fd, st, cached)
+        if grown is not None:
+            verification, view = grown
+        else:
+            _data, verification, view = self._read_whole(fd, st)
+        _cache.put(path, _Verified(key, verification, view))
+        return verification, view
+
+    def _grown(self, fd: int, st: os.stat_result, cached: _Verified | None) -> tuple[Verification, LedgerView] | None:
+        """The cached chain extended by the file's new lines, when the checkpoint vouches for the file exactly and
+        those lines chain from the cached head to the checkpoint's head; ``None`` otherwise (read it whole)."""
+        if cached is None or not cached.verification.ok:
+            return None
+        base = cached.verification
+        dev, ino, size = cached.key[0], cached.key[1], cached.key[2]
+        if (st.st_dev, st.st_ino) != (dev, ino) or st.st_size < size or st.st_size - size > MAX_LINE_BYTES * 4:
+            return None
+        checkpoint = read_checkpoint(self.paths)
+        if checkpoint is None or not checkpoint.matches(st):
+            return None
         try:
-            key = file_key(st)
-            cached = _cache.get(path)
-            if cached is not None and cached.key == key:
-                return cached.data, cached.verification, cached.view
-            data, overflow = read_lines_open(self.paths.ledger_path, fd, st, MAX_LINE_BYTES)
-            verification, view = self._verify(data, cached)
-            if overflow is not None:
-                verification = self._past_overflow(verification, overflow, fd, st)
-        finally:
-            os.close(fd)
-        _cache.put(path, _Verified(key, data, verification, view))
+            suffix = os.pread(fd, st.st_size - size, size)
+        except OSError:
+            return None
+        more = verify_continuation(
+            suffix, project_id=self.paths.project_id, prev_hash=base.head_hash, first_line=base.line_count + 1
+        )
+        if (
+            more.error is not None
+            or len(suffix) != st.st_size - size
+            or more.head_hash != checkpoint.head
+            or base.line_count + more.line_count != checkpoint.lines
+        ):
+            return None
+        verification = Verification(
+            events=base.events + more.events,
+            head_hash=more.head_hash,
+            byte_length=base.byte_length + more.byte_length,
+            line_count=base.line_count + more.line_count,
+            error=None,
+            torn_tail=None,
+            damage=None,
+        )
+        return verification, cached.view.extended(more.events, verification.byte_length)
+
+    def _read_whole(self, fd: int, st: os.stat_result) -> tuple[bytes, Verification, LedgerView]:
+        """Read the first ``st.st_size`` bytes of the opened ledger and verify the whole chain.
+
+        Raises:
+            StorageError: ``TRANSIENT_FILE_RACE``, ``STORAGE_READ_FAILED``.
+        """
+        data, overflow = read_lines_open(self.paths.ledger_path, fd, st, MAX_LINE_BYTES, growing=True)
+        verification = verify_ledger_bytes(data, project_id=self.paths.project_id)
+        view = LedgerView(verification.events, verification.head_hash, verification.byte_length)
+        if overflow is not None:
+            verification = self._past_overflow(verification, overflow, fd, st)
         return data, verification, view
 
     def _past_overflow(
@@ -378,28 +513,6 @@ class ProjectStore:
             torn_tail=None,
             damage=damage,
         )
-
-    def _verify(self, data: bytes, cached: _Verified | None) -> tuple[Verification, LedgerView]:
-        pid = self.paths.project_id
-        if cached is not None and cached.verification.ok and data.startswith(cached.data):
-            base = cached.verification
-            more = verify_continuation(
-                data[len(cached.data) :], project_id=pid, prev_hash=base.head_hash, first_line=base.line_count + 1
-            )
-            verification = Verification(
-                events=base.events + more.events,
-                head_hash=more.head_hash,
-                byte_length=base.byte_length + more.byte_length,
-                line_count=base.line_count + more.line_count,
-                error=more.error,
-                torn_tail=more.torn_tail,
-                damage=more.damage,
-            )
-            view = cached.view.extended(more.events, verification.byte_length)
-        else:
-            verification = verify_ledger_bytes(data, project_id=pid)
-            view = LedgerView(verification.events, verification.head_hash, verification.byte_length)
-        return verification, view
 
 
 __all__ = ["ProjectStore"]

@@ -293,7 +293,12 @@ def read_head_signature(paths: ProjectPaths) -> HeadSignature | str | None:
         return "invalid"
 
 
-def head_signature_status(paths: ProjectPaths, events: list[Event] | tuple[Event, ...]) -> tuple[str, int | None]:
+_READ: Any = object()
+
+
+def head_signature_status(
+    paths: ProjectPaths, events: list[Event] | tuple[Event, ...], record: HeadSignature | str | None = _READ
+) -> tuple[str, int | None]:
     """``(status, signed_events)`` of ``head.sig`` against the verified ``events`` of the ledger.
 
     ``valid``: signed by this installation's key, naming exactly the current head. ``invalid``: a garbled or unsafe
@@ -302,10 +307,15 @@ def head_signature_status(paths: ProjectPaths, events: list[Event] | tuple[Event
     ``head.sig`` (a ledger the original implementation wrote), or events appended after the signed head by a program
     without the key (``signed_events`` tells how many are covered).
 
+    ``record`` is ``head.sig`` as :func:`read_head_signature` read it, when the caller read it *before* the ledger:
+    appends only grow the ledger and ``head.sig`` is written after each, so a ledger read after ``head.sig`` always
+    holds the head it signs (read the other way round, a concurrent write looks like a truncated chain).
+
     Raises:
         StorageError: an unsafe key file (``PATH_ESCAPE``, ``UNSAFE_DATA_FILE``, ``STORAGE_READ_FAILED``).
     """
-    record = read_head_signature(paths)
+    if record is _READ:
+        record = read_head_signature(paths)
     if record is None:
         return "unsigned", None
     if isinstance(record, str):

@@ -1,14 +1,21 @@
 """An immutable, verified view of one project's ledger, with the indexes the service asks for.
 
-Indexes are built on first use and carried over (copied, never shared) when a write extends the view, so an
-idempotency check after an append does not re-scan ten thousand events.
+Indexes are built on first use and hold positions into ``events``. When a write extends a view, the new view takes
+the old one's index dictionaries over and adds the new events to them (O(new events)); the old view keeps answering
+correctly by ignoring positions at or past its own length, and gives up the right to extend them again, so a second
+extension of the same old view (a branch) copies them instead. Why: copying the request index made every append
+O(n) — 7 ms of an append at 100,000 events (measured on the 2-core development machine).
 """
 
 from __future__ import annotations
 
+import threading
+from bisect import bisect_left
 from collections.abc import Sequence
 
 from intentloop.model.events import Event
+
+_handover = threading.Lock()  # two threads extending the same view: one takes the indexes over, the other copies
 
 
 class LedgerView:
@@ -20,14 +27,15 @@ class LedgerView:
         byte_length: size of the verified bytes.
     """
 
-    __slots__ = ("_by_request", "_by_task", "byte_length", "events", "head_hash")
+    __slots__ = ("_by_request", "_by_task", "_owner", "byte_length", "events", "head_hash")
 
     def __init__(self, events: tuple[Event, ...] = (), head_hash: str | None = None, byte_length: int = 0) -> None:
         self.events = events
         self.head_hash = head_hash
         self.byte_length = byte_length
-        self._by_request: dict[tuple[str, str], Event] | None = None
-        self._by_task: dict[str, list[Event]] | None = None
+        self._by_request: dict[tuple[str, str], int] | None = None
+        self._by_task: dict[str, list[int]] | None = None
+        self._owner = True  # whether this view may add to its index dictionaries (the newest view sharing them)
 
     def __len__(self) -> int:
         return len(self.events)
@@ -40,48 +48,63 @@ class LedgerView:
         if self._by_request is None:
             self._build()
         assert self._by_request is not None
-        return self._by_request.get((task_id, request_id))
+        position = self._by_request.get((task_id, request_id))
+        if position is None or position >= len(self.events):
+            return None
+        return self.events[position]
 
     def by_task(self, task_id: str) -> tuple[Event, ...]:
         """The events of one task, in ledger order."""
         if self._by_task is None:
             self._build()
         assert self._by_task is not None
-        return tuple(self._by_task.get(task_id, ()))
+        positions = self._by_task.get(task_id, [])
+        end = bisect_left(positions, len(self.events))
+        return tuple(self.events[i] for i in positions[:end])
 
     def task_ids(self) -> tuple[str, ...]:
         """Every task id, in order of first appearance."""
         if self._by_task is None:
             self._build()
         assert self._by_task is not None
-        return tuple(self._by_task)
+        count = len(self.events)
+        return tuple(task for task, positions in list(self._by_task.items()) if positions and positions[0] < count)
 
     def extended(self, new_events: Sequence[Event], byte_length: int) -> LedgerView:
-        """A new view with ``new_events`` appended; built indexes are copied and extended."""
+        """A new view with ``new_events`` appended; built indexes are taken over (or, from a view that already
+        handed them on, copied) and extended."""
         view = LedgerView(
             self.events + tuple(new_events),
             new_events[-1].event_hash if new_events else self.head_hash,
             byte_length,
         )
         if self._by_request is not None and self._by_task is not None:
-            by_request = dict(self._by_request)
-            by_task = dict(self._by_task)
-            touched: set[str] = set()
+            with _handover:
+                owner, self._owner = self._owner, False
+            if owner:
+                by_request, by_task = self._by_request, self._by_task
+            else:
+                count = len(self.events)
+                by_request = {k: p for k, p in self._by_request.items() if p < count}
+                by_task = {}
+                for task, positions in list(self._by_task.items()):
+                    kept = positions[: bisect_left(positions, count)]
+                    if kept:
+                        by_task[task] = kept
+            position = len(self.events)
             for event in new_events:
-                by_request.setdefault((event.task_id, event.request_id), event)
-                if event.task_id not in touched:
-                    by_task[event.task_id] = list(by_task.get(event.task_id, ()))
-                    touched.add(event.task_id)
-                by_task[event.task_id].append(event)
+                by_request.setdefault((event.task_id, event.request_id), position)
+                by_task.setdefault(event.task_id, []).append(position)
+                position += 1
             view._by_request, view._by_task = by_request, by_task
         return view
 
     def _build(self) -> None:
-        by_request: dict[tuple[str, str], Event] = {}
-        by_task: dict[str, list[Event]] = {}
-        for event in self.events:
-            by_request.setdefault((event.task_id, event.request_id), event)
-            by_task.setdefault(event.task_id, []).append(event)
+        by_request: dict[tuple[str, str], int] = {}
+        by_task: dict[str, list[int]] = {}
+        for position, event in enumerate(self.events):
+            by_request.setdefault((event.task_id, event.request_id), position)
+            by_task.setdefault(event.task_id, []).append(position)
         self._by_request, self._by_task = by_request, by_task
 
 

@@ -17,6 +17,7 @@ import pytest
 
 from intentloop.model import EventDraft, project_id_for
 from intentloop.store import LockConfig, ProjectStore, head_signature_status
+from intentloop.store._checkpoint import CHECKPOINT_NAME
 
 WRITER = Path(__file__).with_name("ledger_writer.py")
 PID = project_id_for("/crash/kill")
@@ -105,7 +106,11 @@ def test_random_kill_9_of_writers_loses_and_doubles_nothing(data_root):
     acked = [request_id for writer in writers for request_id in writer.acked]
     assert set(acked) <= set(counts) and set(counts.values()) == {1}
     assert len(counts) == WRITERS * APPENDS + 1  # every request landed once, acknowledged before a kill or not
-    assert sorted(os.listdir(project_dir)) == ["head.sig", "ledger.jsonl"]  # no temp files, no lock remnants
+    assert sorted(n for n in os.listdir(project_dir) if not n.startswith("index-")) == [
+        "head.sig",
+        CHECKPOINT_NAME,
+        "ledger.jsonl",
+    ]  # no temp files, no lock remnants
     assert head_signature_status(store.paths, view.events) == ("valid", len(view))  # the last commit signed its head
     print(f"\n{kills} kills ({holder_kills} of the lock holder), {len(view)} events")
 
@@ -128,4 +133,8 @@ def test_killed_lock_holder_is_reclaimed_before_the_stale_window(data_root):
     finally:
         holder.communicate()  # reap it and close its pipe
     assert len(store.read()) == 1
-    assert sorted(os.listdir(store.project_dir)) == ["head.sig", "ledger.jsonl"]
+    assert sorted(n for n in os.listdir(store.project_dir) if not n.startswith("index-")) == [
+        "head.sig",
+        CHECKPOINT_NAME,
+        "ledger.jsonl",
+    ]

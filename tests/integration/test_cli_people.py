@@ -14,6 +14,7 @@ import stat
 import subprocess
 import sys
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -207,6 +208,28 @@ def test_show_refuses_an_off_task_as_the_tool_does(memory: Memory) -> None:
     code, body = memory.json("tasks")
     assert {row["task_id"]: row["mode"] for row in body["tasks"]}[ids["b"]] == "off"
     assert memory.json("show", ids["a"])[0] == 0
+
+
+def test_show_history_and_as_of(memory: Memory) -> None:
+    ids = memory.populate()
+    code, body = memory.json("show", ids["a"], "--history")
+    assert code == 0
+    history = body["snapshot"]["history"]
+    assert {entry["status"] for entry in history} == {"superseded", "invalidated"}
+    superseded = next(entry for entry in history if entry["status"] == "superseded")
+    assert superseded["claim"]["statement"] == "Keep the ledger v1" and superseded["by"]
+    table = memory.run("show", ids["a"], "--history")
+    assert table.returncode == 0 and "History (2)" in table.stdout and "superseded" in table.stdout
+    # control: without --history there is no history, in either form
+    assert "history" not in memory.json("show", ids["a"])[1]["snapshot"]
+    assert "History" not in memory.run("show", ids["a"]).stdout
+    # --as-of one millisecond before the replacement was recorded: the first statement is still active
+    replaced_at = datetime.strptime(superseded["at"], "%Y-%m-%dT%H:%M:%S.%fZ")
+    before = (replaced_at - timedelta(milliseconds=1)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    code, body = memory.json("show", ids["a"], "--as-of", before)
+    assert code == 0 and "Keep the ledger v1" in [c["statement"] for c in body["snapshot"]["active_claims"]]
+    code, body = memory.json("show", ids["a"], "--as-of", "2000-01-01T00:00:00Z")  # before the task started
+    assert code == 5 and body["error"]["code"] == "TASK_NOT_FOUND"
 
 
 def test_tasks_on_a_damaged_ledger_shows_the_verified_prefix_and_says_so(memory: Memory) -> None:

@@ -162,6 +162,8 @@ def test_store_reads_hooks_and_verify_during_writes_all_succeed(world: tuple[Pat
             timeout=60,
         )
         verify_codes.append(verify.returncode)
+        if verify.returncode != 0:
+            print("verify failed:", verify.stdout[-600:], verify.stderr[-300:])
         runs += 1
     out, err = reader.communicate(timeout=60)
     assert reader.returncode == 0, err

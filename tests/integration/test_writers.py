@@ -14,6 +14,7 @@ import pytest
 
 from intentloop.model import project_id_for
 from intentloop.store import ProjectStore, head_signature_status
+from intentloop.store._checkpoint import CHECKPOINT_NAME
 
 WRITER = Path(__file__).parents[1] / "crash" / "ledger_writer.py"
 PID = project_id_for("/integration/writers")
@@ -45,7 +46,11 @@ def test_eight_writers_fifty_appends_each(data_root, ledger_kit):
     counts = collections.Counter(event.request_id for event in view.events)
     assert set(counts) == set(acknowledged) and set(counts.values()) == {1}
     assert len(view) == WRITERS * APPENDS
-    assert sorted(os.listdir(data_root / "projects" / PID)) == ["head.sig", "ledger.jsonl"]
+    assert sorted(n for n in os.listdir(data_root / "projects" / PID) if not n.startswith("index-")) == [
+        "head.sig",
+        CHECKPOINT_NAME,
+        "ledger.jsonl",
+    ]
     # every writer signed its own commit under the lock: the head on disk is the one signed
     assert head_signature_status(ProjectStore(data_root, PID).paths, view.events) == ("valid", len(view))
     print(f"\n{WRITERS}x{APPENDS} appends by {WRITERS} processes in {elapsed:.2f} s")

@@ -1,6 +1,9 @@
 """intentloop benchmark: medians through the public surfaces only (method and figures: docs/BENCHMARK.md).
 
-Run: ``python tools/bench/run.py [--sizes 200,2000,10000] [--out tools/bench/results/latest.json]``.
+Run: ``python tools/bench/run.py [--sizes 200,10000,100000] [--sizes-only] [--out tools/bench/results/latest.json]``.
+
+Each figure is reported at each size, with the ratio of its value at the largest size to its value at the smallest
+(measured in the same run, so machine load affects both) and the load average before and after the sizes.
 
 Start-up is measured over raw pipes (no client library in the way), interleaved with its floor, a bare
 ``python -c "import trio, msgspec"`` process, in the same run; the project's modules are byte-compiled first, as a
@@ -89,8 +92,8 @@ def seed_ledger(data_root: Path, project_root: Path, n_events: int) -> tuple[str
         }
         add(EventDraft(event_type="task_started", task_id=tid, actor="user", request_id=f"start-{i}", payload=payload))
     k = 0
-    while len(lines) < n_events:
-        tid = task_ids[k % TASKS]
+    while len(lines) < n_events:  # the session's task (0) stays small: figures show the ledger's growth, not its own
+        tid = task_ids[1 + k % (TASKS - 1)]
         status = ("explicit", "inferred", "evidence")[k % 3]
         claim = _claim(
             f"bench statement number {k} about keeping the public API stable",
@@ -368,11 +371,34 @@ async def measure_size(n: int, work: Path, repeats: int) -> dict[str, Any]:
         ms, _ = _hook(data_root, payload)
         prompts.append(ms)
     row["prompt_hook_ms"] = _median(prompts)
-    verify = subprocess.run(
-        [INTENTLOOP, "verify", "--project-id", project_id, "--json"], capture_output=True, env=_env(data_root)
-    )
-    row["verified"] = verify.returncode == 0
+    verifies = []
+    verified = True
+    for _ in range(3):
+        t0 = time.perf_counter()
+        verify = subprocess.run(
+            [INTENTLOOP, "verify", "--project-id", project_id, "--json"], capture_output=True, env=_env(data_root)
+        )
+        verifies.append(time.perf_counter() - t0)
+        verified = verified and verify.returncode == 0
+    row["verify_s"] = round(statistics.median(verifies), 3)
+    row["verified"] = verified
     return row
+
+
+FIGURES = ["add_ms", "snapshot_ms", "hook_ms", "prompt_hook_ms", "peak_rss_mb", "verify_s"]
+
+
+def ratios(rows: list[dict[str, Any]]) -> dict[str, float | None]:
+    """Each figure at the largest size divided by the same figure at the smallest (same run)."""
+    small, large = rows[0], rows[-1]
+    return {f: (round(large[f] / small[f], 2) if small.get(f) else None) for f in FIGURES}
+
+
+def _load() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "?"
 
 
 async def _writer(data_root: Path, root: str, idx: int, writes: int) -> str:
@@ -499,24 +525,38 @@ async def main(args: argparse.Namespace) -> None:
     _compile_project()
     with tempfile.TemporaryDirectory(prefix="intentloop-bench-") as tmp:
         work = Path(tmp)
-        startup = measure_startup(work / "data-startup")
-        print(json.dumps({"startup": startup}, indent=1), flush=True)
-        rows = [await measure_size(n, work, args.repeats) for n in sizes]
-        writers = await measure_writers(work)
-        locks = await measure_lock_faults(work)
+        startup: dict[str, Any] = {}
+        if not args.sizes_only:
+            startup = measure_startup(work / "data-startup")
+            print(json.dumps({"startup": startup}, indent=1), flush=True)
+        load_before = _load()
+        rows = []
+        for n in sizes:
+            rows.append(await measure_size(n, work, args.repeats))
+            print(json.dumps(rows[-1]), flush=True)
+        load_after = _load()
+        writers: dict[str, Any] = {}
+        locks: dict[str, Any] = {}
+        if not args.sizes_only:
+            writers = await measure_writers(work)
+            locks = await measure_lock_faults(work)
     result = {
         "date": time.strftime("%Y-%m-%d"),
         "machine": _machine(),
         "command": "python tools/bench/run.py " + " ".join(sys.argv[1:]),
+        "load_average": {"before_sizes": load_before, "after_sizes": load_after},
         "startup": startup,
         "sizes": rows,
+        "ratio_largest_to_smallest": ratios(rows),
         "writers": writers,
         "locks": locks,
     }
-    cols = ["events", "add_ms", "snapshot_ms", "hook_ms", "prompt_hook_ms", "peak_rss_mb", "verified"]
+    cols = ["events", *FIGURES, "verified"]
     print(" | ".join(cols))
     for row in rows:
         print(" | ".join(str(row.get(c)) for c in cols))
+    print("ratio " + " | ".join(str(result["ratio_largest_to_smallest"][f]) for f in FIGURES))
+    print(f"load average before/after the sizes: {load_before} / {load_after}")
     print(json.dumps({"startup": startup, "writers": writers, "locks": locks}, indent=1))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -534,7 +574,8 @@ if __name__ == "__main__":
         _writer_main([sys.argv[2], sys.argv[4], sys.argv[5], sys.argv[6]])
         raise SystemExit(0)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="200,2000,10000")
+    parser.add_argument("--sizes", default="200,10000,100000")
+    parser.add_argument("--sizes-only", action="store_true", help="skip start-up, writers and lock figures")
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--out", default="tools/bench/results/latest.json")
     anyio.run(main, parser.parse_args(), backend="trio")

@@ -15,6 +15,7 @@ import trio
 from intentloop.errors import StorageError
 from intentloop.model import EventDraft, project_id_for
 from intentloop.store import LockConfig, ProjectStore
+from intentloop.store._checkpoint import CHECKPOINT_NAME
 from intentloop.store.aio import open_locked_ledger
 
 PID = project_id_for("/aio/tests")
@@ -44,7 +45,11 @@ async def test_async_lock_appends_and_releases(data_root):
         ledger.append([draft("r-1")])
         assert store.lock_path.is_dir()
     assert [e.request_id for e in store.read().events] == ["r-1"]
-    assert sorted(os.listdir(store.project_dir)) == ["head.sig", "ledger.jsonl"]
+    assert sorted(n for n in os.listdir(store.project_dir) if not n.startswith("index-")) == [
+        "head.sig",
+        CHECKPOINT_NAME,
+        "ledger.jsonl",
+    ]
 
 
 async def test_heartbeat_is_a_trio_task_refreshing_the_owner_record(data_root):

@@ -10,6 +10,7 @@ import uuid
 
 from intentloop.model import EventDraft, event_line
 from intentloop.store import MIGRATIONS, LockConfig, ProjectStore, migrate, migrate_v1, verify_ledger_bytes
+from intentloop.store._checkpoint import CHECKPOINT_NAME
 
 CONFIG = LockConfig(heartbeat_s=10, stale_s=30, wait_s=1, ceiling_s=2)
 
@@ -88,7 +89,11 @@ def test_original_ledger_with_original_lock_remnants_is_extended(data_root, ledg
         event_id=written[0].event_id,
     )
     assert after[len(data) :] == ledger_kit.line(expected)  # byte-identical with the original's writer
-    assert sorted(p.name for p in store.project_dir.iterdir()) == ["head.sig", "ledger.jsonl"]
+    assert sorted(p.name for p in store.project_dir.iterdir() if not p.name.startswith("index-")) == [
+        "head.sig",
+        CHECKPOINT_NAME,
+        "ledger.jsonl",
+    ]
 
 
 def test_ledger_written_by_us_is_read_by_the_format_description(data_root, ledger_kit):

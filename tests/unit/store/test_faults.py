@@ -12,11 +12,12 @@ import pytest
 from intentloop.errors import StorageError
 from intentloop.model import EventDraft, project_id_for
 from intentloop.store import LockConfig, ProjectStore, head_signature_status, verify_ledger_bytes
+from intentloop.store._checkpoint import CHECKPOINT_NAME
 
 PID = project_id_for("/fault/tests")
 TASK = str(uuid.uuid4())
 CONFIG = LockConfig(heartbeat_s=10, stale_s=30, wait_s=1, ceiling_s=2)
-STEPS = ["write", "fsync", "replace", "dir-fsync"]
+STEPS = ["open", "write", "fsync"]
 
 
 def draft(request_id: str) -> EventDraft:
@@ -42,32 +43,25 @@ def store(data_root):
 
 
 def inject(monkeypatch, store: ProjectStore, step: str, code: int) -> None:
-    real_write, real_fsync, real_replace = os.write, os.fsync, os.replace
+    """Fail one step of an append in place: opening the ledger for writing, writing it or fsyncing it."""
+    real_open, real_write, real_fsync = os.open, os.write, os.fsync
+
+    def failing_open(path, flags, *args, **kwargs):
+        if os.path.basename(os.fspath(path)) == "ledger.jsonl" and flags & os.O_WRONLY:
+            raise OSError(code, os.strerror(code))
+        return real_open(path, flags, *args, **kwargs)
 
     def failing_write(fd, data):
-        if fd_name(fd).startswith("ledger-append-"):
+        if fd_name(fd) == "ledger.jsonl":
             raise OSError(code, os.strerror(code))
         return real_write(fd, data)
 
     def failing_fsync(fd):
-        is_dir = stat.S_ISDIR(os.fstat(fd).st_mode)
-        if step == "fsync" and fd_name(fd).startswith("ledger-append-"):
-            raise OSError(code, os.strerror(code))
-        if step == "dir-fsync" and is_dir and os.readlink(f"/proc/self/fd/{fd}") == str(store.project_dir):
+        if fd_name(fd) == "ledger.jsonl":
             raise OSError(code, os.strerror(code))
         return real_fsync(fd)
 
-    def failing_replace(src, dst, **kwargs):
-        if os.path.basename(src).startswith("ledger-append-"):
-            raise OSError(code, os.strerror(code))
-        return real_replace(src, dst, **kwargs)
-
-    if step == "write":
-        monkeypatch.setattr(os, "write", failing_write)
-    elif step in ("fsync", "dir-fsync"):
-        monkeypatch.setattr(os, "fsync", failing_fsync)
-    else:
-        monkeypatch.setattr(os, "replace", failing_replace)
+    monkeypatch.setattr(os, {"open": "open", "write": "write", "fsync": "fsync"}[step], locals()[f"failing_{step}"])
 
 
 @pytest.mark.parametrize("code", [errno.EIO, errno.ENOSPC], ids=["EIO", "ENOSPC"])
@@ -82,18 +76,85 @@ def test_write_path_fault_leaves_a_verified_ledger(store, monkeypatch, step, cod
     assert error.code == "STORAGE_WRITE_FAILED" and error.retryable
     assert isinstance(error.__cause__, OSError) and error.__cause__.errno == code
     after = store.ledger_path.read_bytes()
+    assert after == before  # a failed write or fsync was cut back off
     assert verify_ledger_bytes(after, project_id=PID).ok
-    if step == "dir-fsync":  # past the rename: the new ledger is in place, only its durability is in doubt
-        assert after.startswith(before) and after != before
-    else:
-        assert after == before
-    # no temp file, no lock left; the signed head is the ledger's (the old one, or past the rename the new one)
-    assert sorted(os.listdir(store.project_dir)) == ["head.sig", "ledger.jsonl"]
-    assert head_signature_status(store.paths, store.read().events)[0] == "valid"
+    assert sorted(n for n in os.listdir(store.project_dir) if not n.startswith("index-")) == [
+        "head.sig",
+        CHECKPOINT_NAME,
+        "ledger.jsonl",
+    ]  # no temp file, no lock
     append_once(store, "r-2")  # the retry (idempotent) and a further write work
     append_once(store, "r-3")
     assert head_signature_status(store.paths, store.read().events)[0] == "valid"
     assert [e.request_id for e in store.read().events] == ["r-1", "r-2", "r-3"]
+
+
+@pytest.mark.parametrize("code", [errno.EIO, errno.ENOSPC], ids=["EIO", "ENOSPC"])
+def test_directory_fsync_fault_on_create_is_reported(data_root, monkeypatch, code):
+    """The first write creates the file: its directory entry is durable only after the directory fsync."""
+    store = ProjectStore(data_root, PID, config=CONFIG)
+    store.paths.ensure()
+    real_fsync = os.fsync
+
+    def failing_fsync(fd):
+        if stat.S_ISDIR(os.fstat(fd).st_mode) and os.readlink(f"/proc/self/fd/{fd}") == str(store.project_dir):
+            raise OSError(code, os.strerror(code))
+        return real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", failing_fsync)
+    with pytest.raises(StorageError) as info:
+        append_once(store, "r-1")
+    monkeypatch.undo()
+    assert info.value.code == "STORAGE_WRITE_FAILED" and info.value.__cause__.errno == code
+    append_once(store, "r-1")  # the retry finds the event (idempotent) and adds nothing
+    append_once(store, "r-2")
+    assert [e.request_id for e in store.read().events] == ["r-1", "r-2"]
+
+
+@pytest.mark.parametrize("code", [errno.EIO, errno.ENOSPC], ids=["EIO", "ENOSPC"])
+@pytest.mark.parametrize("step", ["write", "fsync", "replace", "dir-fsync"])
+def test_rewrite_fault_leaves_a_verified_ledger(store, monkeypatch, step, code):
+    """Rewrites (deletion, salvage) keep the temp file + rename path."""
+    append_once(store, "r-2")
+    before = store.ledger_path.read_bytes()
+    real_write, real_fsync, real_replace = os.write, os.fsync, os.replace
+
+    def failing_write(fd, data):
+        if fd_name(fd).startswith("ledger-rewrite-"):
+            raise OSError(code, os.strerror(code))
+        return real_write(fd, data)
+
+    def failing_fsync(fd):
+        if step == "fsync" and fd_name(fd).startswith("ledger-rewrite-"):
+            raise OSError(code, os.strerror(code))
+        if step == "dir-fsync" and os.readlink(f"/proc/self/fd/{fd}") == str(store.project_dir):
+            raise OSError(code, os.strerror(code))
+        return real_fsync(fd)
+
+    def failing_replace(src, dst, **kwargs):
+        if os.path.basename(src).startswith("ledger-rewrite-"):
+            raise OSError(code, os.strerror(code))
+        return real_replace(src, dst, **kwargs)
+
+    patch = {"write": ("write", failing_write), "replace": ("replace", failing_replace)}
+    name, function = patch.get(step, ("fsync", failing_fsync))
+    monkeypatch.setattr(os, name, function)
+    with pytest.raises(StorageError) as info, store.locked() as ledger:
+        ledger.rewrite(ledger.view.events[:1])
+    monkeypatch.undo()
+    assert info.value.code == "STORAGE_WRITE_FAILED" and info.value.__cause__.errno == code
+    after = store.ledger_path.read_bytes()
+    if step == "dir-fsync":  # past the rename: the new ledger is in place, only its durability is in doubt
+        assert before.startswith(after) and after != before
+    else:
+        assert after == before
+    assert verify_ledger_bytes(after, project_id=PID).ok
+    assert sorted(n for n in os.listdir(store.project_dir) if not n.startswith("index-")) == [
+        "head.sig",
+        CHECKPOINT_NAME,
+        "ledger.jsonl",
+    ]
+    append_once(store, "r-3")
 
 
 def test_short_writes_are_completed(store, monkeypatch):
@@ -109,13 +170,13 @@ def test_temp_file_creation_failure_is_structured(store, monkeypatch):
     real_open = os.open
 
     def failing_open(path, flags, *args, **kwargs):
-        if os.path.basename(os.fspath(path)).startswith("ledger-append-"):
+        if os.path.basename(os.fspath(path)).startswith("ledger-rewrite-"):
             raise OSError(errno.EDQUOT, "quota")
         return real_open(path, flags, *args, **kwargs)
 
     monkeypatch.setattr(os, "open", failing_open)
-    with pytest.raises(StorageError) as info:
-        append_once(store, "r-2")
+    with pytest.raises(StorageError) as info, store.locked() as ledger:
+        ledger.rewrite(ledger.view.events)
     monkeypatch.undo()
     assert info.value.code == "STORAGE_WRITE_FAILED" and isinstance(info.value.__cause__, OSError)
     assert store.ledger_path.read_bytes() == before
@@ -150,12 +211,12 @@ def test_control_write_fault_keeps_the_previous_control(store, monkeypatch):
 
 
 def test_read_fault_is_structured_and_retryable(store, monkeypatch):
-    real_read = os.read
+    real_pread = os.pread
 
-    def failing_read(fd, size):
+    def failing_pread(fd, size, offset):
         if fd_name(fd) == "ledger.jsonl":
             raise OSError(errno.EIO, "io")
-        return real_read(fd, size)
+        return real_pread(fd, size, offset)
 
     other = ProjectStore(store.data_root, PID, config=CONFIG)
     with store.locked() as ledger:  # a new file (new cache key) forces a real read
@@ -163,7 +224,7 @@ def test_read_fault_is_structured_and_retryable(store, monkeypatch):
     from intentloop.store import _project
 
     _project._cache.drop(str(store.ledger_path))
-    monkeypatch.setattr(os, "read", failing_read)
+    monkeypatch.setattr(os, "pread", failing_pread)
     with pytest.raises(StorageError) as info:
         other.read()
     monkeypatch.undo()
@@ -185,5 +246,9 @@ def test_lock_creation_fault_is_structured(store, monkeypatch):
         append_once(store, "r-2")
     monkeypatch.undo()
     assert info.value.code == "STORAGE_WRITE_FAILED" and isinstance(info.value.__cause__, OSError)
-    assert sorted(os.listdir(store.project_dir)) == ["head.sig", "ledger.jsonl"]
+    assert sorted(n for n in os.listdir(store.project_dir) if not n.startswith("index-")) == [
+        "head.sig",
+        CHECKPOINT_NAME,
+        "ledger.jsonl",
+    ]
     append_once(store, "r-2")

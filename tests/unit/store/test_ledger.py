@@ -11,6 +11,7 @@ import pytest
 from intentloop.errors import CorruptLedgerError, InvalidInputError, StorageError
 from intentloop.model import EventDraft, project_id_for, rechain
 from intentloop.store import LedgerView, LockConfig, PrivateControl, ProjectStore, verify_ledger_bytes
+from intentloop.store._checkpoint import CHECKPOINT_NAME
 
 FAST = LockConfig(heartbeat_s=0.5, stale_s=1.0, wait_s=0.3, ceiling_s=2.0)
 PID = project_id_for("/ledger/tests")
@@ -55,6 +56,25 @@ def test_extended_view_keeps_indexes_consistent():
     assert base.find_request(task, "x") is None and base.by_task(task) == ()  # the old view is untouched
 
 
+def test_a_view_extended_twice_keeps_each_branch_apart():
+    """Extending hands the indexes over; a second extension of the same view (a branch) must not see the first's."""
+    from intentloop.model import seal
+
+    task = str(uuid.uuid4())
+    base = LedgerView()
+    first = seal(draft(task, "a"), project_id=PID, prev_hash=None)
+    base = base.extended([first], 1)
+    assert base.find_request(task, "a") == first  # builds the indexes
+    one = base.extended([seal(draft(task, "b"), project_id=PID, prev_hash=first.event_hash)], 2)
+    two = base.extended([seal(draft(task, "c"), project_id=PID, prev_hash=first.event_hash)], 2)
+    assert [e.request_id for e in one.by_task(task)] == ["a", "b"] and one.find_request(task, "c") is None
+    assert [e.request_id for e in two.by_task(task)] == ["a", "c"] and two.find_request(task, "b") is None
+    assert [e.request_id for e in base.by_task(task)] == ["a"] and base.find_request(task, "b") is None
+    assert base.task_ids() == (task,) and LedgerView().task_ids() == ()
+    three = one.extended([seal(draft(str(uuid.uuid4()), "d"), project_id=PID, prev_hash=None)], 3)
+    assert len(three.task_ids()) == 2 and len(one.task_ids()) == 1
+
+
 def test_append_refuses_a_draft_the_verifier_would_reject(store):
     with store.locked() as ledger:
         for bad in (
@@ -79,7 +99,11 @@ def test_read_reports_torn_tail_and_changes_nothing(store):
     with pytest.raises(CorruptLedgerError) as info:
         store.read()
     assert info.value.code == "CORRUPT_TRAILING_EVENT" and info.value.retryable and info.value.line == 2
-    assert sorted(os.listdir(store.project_dir)) == ["head.sig", "ledger.jsonl"]
+    assert sorted(n for n in os.listdir(store.project_dir) if not n.startswith("index-")) == [
+        "head.sig",
+        CHECKPOINT_NAME,
+        "ledger.jsonl",
+    ]
 
 
 def test_next_write_quarantines_torn_tail_summary_only(store):

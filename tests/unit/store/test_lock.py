@@ -15,6 +15,7 @@ import pytest
 from intentloop.errors import StorageError
 from intentloop.model import EventDraft, project_id_for
 from intentloop.store import LockConfig, ProjectStore
+from intentloop.store._checkpoint import CHECKPOINT_NAME
 from intentloop.store._lock import UNREADABLE_OWNER_GRACE_S
 
 PID = project_id_for("/lock/tests")
@@ -74,7 +75,11 @@ def test_owner_with_a_gone_pid_is_reclaimed_at_once(data_root, ledger_kit, dead_
     ledger_kit.plant_lock(store.project_dir, owner)
     assert append(store, "after") < 1.0
     assert [e.request_id for e in store.read().events] == ["before", "after"]
-    assert sorted(os.listdir(store.project_dir)) == ["head.sig", "ledger.jsonl"]
+    assert sorted(n for n in os.listdir(store.project_dir) if not n.startswith("index-")) == [
+        "head.sig",
+        CHECKPOINT_NAME,
+        "ledger.jsonl",
+    ]
 
 
 def test_live_pid_with_another_start_time_is_a_reused_pid_and_reclaimed(data_root, ledger_kit, sleeper):
@@ -125,7 +130,11 @@ def test_owner_of_unknown_liveness_is_broken_only_after_the_stale_window(data_ro
     ledger_kit.age(lock, QUICK.stale_s + 0.5)
     assert append(store, "after") < 1.0
     assert [e.request_id for e in store.read().events] == ["before", "after"]
-    assert sorted(os.listdir(store.project_dir)) == ["head.sig", "ledger.jsonl"]
+    assert sorted(n for n in os.listdir(store.project_dir) if not n.startswith("index-")) == [
+        "head.sig",
+        CHECKPOINT_NAME,
+        "ledger.jsonl",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -147,7 +156,11 @@ def test_unreadable_owner_record_is_abandoned_after_the_grace_not_the_stale_wind
     # the defect would wait out the 30 s stale window; a third of it is a bound no loaded machine crosses
     assert append(store, "after") < PATIENT.stale_s / 3
     assert [e.request_id for e in store.read().events] == ["before", "after"]
-    assert sorted(os.listdir(store.project_dir)) == ["head.sig", "ledger.jsonl"]
+    assert sorted(n for n in os.listdir(store.project_dir) if not n.startswith("index-")) == [
+        "head.sig",
+        CHECKPOINT_NAME,
+        "ledger.jsonl",
+    ]
 
 
 def test_readable_owner_of_unknown_liveness_still_gets_the_stale_window(data_root, ledger_kit, dead_pid):
@@ -284,8 +297,8 @@ def test_orphans_are_removed_by_strict_name_only(data_root, ledger_kit, sleeper,
     for name in keep:
         (project / name).write_bytes(b"user data")
     append(store, "second")
-    assert sorted(os.listdir(project)) == sorted(
-        [*keep, "head.sig", "ledger.jsonl", "private-sessions", live_stage.name]
+    assert sorted(n for n in os.listdir(project) if not n.startswith("index-")) == sorted(
+        [*keep, "head.sig", CHECKPOINT_NAME, "ledger.jsonl", "private-sessions", live_stage.name]
     )
     assert os.listdir(store.private_dir) == []
 
@@ -301,7 +314,9 @@ def test_empty_staging_of_an_acquirer_killed_before_its_owner_record_is_removed(
     for stage in (dead_stage, live_stage, unnamed):
         stage.mkdir()
     append(store, "second")
-    assert sorted(os.listdir(store.project_dir)) == sorted(["head.sig", "ledger.jsonl", live_stage.name, unnamed.name])
+    assert sorted(n for n in os.listdir(store.project_dir) if not n.startswith("index-")) == sorted(
+        ["head.sig", CHECKPOINT_NAME, "ledger.jsonl", live_stage.name, unnamed.name]
+    )
 
 
 def test_sync_heartbeat_refreshes_the_owner_record(data_root):

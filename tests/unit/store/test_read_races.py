@@ -1,7 +1,8 @@
 """A writer's rename at each point of a lock-free read: the reader keeps the whole earlier version it opened.
 
-Deterministic: the rename is done from inside the reader's own ``os`` calls. Only a change of the bytes themselves
-(written in place: new size or mtime) is still refused, as the positive control shows.
+Deterministic: the rename is done from inside the reader's own ``os`` calls. A reader reads exactly the size it
+opened, so an append in place meanwhile leaves its bytes whole; only a change of the bytes it read (same inode, a new
+mtime without growth) is refused, as the positive control shows.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def _rename_when(monkeypatch: pytest.MonkeyPatch, name: str, ledger: Path, new: 
     return done
 
 
-@pytest.mark.parametrize("step", ["lstat", "open", "read"])
+@pytest.mark.parametrize("step", ["lstat", "open", "pread"])
 def test_a_rename_over_the_ledger_during_a_read_keeps_a_whole_version(versions, monkeypatch, step):
     store, _old, new = versions
     done = _rename_when(monkeypatch, step, store.ledger_path, new)
@@ -81,31 +82,55 @@ def test_a_rename_over_the_ledger_during_a_read_keeps_a_whole_version(versions, 
 
 def test_verify_and_controls_share_the_fix(versions, monkeypatch):
     store, _old, new = versions
-    done = _rename_when(monkeypatch, "read", store.ledger_path, new)
+    done = _rename_when(monkeypatch, "pread", store.ledger_path, new)
     verification = store.verify()
     monkeypatch.undo()
     assert done and verification.ok and verification.line_count == 1
 
 
 def test_bytes_changed_in_place_during_a_read_are_still_refused(versions, monkeypatch):
-    """Positive control: a file whose size changes under the reader is not a whole version."""
+    """Positive control: a file whose bytes change under the reader (same size, new mtime) is not a whole version."""
     store, _old, _new = versions
-    real_read = os.read
-    grown: list[bool] = []
+    real_pread = os.pread
+    changed: list[bool] = []
 
-    def read(fd, size):
-        data = real_read(fd, size)
-        if not grown and os.readlink(f"/proc/self/fd/{fd}") == str(store.ledger_path):
-            with open(store.ledger_path, "ab") as handle:  # written in place: same inode, new size
-                handle.write(b"{")
-            grown.append(True)
+    def pread(fd, size, offset):
+        data = real_pread(fd, size, offset)
+        if not changed and os.readlink(f"/proc/self/fd/{fd}") == str(store.ledger_path):
+            st = os.stat(store.ledger_path)
+            with open(store.ledger_path, "r+b") as handle:  # written in place: same inode, same size
+                handle.write(b"[")
+            os.utime(store.ledger_path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+            changed.append(True)
         return data
 
-    monkeypatch.setattr(os, "read", read)
+    monkeypatch.setattr(os, "pread", pread)
     with pytest.raises(StorageError) as info:
         store.read()
     monkeypatch.undo()
     assert info.value.code == "TRANSIENT_FILE_RACE" and info.value.retryable
+
+
+def test_an_append_in_place_during_a_read_keeps_the_version_read(versions, monkeypatch):
+    """Writers append in place: a reader keeps the bytes up to the size it opened; the append left them as they were."""
+    store, _old, new = versions
+    line = new.read_bytes()[len(_old) :]
+    real_pread = os.pread
+    grown: list[bool] = []
+
+    def pread(fd, size, offset):
+        data = real_pread(fd, size, offset)
+        if not grown and os.readlink(f"/proc/self/fd/{fd}") == str(store.ledger_path):
+            with open(store.ledger_path, "ab") as handle:
+                handle.write(line)
+            grown.append(True)
+        return data
+
+    monkeypatch.setattr(os, "pread", pread)
+    view = store.read()
+    monkeypatch.undo()
+    assert grown and [e.request_id for e in view.events] == ["r-1"]
+    assert [e.request_id for e in store.read().events] == ["r-1", "r-2"]
 
 
 def test_a_ledger_that_keeps_changing_at_every_open_is_a_retryable_race(versions, monkeypatch):

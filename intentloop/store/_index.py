@@ -1,0 +1,288 @@
+"""The task index beside the ledger: what a cold reader (a hook) needs without reading the whole ledger.
+
+``index-<uuid>/`` (named by the checkpoint) holds, for the ledger inode the checkpoint describes, one file per task
+(``t-<task_id>``) and one file of binding events (``bindings``: every ``task_started`` and ``mode_set``, which decide
+which task a session is bound to), each a sequence of 12-byte records (big-endian byte offset and length of one
+ledger line); the checkpoint records how many binding records there are. It is derived from the verified ledger and
+rebuilt whenever the checkpoint did not vouch for the file a writer found (a crash between append and checkpoint, a
+foreign program, a rewrite); otherwise each append adds its records and the checkpoint then records how many lines the
+index covers. ``counts.json`` records how many records each file holds (a file cut short or removed is noticed by
+readers and by the next writer, which then rebuilds); a record past the checkpoint's size is refused, the binding
+records must number what the checkpoint says, and every line read through the index is verified on its own (canonical
+form, hash, project) and must belong to the task asked for: a stale or garbled index costs a full read, never a wrong
+answer.
+
+Why files of offsets rather than one index file: an append adds 12 bytes to one or two small files (no rewrite of an
+index that grows with the ledger), and a hook reads the binding records and its task's records only.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import msgspec
+
+from intentloop.model.events import Event, event_line
+from intentloop.store._fs import (
+    FILE_MODE,
+    create_exclusive,
+    make_dir,
+    open_regular,
+    read_regular,
+    remove_tree_quietly,
+    unlink_quietly,
+)
+from intentloop.store._paths import ProjectPaths
+from intentloop.store._verify import verify_continuation
+
+INDEX_DIR_RE = re.compile(r"^index-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+BINDINGS = "bindings"
+COUNTS = "counts.json"  # file name → how many records it holds: a file cut short or removed is noticed
+BINDING_EVENTS = frozenset({"task_started", "mode_set"})
+_RECORD = 12
+_TASK_RE = re.compile(r"^[0-9a-fA-F-]{36}$")
+
+
+def new_index_name() -> str:
+    return f"index-{uuid.uuid4()}"
+
+
+def _task_file(task_id: str) -> str:
+    return f"t-{task_id}"
+
+
+def _records(spans: Iterable[tuple[int, int]]) -> bytes:
+    return b"".join(offset.to_bytes(8, "big") + length.to_bytes(4, "big") for offset, length in spans)
+
+
+def _append_file(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), FILE_MODE)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def _entries(events: Sequence[Event], start: int) -> dict[str, list[tuple[int, int]]]:
+    """File name → (offset, length) of each event's line, the events' lines starting at byte ``start``."""
+    files: dict[str, list[tuple[int, int]]] = {}
+    offset = start
+    for event in events:
+        length = len(event_line(event))  # a verified line is byte-identical with its canonical encoding
+        files.setdefault(_task_file(event.task_id), []).append((offset, length))
+        if event.event_type in BINDING_EVENTS:
+            files.setdefault(BINDINGS, []).append((offset, length))
+        offset += length
+    return files
+
+
+def count_bindings(events: Sequence[Event]) -> int:
+    return sum(e.event_type in BINDING_EVENTS for e in events)
+
+
+_counts_codec = msgspec.json.Decoder(dict[str, int])
+
+
+def _read_counts(directory: Path) -> dict[str, int] | None:
+    try:
+        got = read_regular(directory / COUNTS)
+    except Exception:
+        return None
+    if got is None:
+        return None
+    try:
+        return _counts_codec.decode(got[0])
+    except msgspec.DecodeError:
+        return None
+
+
+def _write_counts(directory: Path, counts: dict[str, int]) -> None:
+    temp = directory / f"{COUNTS}.{uuid.uuid4()}.tmp"
+    try:
+        create_exclusive(temp, msgspec.json.encode(counts), sync=False)
+        os.replace(temp, directory / COUNTS)
+    except OSError:
+        unlink_quietly(temp)
+        raise
+
+
+def extend_index(paths: ProjectPaths, name: str, events: Sequence[Event], start: int) -> bool:
+    """Add the records of ``events`` (whose lines start at byte ``start``) to index ``name``; ``False`` when the index
+    is not whole (a file whose size differs from its recorded count) or on failure: the caller then rebuilds it."""
+    directory = paths.project_dir / name
+    counts = _read_counts(directory)
+    if counts is None:
+        return False
+    entries = _entries(events, start)
+    try:
+        for file in entries:
+            try:
+                size = os.lstat(directory / file).st_size
+            except FileNotFoundError:
+                size = 0
+            if size != counts.get(file, 0) * _RECORD:
+                return False
+        for file, spans in entries.items():
+            _append_file(directory / file, _records(spans))
+            counts[file] = counts.get(file, 0) + len(spans)
+        _write_counts(directory, counts)
+    except OSError:
+        return False
+    return True
+
+
+def rebuild_index(paths: ProjectPaths, events: Sequence[Event], keep: str | None = None) -> str | None:
+    """Write a new index of ``events`` (the whole verified ledger) and remove every other one; returns its name or
+    ``None`` (no index: readers read the ledger)."""
+    name = new_index_name()
+    directory = paths.project_dir / name
+    try:
+        make_dir(directory)
+        entries = _entries(events, 0)
+        for file, spans in entries.items():
+            _append_file(directory / file, _records(spans))
+        _write_counts(directory, {file: len(spans) for file, spans in entries.items()})
+    except (OSError, msgspec.EncodeError, ValueError):
+        remove_tree_quietly(directory)
+        return None
+    remove_stale_indexes(paths, keep=name)
+    return name
+
+
+def remove_stale_indexes(paths: ProjectPaths, keep: str | None) -> None:
+    try:
+        names = os.listdir(paths.project_dir)
+    except OSError:
+        return
+    for entry in names:
+        if INDEX_DIR_RE.match(entry) and entry != keep:
+            remove_tree_quietly(paths.project_dir / entry)
+
+
+class _Prev(msgspec.Struct):
+    prev_hash: str | None = None
+
+
+_prev_decoder = msgspec.json.Decoder(_Prev)
+
+
+class IndexedLedger:
+    """Lines of a ledger whose checkpoint matched it exactly and whose index covers it, read by offset."""
+
+    def __init__(self, paths: ProjectPaths, fd: int, size: int, directory: Path, bindings: int) -> None:
+        self._counts = _read_counts(directory)
+        self._paths = paths
+        self._fd = fd
+        self._size = size
+        self._directory = directory
+        self._bindings = bindings
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+    def binding_events(self) -> list[Event] | None:
+        """Every ``task_started`` and ``mode_set`` event in ledger order (``None``: the index cannot be trusted)."""
+        events = self._read(BINDINGS, None)
+        if events is None or any(e.event_type not in BINDING_EVENTS for e in events):
+            return None
+        return events
+
+    def task_events(self, task_id: str) -> list[Event] | None:
+        """The events of one task in ledger order (``None``: the index cannot be trusted)."""
+        if not _TASK_RE.match(task_id):
+            return None
+        return self._read(_task_file(task_id), task_id)
+
+    def _read(self, file: str, task_id: str | None) -> list[Event] | None:
+        try:
+            got = read_regular(self._directory / file)
+        except Exception:
+            return None
+        if got is None:
+            return [] if self._counts is not None and self._counts.get(file, 0) == 0 else None
+        data = got[0]
+        if self._counts is None or len(data) != self._counts.get(file, 0) * _RECORD:
+            return None
+        if task_id is None and len(data) // _RECORD != self._bindings:
+            return None
+        events: list[Event] = []
+        last = -1
+        for at in range(0, len(data), _RECORD):
+            offset = int.from_bytes(data[at : at + 8], "big")
+            length = int.from_bytes(data[at + 8 : at + _RECORD], "big")
+            if offset + length > self._size or offset <= last or length == 0:
+                return None  # a record the checkpoint does not vouch for: the index is not this ledger's
+            last = offset
+            event = self._line(offset, length)
+            if event is None or (task_id is not None and event.task_id != task_id):
+                return None
+            events.append(event)
+        return events
+
+    def _line(self, offset: int, length: int) -> Event | None:
+        try:
+            line = os.pread(self._fd, length, offset)
+            prev = _prev_decoder.decode(line).prev_hash
+        except (OSError, msgspec.DecodeError):
+            return None
+        if len(line) != length or not line.endswith(b"\n"):
+            return None
+        check = verify_continuation(line, project_id=self._paths.project_id, prev_hash=prev, first_line=1)
+        if check.error is not None or check.line_count != 1:
+            return None
+        return check.events[0]
+
+
+def open_indexed(paths: ProjectPaths) -> IndexedLedger | None:
+    """The ledger through its index, when the checkpoint matches the file exactly and the index covers every line it
+    vouches for; ``None`` otherwise (read the ledger whole). Lock-free; creates nothing."""
+    from intentloop.store._checkpoint import read_checkpoint
+
+    try:
+        if not paths.check_project():
+            return None
+        opened = open_regular(paths.ledger_path)
+    except Exception:
+        return None
+    if opened is None:
+        return None
+    fd, st = opened
+    checkpoint = read_checkpoint(paths)
+    index = None if checkpoint is None else checkpoint.index
+    if (
+        checkpoint is None
+        or not checkpoint.matches(st)
+        or index is None
+        or not INDEX_DIR_RE.match(index)
+        or checkpoint.indexed != checkpoint.lines
+    ):
+        os.close(fd)
+        return None
+    directory = paths.project_dir / index
+    try:
+        dir_st = os.lstat(directory)
+    except OSError:
+        os.close(fd)
+        return None
+    import stat as stat_module
+
+    if not stat_module.S_ISDIR(dir_st.st_mode):
+        os.close(fd)
+        return None
+    return IndexedLedger(paths, fd, st.st_size, directory, checkpoint.bindings)
+
+
+__all__ = [
+    "BINDING_EVENTS",
+    "INDEX_DIR_RE",
+    "IndexedLedger",
+    "count_bindings",
+    "extend_index",
+    "open_indexed",
+    "rebuild_index",
+    "remove_stale_indexes",
+]
