@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from intentloop.errors import IntentLoopError
-from intentloop.service import _aio_admin, _claims, _modes, _reads
+from intentloop.service import _claims, _delete_tool, _import, _modes, _reads
 from intentloop.service._evidence import mark_evidence_stale
 from intentloop.service._state import Ctx, Engine
 from intentloop.service.args import TOOL_NAMES, decode_arguments
@@ -51,8 +51,8 @@ _HANDLERS: dict[str, Handler] = {
     "intent_invalidate": _claims.invalidate,
     "intent_list_candidates": _sync(_reads.list_candidates),
     "intent_export": _with_evidence(_sync(_reads.export)),
-    "intent_import": _with_evidence(_aio_admin.import_graph),
-    "intent_delete": _aio_admin.delete,
+    "intent_import": _with_evidence(_import.import_graph),
+    "intent_delete": _delete_tool.delete,
     "intent_set_mode": _modes.set_mode,
 }
 assert tuple(_HANDLERS) == TOOL_NAMES

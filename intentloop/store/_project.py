@@ -265,14 +265,14 @@ class ProjectStore:
             CorruptLedgerError: the ledger is damaged (unless ``verify`` is false).
         """
         self.paths.ensure()
-        acquirer = self._acquirer(now=time.monotonic(), deadline=deadline)
+        acquirer = self.acquirer(now=time.monotonic(), deadline=deadline)
         while (handle := acquirer.attempt(time.monotonic())) is None:
             time.sleep(acquirer.delay(time.monotonic()))
         heartbeat: _Heartbeat | None = None
         try:
             if deadline is None or deadline - time.monotonic() >= self.config.heartbeat_s:
                 heartbeat = _Heartbeat(handle, self.config.heartbeat_s)
-            ledger = self._enter(handle, verify=verify, lazy=lazy)
+            ledger = self.enter_locked(handle, verify=verify, lazy=lazy)
             try:
                 yield ledger
             finally:
@@ -282,7 +282,14 @@ class ProjectStore:
                 heartbeat.stop()
             handle.release()
 
-    def _acquirer(self, *, now: float, deadline: float | None) -> Acquirer:
+    def acquirer(self, *, now: float, deadline: float | None) -> Acquirer:
+        """A lock acquirer for this project: call ``attempt(now)`` until it returns a handle, sleeping ``delay(now)``
+        between tries (the seam :mod:`intentloop.store.aio` waits through without blocking its event loop).
+
+        Args:
+            now: the current time in the clock of the loop that waits (``time.monotonic()`` or ``trio.current_time()``).
+            deadline: when to give up, in that clock; the store's own deadline applies too.
+        """
         from intentloop.store._lock import Acquirer
 
         if self.deadline is not None:  # the store's monotonic deadline, in the clock of the loop that waits (``now``)
@@ -301,9 +308,10 @@ class ProjectStore:
 
         return spool_draft(self.paths, draft)
 
-    def _enter(self, handle: LockHandle, *, verify: bool, lazy: bool = False) -> LockedLedger:
-        """Inside the lock: remove orphans, verify the whole chain, repair a torn tail and append the spooled
-        observations (all unless ``verify`` is false).
+    def enter_locked(self, handle: LockHandle, *, verify: bool, lazy: bool = False) -> LockedLedger:
+        """Inside the lock just taken with ``handle``: remove orphans, verify the chain (or trust the checkpoint when
+        ``lazy``), repair a torn tail and append the spooled observations (all unless ``verify`` is false). The seam
+        both :meth:`locked` and :func:`intentloop.store.aio.open_locked_ledger` go through.
 
         Raises:
             CorruptLedgerError: a damaged ledger, unless ``verify`` is false.

@@ -31,7 +31,7 @@ async def acquire_lock(store: ProjectStore, *, deadline: float | None = None) ->
             deadline; path-safety refusals; ``STORAGE_WRITE_FAILED``.
     """
     store.paths.ensure()
-    acquirer = store._acquirer(now=trio.current_time(), deadline=deadline)
+    acquirer = store.acquirer(now=trio.current_time(), deadline=deadline)
     while (handle := acquirer.attempt(trio.current_time())) is None:
         await trio.sleep(acquirer.delay(trio.current_time()))
     return handle
@@ -64,7 +64,7 @@ async def open_locked_ledger(
     """
     handle = await acquire_lock(store, deadline=deadline)
     try:
-        ledger = store._enter(handle, verify=verify)
+        ledger = store.enter_locked(handle, verify=verify)
         lost: list[bool] = []
         finished = False
         body_error: Exception | None = None

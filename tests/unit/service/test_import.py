@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from intentloop.service import _aio_admin
+from intentloop.service import _import
 
 A = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
 B = "1a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
@@ -138,7 +138,7 @@ async def test_invalid_ids_inside_a_graph(h: Any) -> None:
 async def test_import_collision(h: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     task = await h.start("existing")
     existing = (await h.snapshot(task))["active_claims"][0]["claim_id"]
-    monkeypatch.setattr(_aio_admin, "new_uuid", lambda: existing)
+    monkeypatch.setattr(_import, "new_uuid", lambda: existing)
     await h.fails("IMPORT_COLLISION", "intent_import", task_id=task, request_id="c", graph=graph())
     monkeypatch.undo()
     assert await h.call("intent_import", task_id=task, request_id="c", graph=graph())

@@ -1,4 +1,4 @@
-"""Explicit import of a portable graph, and physical deletion of a task or a claim.
+"""Physical deletion of a task or a claim (``intent_delete``); the rewrite and the byte scan are ``_delete.py``.
 
 Deletion is verified three times: the re-chained ledger must not contain the id before it replaces the file, the
 store re-verifies what it wrote, and afterwards every file of the project directory is read back and searched.
@@ -8,13 +8,11 @@ line by line and not file by file — a kept damaged suffix holds many events, a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
-import msgspec
-
-from intentloop.errors import ConflictError, IntentLoopError, InvalidInputError, StorageError
-from intentloop.model import Event, EventDraft, ProjectState, TaskState, event_line, new_uuid, project, rechain
+from intentloop.errors import IntentLoopError, InvalidInputError, StorageError
+from intentloop.model import Event, event_line, project, rechain
 from intentloop.service._delete import (
     REWRITTEN_BY_DELETE,
     content_needles,
@@ -26,50 +24,12 @@ from intentloop.service._delete import (
     scan_project_files,
     tombstone_digest,
 )
-from intentloop.service._graph import import_payload, validate_graph
 from intentloop.service._hookkey import load_or_create_hook_key
-from intentloop.service._rules import check_request_id, check_uuid
+from intentloop.service._rules import check_uuid
 from intentloop.service._state import Ctx, Engine, task_not_found
-from intentloop.service._transaction import semantic_write
-from intentloop.service.args import DeleteArgs, ImportArgs, opt
-from intentloop.store import LedgerView, LockedLedger, export_signature_status
+from intentloop.service.args import DeleteArgs, opt
+from intentloop.store import LockedLedger
 from intentloop.store.aio import open_locked_ledger
-
-
-async def import_graph(engine: Engine, ctx: Ctx, args: ImportArgs) -> dict[str, Any]:
-    """Validate and import a portable graph into a task as incomplete external history; returns the snapshot.
-
-    A graph carrying a ``signature`` block imports whatever its verdict (unsigned, foreign or tampered graphs are
-    external history like any other); the snapshot then reports ``signature_status`` (``valid``, ``invalid`` or
-    ``unknown_key``).
-
-    Raises:
-        IntentLoopError: ``INVALID_ID``, ``INVALID_REQUEST_ID``, ``INVALID_IMPORT``, ``INVALID_STATEMENT``,
-            ``RAW_PROMPT_REJECTED``, ``IMPORT_COLLISION``, ``REQUEST_ID_REUSED``, ``TASK_NOT_FOUND``, ``MODE_OFF``,
-            ``PRIVATE_SESSION_ACTIVE``; storage errors.
-    """
-    task_id = check_uuid(args.task_id, "task_id")
-    request_id = check_request_id(args.request_id)
-    validate_graph(args.graph)
-    payload = import_payload(args.graph, task_id, new_uuid)
-
-    def decide(task: TaskState, state: ProjectState | None, _view: Callable[[], LedgerView]) -> list[EventDraft]:
-        existing = engine.all_claim_ids(ctx, state if state is not None else engine.read_state(ctx)[1])
-        existing.update(task.claims)
-        for claim in payload["claims"]:
-            if claim["claim_id"] in existing:
-                raise ConflictError(f"claim {claim['claim_id']} already exists", code="IMPORT_COLLISION")
-        return [
-            EventDraft(
-                event_type="graph_imported", task_id=task_id, actor="user", request_id=request_id, payload=payload
-            )
-        ]
-
-    await semantic_write(engine, ctx, task_id, request_id, ("graph_imported",), payload["request_fingerprint"], decide)
-    result = engine.snapshot(ctx, engine.semantic_task(ctx, task_id))
-    if args.graph.signature is not msgspec.UNSET:  # intentloop's own: only a graph that carries a block is judged
-        result["signature_status"] = export_signature_status(ctx.store.data_root, msgspec.to_builtins(args.graph))
-    return result
 
 
 def _verify_absent(events: list[Event], markers: Sequence[str]) -> None:
@@ -203,4 +163,4 @@ async def _delete_task(engine: Engine, ctx: Ctx, task_id: str, confirmation: str
     return {"deleted": "task", "task_id": task_id, **found, "deleted_copies": deleted_copies}
 
 
-__all__ = ["delete", "import_graph"]
+__all__ = ["delete"]

@@ -1,0 +1,56 @@
+"""Explicit import of a portable graph into a task, as incomplete external history (``intent_import``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from intentloop.errors import ConflictError
+from intentloop.model import EventDraft, ProjectState, TaskState, new_uuid
+from intentloop.service._graph import import_payload, validate_graph
+from intentloop.service._rules import check_request_id, check_uuid
+from intentloop.service._state import Ctx, Engine
+from intentloop.service._transaction import semantic_write
+from intentloop.service.args import ImportArgs
+from intentloop.store import LedgerView, export_signature_status
+
+
+async def import_graph(engine: Engine, ctx: Ctx, args: ImportArgs) -> dict[str, Any]:
+    """Validate and import a portable graph into a task as incomplete external history; returns the snapshot.
+
+    A graph carrying a ``signature`` block imports whatever its verdict (unsigned, foreign or tampered graphs are
+    external history like any other); the snapshot then reports ``signature_status`` (``valid``, ``invalid`` or
+    ``unknown_key``).
+
+    Raises:
+        IntentLoopError: ``INVALID_ID``, ``INVALID_REQUEST_ID``, ``INVALID_IMPORT``, ``INVALID_STATEMENT``,
+            ``RAW_PROMPT_REJECTED``, ``IMPORT_COLLISION``, ``REQUEST_ID_REUSED``, ``TASK_NOT_FOUND``, ``MODE_OFF``,
+            ``PRIVATE_SESSION_ACTIVE``; storage errors.
+    """
+    task_id = check_uuid(args.task_id, "task_id")
+    request_id = check_request_id(args.request_id)
+    validate_graph(args.graph)
+    payload = import_payload(args.graph, task_id, new_uuid)
+
+    def decide(task: TaskState, state: ProjectState | None, _view: Callable[[], LedgerView]) -> list[EventDraft]:
+        existing = engine.all_claim_ids(ctx, state if state is not None else engine.read_state(ctx)[1])
+        existing.update(task.claims)
+        for claim in payload["claims"]:
+            if claim["claim_id"] in existing:
+                raise ConflictError(f"claim {claim['claim_id']} already exists", code="IMPORT_COLLISION")
+        return [
+            EventDraft(
+                event_type="graph_imported", task_id=task_id, actor="user", request_id=request_id, payload=payload
+            )
+        ]
+
+    await semantic_write(engine, ctx, task_id, request_id, ("graph_imported",), payload["request_fingerprint"], decide)
+    result = engine.snapshot(ctx, engine.semantic_task(ctx, task_id))
+    if args.graph.signature is not msgspec.UNSET:  # intentloop's own: only a graph that carries a block is judged
+        result["signature_status"] = export_signature_status(ctx.store.data_root, msgspec.to_builtins(args.graph))
+    return result
+
+
+__all__ = ["import_graph"]
