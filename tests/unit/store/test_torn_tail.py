@@ -73,7 +73,7 @@ def test_anything_else_after_the_last_newline_is_summarised_and_dropped(store: P
 
 
 _CHILD = """
-import json, resource, sys, uuid
+import json, sys, uuid
 from pathlib import Path
 from intentloop.model import EventDraft
 from intentloop.store import ProjectStore
@@ -92,7 +92,10 @@ elif sys.argv[1] == "keep":  # `intentloop recover quarantine --keep-bytes`
     from recovery import quarantine_damaged_suffix
     result = quarantine_damaged_suffix(store, keep_bytes=True)
     out = {"kept": result.kept_bytes_file, "quarantined_bytes": result.quarantined_bytes, "sha256": result.sha256}
-out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+# VmHWM, not getrusage's ru_maxrss: Linux keeps ru_maxrss across fork + exec, so a child of a large pytest process
+# would report its parent's size; VmHWM belongs to this process image alone.
+with open("/proc/self/status") as status:
+    out["peak_rss_mb"] = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024
 print(json.dumps(out))
 """
 
