@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
 import subprocess
@@ -25,20 +24,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import codex_host
 from codex_host import run_codex
-from e2e_common import Report
-from run_hosts import NETNS_MARK
+from e2e_common import Report, enter_netns
 
 ORIGINAL_RUN = codex_host.run
 FIRST_TURN_CHECK = "model request lists the intent_loop MCP tools (namespace mcp__intent_loop)"
-
-
-def _enter_netns() -> None:
-    """Re-run this script under ``unshare -n`` (loopback only), as ``run_hosts.py`` does for itself."""
-    if os.environ.get(NETNS_MARK) == "1":
-        subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
-        return
-    argv = ["unshare", "-n" if os.geteuid() == 0 else "-rn", "--", sys.executable, __file__, *sys.argv[1:]]
-    os.execvpe("unshare", argv, dict(os.environ, **{NETNS_MARK: "1"}))
 
 
 def _timed_server(directory: Path, log: Path) -> Path:
@@ -75,7 +64,7 @@ def main() -> int:
     parser.add_argument("--codex", default=str(Path(__file__).resolve().parent / "node_modules" / ".bin" / "codex"))
     parser.add_argument("--intentloop", default=str(Path(sys.executable).parent / "intentloop"))
     args = parser.parse_args()
-    _enter_netns()
+    enter_netns(__file__)
     top = Path(tempfile.mkdtemp(prefix="intentloop-codex-startup-"))
     loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy)]
     offered, times = 0, []

@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -206,3 +207,17 @@ def ledger_checks(report: Report, host: str, events: list[dict[str, Any]], task_
         "ledger: result_signal_observed (Stop hook on the linked session)",
         "result_signal_observed" in types,
     )
+
+
+NETNS_MARK = "INTENTLOOP_E2E_IN_NETNS"
+
+
+def enter_netns(script: str) -> None:
+    """Re-run ``script`` (the caller's ``__file__``) under ``unshare -n`` (``-rn`` when not root) with loopback up, so
+    the hosts can reach nothing but the scripted model on 127.0.0.1; returns at once when already inside."""
+    if os.environ.get(NETNS_MARK) == "1":
+        subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+        return
+    flags = "-n" if os.geteuid() == 0 else "-rn"
+    argv = ["unshare", flags, "--", sys.executable, str(Path(script).resolve()), *sys.argv[1:]]
+    os.execvpe("unshare", argv, dict(os.environ, **{NETNS_MARK: "1"}))

@@ -26,9 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -38,7 +36,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from e2e_common import Report, base_env, ledger_events, run, verify
+from e2e_common import Report, base_env, enter_netns, ledger_events, run, verify
 from fake_model import FakeModel
 
 #: The written forms that must reach the prompt hook, per host (headless: ``codex exec``, ``claude -p``).
@@ -380,19 +378,6 @@ def _probe_skill_route(
     )
 
 
-NETNS_MARK = "INTENTLOOP_E2E_IN_NETNS"
-
-
-def _enter_netns() -> None:
-    """Re-run under ``unshare -n`` (``-rn`` when not root) with loopback up: the hosts reach only the scripted model."""
-    if os.environ.get(NETNS_MARK) == "1":
-        subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
-        return
-    flags = "-n" if os.geteuid() == 0 else "-rn"
-    env = dict(os.environ, **{NETNS_MARK: "1"})
-    os.execvpe("unshare", ["unshare", flags, "--", sys.executable, str(Path(__file__).resolve()), *sys.argv[1:]], env)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--hosts", default="codex,claude")
@@ -403,7 +388,7 @@ def main() -> int:
     parser.add_argument("--no-netns", action="store_true", help="debugging only: run without unshare -n")
     args = parser.parse_args()
     if not args.no_netns:
-        _enter_netns()
+        enter_netns(__file__)
     report = Report()
     intentloop = str(Path(args.intentloop).absolute())
     top = Path(tempfile.mkdtemp(prefix="intentloop-e2e-commands-"))

@@ -26,7 +26,6 @@ healthy run is not slower; ``--codex-grace-ms 1000`` runs with Codex's default.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import subprocess
 import sys
@@ -38,20 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from claude_host import run_claude
 from codex_host import run_codex
-from e2e_common import Report
-
-NETNS_MARK = "INTENTLOOP_E2E_IN_NETNS"
-
-
-def _enter_netns() -> None:
-    """Re-run this script under ``unshare -n`` (``-r`` too when not root) and bring loopback up inside."""
-    if os.environ.get(NETNS_MARK) == "1":
-        subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
-        return
-    flags = "-n" if os.geteuid() == 0 else "-rn"
-    env = dict(os.environ, **{NETNS_MARK: "1"})
-    argv = ["unshare", flags, "--", sys.executable, str(Path(__file__).resolve()), *sys.argv[1:]]
-    os.execvpe("unshare", argv, env)
+from e2e_common import Report, enter_netns
 
 
 def _version(argv: list[str]) -> str:
@@ -125,7 +111,7 @@ def main() -> int:
     parser.add_argument("--no-netns", action="store_true", help="debugging only: run without unshare -n")
     args = parser.parse_args()
     if not args.no_netns:
-        _enter_netns()
+        enter_netns(__file__)
     hosts = [h.strip() for h in args.hosts.split(",") if h.strip()]
     routes = [r.strip() for r in args.routes.split(",") if r.strip()]
     intentloop = str(Path(args.intentloop).absolute())
