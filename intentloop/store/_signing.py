@@ -18,21 +18,17 @@ for it.
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import os
 import stat
-import time
-import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from intentloop.errors import ErrorCode, StorageError
 from intentloop.model.canonical import canonical_bytes, sha256_hex
 from intentloop.store._fs import unlink_quietly
+from intentloop.store._keyfile import KeyFile, load_key, load_or_create_key
 from intentloop.store._names import head_sig_temp_name
 from intentloop.store._paths import ProjectPaths
 
@@ -41,10 +37,10 @@ if TYPE_CHECKING:
 
     from intentloop.model.events import Event
 
-KEY_DIR: Final = "keys"
 SIGNING_KEY_NAME: Final = "ed25519.key"
 HEAD_SIG_NAME: Final = "head.sig"
 SEED_BYTES: Final = 32
+SIGNING_KEY: Final = KeyFile(SIGNING_KEY_NAME, SEED_BYTES, "the signing key")
 ALGORITHM: Final = "ed25519"
 HEAD_FORMAT: Final = "intentloop-head-v1"
 EXPORT_FORMAT: Final = "intentloop-export-signature-v1"
@@ -98,109 +94,28 @@ def verify_with(public_hex: str, signature_hex: str, message: bytes) -> bool:
 
 # ------------------------------------------------------------------------------------------------------- the key
 def key_path(data_root: Path) -> Path:
-    return data_root / KEY_DIR / SIGNING_KEY_NAME
-
-
-def _error(exc: OSError, action: str, code: ErrorCode) -> StorageError:
-    if exc.errno == errno.ELOOP:
-        return StorageError(f"{action}: the signing key is a symbolic link", code="PATH_ESCAPE")
-    return StorageError(f"{action} failed ({errno.errorcode.get(exc.errno or 0, 'OSError')})", code=code)
-
-
-def _key_dir_exists(directory: Path) -> bool:
-    try:
-        st = os.lstat(directory)
-    except FileNotFoundError:
-        return False
-    except OSError as exc:
-        raise _error(exc, "checking the key folder", "STORAGE_READ_FAILED") from exc
-    if not stat.S_ISDIR(st.st_mode):
-        raise StorageError("the key folder is not a directory", code="PATH_ESCAPE")
-    return True
+    return SIGNING_KEY.path(data_root)
 
 
 def load_signing_key(data_root: Path) -> SigningKey | None:
     """The installation's key, ``None`` when none was created yet; lock-free, creates nothing.
 
-    The file must be a regular 0600 file of this user holding exactly 32 bytes with one link (a second link is
-    tolerated for a few milliseconds: a creator between its ``link`` and ``unlink``).
-
     Raises:
         StorageError: ``PATH_ESCAPE`` (symlink), ``UNSAFE_DATA_FILE`` (type, owner, mode, size, links),
-            ``STORAGE_READ_FAILED``.
+            ``STORAGE_READ_FAILED`` (see ``intentloop/store/_keyfile.py``).
     """
-    if not _key_dir_exists(data_root / KEY_DIR):
-        return None
-    path = key_path(data_root)
-    for _attempt in range(25):
-        try:
-            fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            raise _error(exc, "opening the signing key", "STORAGE_READ_FAILED") from exc
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise StorageError("the signing key is not a regular file", code="UNSAFE_DATA_FILE")
-            if st.st_nlink > 1:
-                time.sleep(0.002)
-                continue
-            if os.name == "posix" and (st.st_uid != os.getuid() or st.st_mode & 0o077):
-                raise StorageError("the signing key is not a private (0600) file of this user", code="UNSAFE_DATA_FILE")
-            seed = os.read(fd, SEED_BYTES + 1)
-        except OSError as exc:
-            raise _error(exc, "reading the signing key", "STORAGE_READ_FAILED") from exc
-        finally:
-            os.close(fd)
-        if len(seed) != SEED_BYTES:
-            raise StorageError("the signing key has the wrong size", code="UNSAFE_DATA_FILE")
-        return SigningKey(seed)
-    raise StorageError("the signing key has more than one hard link", code="UNSAFE_DATA_FILE")
+    seed = load_key(data_root, SIGNING_KEY)
+    return None if seed is None else SigningKey(seed)
 
 
 def load_or_create_signing_key(data_root: Path) -> SigningKey:
-    """The key, created (32 random bytes, 0600, folder 0700) on first use; publication is atomic (``link``), so
-    concurrent first writers in different processes end up with the same key.
+    """The key, created (a 32-byte seed, 0600, folder 0700) on first use, crash-safely and the same for every
+    process (``intentloop/store/_keyfile.py``).
 
     Raises:
         StorageError: as :func:`load_signing_key`, or ``STORAGE_WRITE_FAILED``.
     """
-    existing = load_signing_key(data_root)
-    if existing is not None:
-        return existing
-    directory = data_root / KEY_DIR
-    tmp = directory / f".{SIGNING_KEY_NAME}.{uuid.uuid4().hex}.tmp"
-    try:
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(directory, 0o700)
-        if not _key_dir_exists(directory):
-            raise StorageError("the key folder vanished", code="STORAGE_WRITE_FAILED")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600)
-        try:
-            os.fchmod(fd, 0o600)
-            view = memoryview(os.urandom(SEED_BYTES))
-            while view:
-                view = view[os.write(fd, view) :]
-        finally:
-            os.close(fd)
-        try:
-            os.link(tmp, key_path(data_root))
-        except FileExistsError:
-            pass  # another process published first: use its key
-        finally:
-            os.unlink(tmp)
-        dir_fd = os.open(directory, os.O_RDONLY | _CLOEXEC)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-    except OSError as exc:
-        raise _error(exc, "creating the signing key", "STORAGE_WRITE_FAILED") from exc
-    key = load_signing_key(data_root)
-    if key is None:
-        raise StorageError("the signing key vanished after it was created", code="STORAGE_WRITE_FAILED")
-    return key
+    return SigningKey(load_or_create_key(data_root, SIGNING_KEY))
 
 
 # ------------------------------------------------------------------------------------------------------- heads

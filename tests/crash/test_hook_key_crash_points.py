@@ -1,4 +1,7 @@
-"""kill -9 of a hook-key creator at every file-system step: the key is always usable afterwards, and the same one.
+"""kill -9 of a key creator at every file-system step: the key is always usable afterwards, and the same one.
+
+Both per-installation keys are created the same way (``intentloop/store/_keyfile.py``): the hook's digest key and the
+Ed25519 signing key.
 
 The child counts its own file-system audit events (open, mkdir, chmod, link, rename, remove, the ``renameat2`` call
 through ctypes) and kills itself with SIGKILL right before the N-th; N runs from 0 until a child finishes. Both ways
@@ -17,14 +20,33 @@ from pathlib import Path
 import pytest
 
 from intentloop.errors import StorageError
-from intentloop.service._hookkey import KEY_BYTES, KEY_DIR, key_path, load_hook_key, load_or_create_hook_key
+from intentloop.service._hookkey import KEY_DIR, key_path, load_hook_key, load_or_create_hook_key
+from intentloop.store._signing import key_path as signing_key_path
+from intentloop.store._signing import load_or_create_signing_key, load_signing_key
+
+# kind -> (the child's creator expression giving the key's identity as text, the parent's loader, creator, path)
+KINDS = {
+    "hook": (
+        "__import__('intentloop.service._hookkey', fromlist=['x']).load_or_create_hook_key(ROOT).hex()",
+        lambda root: key.hex() if (key := load_hook_key(root)) is not None else None,
+        lambda root: load_or_create_hook_key(root).hex(),
+        key_path,
+    ),
+    "signing": (
+        "__import__('intentloop.store._signing', fromlist=['x']).load_or_create_signing_key(ROOT).key_id",
+        lambda root: key.key_id if (key := load_signing_key(root)) is not None else None,
+        lambda root: load_or_create_signing_key(root).key_id,
+        signing_key_path,
+    ),
+}
 
 _CHILD = """
 import os, signal, sys
 from pathlib import Path
 kill_at, fallback = int(sys.argv[2]), sys.argv[3] == "1"
+ROOT = Path(sys.argv[1])
 import intentloop.store._fs as fs
-from intentloop.service._hookkey import load_or_create_hook_key
+import intentloop.service._hookkey, intentloop.store._signing  # loaded before counting starts
 if fallback:
     fs._renameat2 = False
 WATCH = {"open", "os.mkdir", "os.chmod", "os.link", "os.rename", "os.remove", "ctypes.call_function", "ctypes.dlopen"}
@@ -35,39 +57,41 @@ def audit(event, args):
             os.kill(os.getpid(), signal.SIGKILL)
         seen[0] += 1
 sys.addaudithook(audit)
-key = load_or_create_hook_key(Path(sys.argv[1]))
-sys.stdout.write("DONE " + key.hex() + "\\n")
+key = CREATE
+sys.stdout.write("DONE " + key + "\\n")
 """
 
 
-def _run(root: Path, kill_at: int, fallback: bool) -> subprocess.CompletedProcess[str]:
+def _run(root: Path, kill_at: int, fallback: bool, kind: str = "hook") -> subprocess.CompletedProcess[str]:
+    child = _CHILD.replace("CREATE", KINDS[kind][0])
     return subprocess.run(
-        [sys.executable, "-c", _CHILD, str(root), str(kill_at), "1" if fallback else "0"],
+        [sys.executable, "-c", child, str(root), str(kill_at), "1" if fallback else "0"],
         capture_output=True,
         text=True,
         timeout=60,
     )
 
 
+@pytest.mark.parametrize("kind", sorted(KINDS))
 @pytest.mark.parametrize("fallback", [False, True], ids=["renameat2", "link-unlink"])
-def test_every_crash_point_of_key_creation_leaves_a_usable_key(tmp_path: Path, fallback: bool) -> None:
+def test_every_crash_point_of_key_creation_leaves_a_usable_key(tmp_path: Path, fallback: bool, kind: str) -> None:
+    _child, load, create, path = KINDS[kind]
     points = 0
     for kill_at in range(200):
         root = tmp_path / f"{kill_at}"
         root.mkdir()  # the data root exists: the key is made under a project lock
-        run = _run(root, kill_at, fallback)
+        run = _run(root, kill_at, fallback, kind)
         if run.returncode == 0:
             assert run.stdout.startswith("DONE ")
             break
         assert run.returncode == -signal.SIGKILL, run.stderr
         points += 1
-        found = load_hook_key(root)  # never refused: nothing yet, or a whole key
-        assert found is None or len(found) == KEY_BYTES
-        key = load_or_create_hook_key(root)
+        found = load(root)  # never refused: nothing yet, or a whole key
+        key = create(root)
         assert found is None or key == found
-        assert load_hook_key(root) == key and os.stat(key_path(root)).st_nlink == 1
-        again = _run(root, 10_000, fallback)  # another process after the crash uses the same key
-        assert again.returncode == 0 and again.stdout.strip() == f"DONE {key.hex()}"
+        assert load(root) == key and os.stat(path(root)).st_nlink == 1
+        again = _run(root, 10_000, fallback, kind)  # another process after the crash uses the same key
+        assert again.returncode == 0 and again.stdout.strip() == f"DONE {key}"
     else:
         pytest.fail("the creator never finished")
     assert points >= 6, points  # the enumeration really crossed the creation's steps
