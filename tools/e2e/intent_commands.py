@@ -13,10 +13,9 @@ in the model's context, still without a tool call. Claude Code also gets the bun
 after which ``/intent`` reaches the hook there too.
 
 Entry points: :func:`run_codex_commands` and :func:`run_claude_commands` take the ``Report`` of ``e2e_common`` and a
-fresh base folder, like ``run_codex``/``run_claude``; ``main()`` runs them on its own (under ``unshare -n``)::
+fresh base folder, like ``run_codex``/``run_claude``; ``run_hosts.py`` runs them as its ``commands`` route::
 
-    npm install --prefix /tmp/hosts @openai/codex@0.171.0 @anthropic-ai/claude-code@2.1.197
-    python tools/e2e/intent_commands.py [--hosts codex,claude] [--codex PATH] [--claude PATH] [--keep]
+    npm ci --prefix tools/e2e && python tools/e2e/run_hosts.py --routes commands
 
 ``EXPECTED_FORMS`` records which written forms reach the hook in each host's headless mode; a form outside it is
 still tried and reported as a note, so a host release that changes its handling shows up in the output.
@@ -24,19 +23,16 @@ still tried and reported as a note, so a host release that changes its handling 
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import sys
-import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from e2e_common import Report, base_env, enter_netns, ledger_events, run, verify
+from e2e_common import Report, base_env, ledger_events, run, verify
 from fake_model import FakeModel
 
 #: The written forms that must reach the prompt hook, per host (headless: ``codex exec``, ``claude -p``).
@@ -376,42 +372,3 @@ def _probe_skill_route(
         rc == 0 and stored and RECEIPT in text,
         f"rc={rc}, claim stored={stored}, host result={result[:80]!r}",
     )
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
-    parser.add_argument("--hosts", default="codex,claude")
-    parser.add_argument("--codex", default=str(Path(__file__).resolve().parent / "node_modules" / ".bin" / "codex"))
-    parser.add_argument("--claude", default=str(Path(__file__).resolve().parent / "node_modules" / ".bin" / "claude"))
-    parser.add_argument("--intentloop", default=str(Path(sys.executable).parent / "intentloop"))
-    parser.add_argument("--keep", action="store_true", help="keep the temporary folders (logs, ledgers)")
-    parser.add_argument("--no-netns", action="store_true", help="debugging only: run without unshare -n")
-    args = parser.parse_args()
-    if not args.no_netns:
-        enter_netns(__file__)
-    report = Report()
-    intentloop = str(Path(args.intentloop).absolute())
-    top = Path(tempfile.mkdtemp(prefix="intentloop-e2e-commands-"))
-    started = time.monotonic()
-    try:
-        for host in [h.strip() for h in args.hosts.split(",") if h.strip()]:
-            base = top / host
-            base.mkdir()
-            if host == "codex":
-                run_codex_commands(report, base, args.codex, intentloop)
-            elif host == "claude":
-                run_claude_commands(report, base, args.claude, intentloop)
-            else:
-                report.check(host, "known host", False, "expected codex or claude")
-    finally:
-        print(report.render())
-        print(f"total wall time: {time.monotonic() - started:.1f} s")
-        if args.keep:
-            print(f"kept: {top}")
-        else:
-            shutil.rmtree(top, ignore_errors=True)
-    return 0 if report.ok else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
