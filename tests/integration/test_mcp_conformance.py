@@ -439,15 +439,19 @@ def test_the_server_stops_right_after_spawn(tmp: Path, how: str) -> None:
 
 
 _ENTRY = """
-import sys
+import os, sys
+def report():
+    names = ("typer", "rich", "click", "mcp", "mcp_types", "pydantic", "anyio")
+    print("heavy:", sorted(name for name in names if name in sys.modules), file=sys.stderr, flush=True)
+leave = os._exit  # the server leaves through os._exit while its background import still runs
+os._exit = lambda code: (report(), leave(code))
 sys.argv = ["intentloop", *sys.argv[1:]]
 from cli.entry import main
 try:
     main()
 except SystemExit:
     pass
-names = ("typer", "rich", "click", "mcp", "mcp_types", "pydantic", "anyio")
-print("heavy:", sorted(name for name in names if name in sys.modules), file=sys.stderr)
+report()
 """
 
 
