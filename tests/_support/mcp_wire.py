@@ -113,6 +113,13 @@ class Wire:
         answer: dict[str, Any] = json.loads(self.request_raw(method, params))
         return answer
 
+    def take_rest(self) -> bytes:
+        """Every byte the server wrote that was not read yet, to EOF (call it once the server has exited)."""
+        assert self.process.stdout is not None
+        rest = self._buffer + self.process.stdout.read()
+        self._buffer = b""
+        return rest
+
     def close(self, timeout: float = 10.0) -> int:
         if self.process.stdin is not None and not self.process.stdin.closed:
             self.process.stdin.close()

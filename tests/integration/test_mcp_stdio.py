@@ -6,10 +6,7 @@ and a prompt exit on stdin EOF, SIGINT and SIGTERM.
 from __future__ import annotations
 
 import json
-import os
-import select
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -24,6 +21,7 @@ from intentloop.mcp import TOOL_NAMES
 from intentloop.model import project_id_for
 
 from _support.mcp_client import META_KEY, SERVE_MODULE, envelope_of, error_code, roots_callback, server_params
+from _support.mcp_wire import Wire, server_env
 
 SERVE = SERVE_MODULE
 INIT = {
@@ -147,38 +145,23 @@ async def test_root_from_exactly_one_client_root(
 
 
 # ------------------------------------------------------------------------------------------------- raw wire
-class RawServer:
-    """A server subprocess spoken to with raw JSON-RPC lines; keeps every stdout byte it reads."""
+class RawServer(Wire):
+    """The shared wire driver, plus every stdout line kept and an answer picked out from among other lines."""
 
     def __init__(self, command: list[str], data_root: Path) -> None:
-        env = {**os.environ, "INTENT_LOOP_DATA_DIR": str(data_root)}
-        self.proc = subprocess.Popen(
-            command,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-            cwd=data_root.parent,
-        )
+        super().__init__(server_env(data_root), cwd=data_root.parent, command=command)
         self.stdout_lines: list[bytes] = []
 
     def send(self, message: dict[str, Any] | bytes) -> None:
-        assert self.proc.stdin is not None
-        data = message if isinstance(message, bytes) else json.dumps(message).encode() + b"\n"
-        self.proc.stdin.write(data)
-        self.proc.stdin.flush()
+        if isinstance(message, bytes):
+            self.send_raw(message)
+        else:
+            super().send(message)
 
     def answer(self, request_id: int, timeout: float = 10) -> dict[str, Any]:
-        assert self.proc.stdout is not None
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([self.proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
-            if not ready:
-                break
-            line = self.proc.stdout.readline()
-            if not line:
-                break
-            self.stdout_lines.append(line)
+        while (line := self.read_line(max(0.0, deadline - time.monotonic()))) is not None:
+            self.stdout_lines.append(line + b"\n")
             message = json.loads(line)
             if message.get("id") == request_id:
                 return dict(message)
@@ -190,16 +173,17 @@ class RawServer:
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     def finish(self, timeout: float = 5) -> tuple[int, bytes]:
-        assert self.proc.stdout is not None and self.proc.stderr is not None
-        code = self.proc.wait(timeout)
-        self.stdout_lines.extend(self.proc.stdout.read().splitlines(keepends=True))
-        return code, self.proc.stderr.read()
+        """Wait for the exit; the exit code and stderr (every stdout byte left is kept in ``stdout_lines``)."""
+        assert self.process.stdout is not None and self.process.stderr is not None
+        code = self.process.wait(timeout)
+        self.stdout_lines.extend(self.take_rest().splitlines(keepends=True))
+        return code, self.process.stderr.read()
 
     def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
             if stream is not None:
                 stream.close()
 
@@ -231,7 +215,7 @@ def test_stdout_carries_only_json_rpc_even_when_a_handler_prints(raw_server: Any
     server.send(_call("intent_status", {"project_root": str(project)}, 2))
     envelope = server.answer(2)["result"]["structuredContent"]
     assert envelope["ok"] is True
-    server.proc.stdin.close()
+    server.process.stdin.close()
     code, stderr = server.finish()
     assert code == 0
     for line in server.stdout_lines:
@@ -274,7 +258,7 @@ def test_intentloop_serve_is_the_same_server(raw_server: Any, project: Path) -> 
     server.send(_call("intent_status", {"project_root": str(project)}, 2))
     assert server.answer(2)["result"]["structuredContent"]["ok"] is True
     started = time.monotonic()
-    server.proc.stdin.close()
+    server.process.stdin.close()
     code, stderr = server.finish()
     assert time.monotonic() - started < HANG_BOUND_S
     assert code == 0, stderr
@@ -287,13 +271,13 @@ def test_server_exits_promptly(raw_server: Any, how: str) -> None:
     server.initialize()
     started = time.monotonic()
     if how == "eof":
-        server.proc.stdin.close()
+        server.process.stdin.close()
     else:
         for index, name in enumerate(how.split("+")):
             if index:
                 time.sleep(0.1)  # Claude Code sends SIGINT, then SIGTERM about 100 ms later
-            if server.proc.poll() is None:
-                server.proc.send_signal(getattr(signal, name))
+            if server.process.poll() is None:
+                server.process.send_signal(getattr(signal, name))
     code, stderr = server.finish(timeout=HANG_BOUND_S + 5)
     elapsed = time.monotonic() - started
     assert elapsed < HANG_BOUND_S, f"{how}: exited after {elapsed:.2f} s"
