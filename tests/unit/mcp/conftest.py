@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import pytest
@@ -10,7 +11,7 @@ import trio
 
 from intentloop.mcp.server import McpServer, build_server
 
-from _support.mcp_memory import MemoryTransport, fake_canonicalize, raw_session
+from _support.mcp_memory import MemoryTransport, RawSession, fake_canonicalize, raw_session
 
 TASK_ID = "6f1c1a51-8e7b-4b8f-9a3e-2f3c1d2e4b5a"
 
@@ -52,12 +53,12 @@ def server(make_server: Callable[..., McpServer]) -> McpServer:
 
 
 @pytest.fixture
-def raw() -> Callable[..., Any]:
+def raw() -> Callable[..., AbstractAsyncContextManager[RawSession]]:
     """``raw(server)``: an async context manager yielding an initialized raw JSON-RPC session."""
     return raw_session
 
 
 @pytest.fixture
-def connect() -> Callable[[McpServer], Any]:
+def connect() -> Callable[[McpServer], MemoryTransport]:
     """``connect(server)``: the transport to hand ``mcp.Client`` to reach ``server`` in memory."""
     return MemoryTransport

@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -118,7 +118,8 @@ class Harness:
 
 
 @pytest.fixture
-def make_harness(tmp_path: Path) -> Iterator[Any]:
+def make_harness(tmp_path: Path) -> Callable[..., Harness]:
+    """``make_harness(data_root=None)``: a harness on a fresh project directory (the shared data root by default)."""
     counter = iter(range(1000))
 
     def make(data_root: Path | None = None) -> Harness:
@@ -127,13 +128,13 @@ def make_harness(tmp_path: Path) -> Iterator[Any]:
         project.mkdir()
         return Harness(data_root or tmp_path / "data", project)
 
-    yield make
+    return make
 
 
 @pytest.fixture
-def h(make_harness: Any) -> Harness:
-    harness: Harness = make_harness()
-    return harness
+def h(make_harness: Callable[..., Harness]) -> Harness:
+    """A harness on a fresh project under the test's data root."""
+    return make_harness()
 
 
 class Project:

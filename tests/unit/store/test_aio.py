@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 import uuid
 
@@ -29,14 +27,6 @@ def draft(request_id: str) -> EventDraft:
 def make_store(data_root, **timings) -> ProjectStore:
     config = {"heartbeat_s": 10.0, "stale_s": 30.0, "wait_s": 1.0, "ceiling_s": 5.0} | timings
     return ProjectStore(data_root, PID, config=LockConfig(**config))
-
-
-@pytest.fixture
-def sleeper():
-    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
-    yield process
-    process.kill()
-    process.wait()
 
 
 async def test_async_lock_appends_and_releases(data_root):

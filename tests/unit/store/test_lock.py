@@ -35,15 +35,7 @@ def append(store: ProjectStore, request_id: str, deadline: float | None = None) 
 
 
 @pytest.fixture
-def sleeper():
-    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
-    yield process
-    process.kill()
-    process.wait()
-
-
-@pytest.fixture
-def dead_pid():
+def dead_pid() -> int:
     process = subprocess.Popen([sys.executable, "-c", "pass"])
     process.wait()
     return process.pid

@@ -176,7 +176,7 @@ def test_modes_are_0700_and_0600_even_under_umask_000(data_root):
 
 
 @pytest.fixture
-def store(data_root):
+def store(data_root: Path) -> ProjectStore:
     store = ProjectStore(data_root, PID, config=FAST)
     write_one(store)
     return store

@@ -9,6 +9,9 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
 
 import pytest
 import trio
@@ -23,7 +26,7 @@ PATIENT = LockConfig(heartbeat_s=10, stale_s=60, wait_s=30, ceiling_s=60)  # a d
 
 
 @pytest.fixture
-def held(data_root, ledger_kit):
+def held(data_root: Path, ledger_kit: ModuleType) -> Iterator[None]:
     """The project's lock, planted for a live process (never stolen)."""
     process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     ledger_kit.plant_lock(ProjectStore(data_root, PID).project_dir, ledger_kit.owner_record(process.pid))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from types import ModuleType
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -18,12 +20,12 @@ ROOT = "/work/project"
 
 
 @pytest.fixture
-def pid(ledger_kit):
+def pid(ledger_kit: ModuleType) -> str:
     return ledger_kit.project_id_for(ROOT)
 
 
 @pytest.fixture
-def ledger(ledger_kit, pid):
+def ledger(ledger_kit: ModuleType, pid: str) -> tuple[bytes, list[dict[str, Any]]]:
     data, events = ledger_kit.build_ledger(pid, 5)
     return data, events
 
