@@ -15,6 +15,7 @@ from types import ModuleType
 
 import pytest
 import trio
+import trio.testing
 
 from intentloop.errors import StorageError
 from intentloop.model import project_id_for
@@ -59,10 +60,14 @@ def test_the_store_deadline_bounds_a_trio_wait_in_trio_clock_terms(data_root, he
         async with open_locked_ledger(store):
             pass
 
+    # A virtual clock that starts at 0, far from time.monotonic(): only a deadline converted into the trio clock's
+    # terms gives up after 0.3 virtual seconds (one compared raw would wait out the 30 s window instead).
+    clock = trio.testing.MockClock(autojump_threshold=0)
     started = time.monotonic()
     with pytest.raises(StorageError) as info:
-        trio.run(main)
+        trio.run(main, clock=clock)
     assert info.value.code == "LOCK_TIMEOUT"
+    assert clock.current_time() <= 0.3 + 0.1  # polls overshoot by at most one delay
     assert time.monotonic() - started < 10
 
 
