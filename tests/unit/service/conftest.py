@@ -4,6 +4,7 @@ operations (``hookops``), a real project whose tasks are written through the sto
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -115,6 +116,10 @@ class Harness:
 
     def ledger_lines(self) -> list[bytes]:
         return self.ledger.read_bytes().splitlines()
+
+    def events(self) -> list[dict[str, Any]]:
+        """The ledger's events as stored (decoded JSON lines)."""
+        return [json.loads(line) for line in self.ledger_lines()]
 
 
 @pytest.fixture
