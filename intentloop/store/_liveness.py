@@ -27,7 +27,7 @@ class Liveness(enum.Enum):
     UNKNOWN = "unknown"  # reclaimed only after the stale window without heartbeat
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ProcessIdentity:
     """The identity of one process: pid, host name, boot id and start time (clock ticks since boot)."""
 
@@ -37,7 +37,7 @@ class ProcessIdentity:
     start_time: int | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class OwnerRecord:
     """A parsed ``owner.json`` (or ``reclaim.json``); only ``pid`` and ``token`` are required."""
 

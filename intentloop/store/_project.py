@@ -329,7 +329,14 @@ class ProjectStore:
                 index = None
                 if checkpoint.index is not None and checkpoint.indexed == checkpoint.lines:
                     index = (checkpoint.index, checkpoint.bindings)
-                empty = Verification((), checkpoint.head, checkpoint.size, checkpoint.lines, None, None)
+                empty = Verification(
+                    events=(),
+                    head_hash=checkpoint.head,
+                    byte_length=checkpoint.size,
+                    line_count=checkpoint.lines,
+                    error=None,
+                    torn_tail=None,
+                )
                 head = (checkpoint.head, checkpoint.lines, checkpoint.size)
                 ledger = LockedLedger(
                     self.paths, handle, found_st, empty, None, self._remember, index, head=head, loader=self._load
@@ -403,7 +410,7 @@ class ProjectStore:
         Raises:
             StorageError: path-safety refusals, ``TRANSIENT_FILE_RACE``, ``STORAGE_READ_FAILED``.
         """
-        empty = Verification((), None, 0, 0, None, None)
+        empty = Verification(events=(), head_hash=None, byte_length=0, line_count=0, error=None, torn_tail=None)
         if not self.paths.check_project():
             return empty, EMPTY_VIEW, None
         for _attempt in range(_SETTLE_ATTEMPTS if settle else 1):

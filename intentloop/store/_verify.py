@@ -71,7 +71,7 @@ class Damage(msgspec.Struct, frozen=True):
     torn: bool
 
 
-class Verification(msgspec.Struct, frozen=True):
+class Verification(msgspec.Struct, frozen=True, kw_only=True):
     """The outcome of verifying ledger bytes (a frozen struct, not a dataclass: the hook never imports dataclasses).
 
     Attributes:

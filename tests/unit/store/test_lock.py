@@ -35,15 +35,7 @@ def append(store: ProjectStore, request_id: str, deadline: float | None = None) 
 
 
 @pytest.fixture
-def sleeper():
-    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
-    yield process
-    process.kill()
-    process.wait()
-
-
-@pytest.fixture
-def dead_pid():
+def dead_pid() -> int:
     process = subprocess.Popen([sys.executable, "-c", "pass"])
     process.wait()
     return process.pid
@@ -336,18 +328,3 @@ def test_no_heartbeat_thread_for_a_deadline_below_the_heartbeat_interval(data_ro
         assert not any(t.name == "intentloop-lock-heartbeat" for t in threading.enumerate())
     with store.locked():  # control: no deadline, heartbeat thread running
         assert any(t.name == "intentloop-lock-heartbeat" for t in threading.enumerate())
-
-
-def test_lock_config_from_environment():
-    env = {
-        "INTENT_LOOP_LOCK_HEARTBEAT_S": "2",
-        "INTENT_LOOP_LOCK_STALE_S": "12.5",
-        "INTENT_LOOP_LOCK_WAIT_S": "1",
-        "INTENT_LOOP_LOCK_CEILING_S": "8",
-    }
-    assert LockConfig.from_env(env) == LockConfig(heartbeat_s=2, stale_s=12.5, wait_s=1, ceiling_s=8)
-    assert LockConfig.from_env({}) == LockConfig(heartbeat_s=10, stale_s=30, wait_s=5, ceiling_s=30)
-    bad = {key: value for key, value in zip(env, ["x", "-1", "nan", "0"], strict=True)}
-    assert LockConfig.from_env(bad) == LockConfig()
-    assert LockConfig(heartbeat_s=20, stale_s=10).heartbeat_s == 5  # heartbeat stays below half the stale window
-    assert LockConfig(wait_s=9, ceiling_s=1).ceiling_s == 9
