@@ -46,7 +46,7 @@ CAPABILITIES: dict[str, Any] = {
 RequestId = int | str
 
 _encoder = msgspec.json.Encoder()
-_tools: dict[tuple[bool, bool, bool], list[dict[str, Any]]] = {}
+_tools: dict[tuple[bool, bool, bool, bool], list[dict[str, Any]]] = {}
 
 
 def server_info(revision: Revision) -> dict[str, str]:
@@ -73,7 +73,7 @@ def discover_result() -> dict[str, Any]:
 
 def tools(revision: Revision) -> list[dict[str, Any]]:
     """The 15 tool objects as ``revision`` defines them (built once per shape and process)."""
-    shape = (revision.annotations, revision.titles, revision.structured)
+    shape = (revision.annotations, revision.titles, revision.structured, revision.modern)  # modern: schema key order
     if shape not in _tools:
         catalog = load_catalog()
         _tools[shape] = [_tool(spec, catalog.envelope_schema, revision) for spec in catalog.tools]

@@ -173,7 +173,7 @@ def test_held_lock_spools_the_observation_at_the_deadline(project: Any) -> None:
     with project.store.locked(time.monotonic() + 5):
         started = time.monotonic()
         outcome = record_observation(project.data_root, project.root, obs, deadline=time.monotonic() + 0.3)
-        assert time.monotonic() - started < 1.0
+        assert time.monotonic() - started < 4.0  # the lock is held for 5 s: only ignoring the deadline crosses it
         assert (outcome.recorded, outcome.spooled) == (False, True)
         [entry] = list(project.store.paths.spool_dir.iterdir())
         stored = entry.read_bytes()

@@ -122,8 +122,10 @@ async def test_waiting_does_not_block_the_event_loop(data_root, ledger_kit, slee
         nursery.start_soon(ticker)
         nursery.start_soon(waiter)
     assert outcome == ["LOCK_TIMEOUT"]
-    assert 0.5 <= time.monotonic() - started < 1.2
-    assert ticks >= 25  # the loop kept running while the waiter polled
+    # Not before the wait is over; the upper bound is one only a hang crosses (a loaded machine stretches the rest).
+    assert 0.5 <= time.monotonic() - started < 10
+    # The loop kept running while the waiter polled: ~50 ticks on a quiet machine, 1 if the wait blocked the loop.
+    assert ticks >= 10
 
 
 async def test_async_waiter_takes_over_when_the_owner_dies(data_root, ledger_kit, sleeper):
@@ -139,7 +141,7 @@ async def test_async_waiter_takes_over_when_the_owner_dies(data_root, ledger_kit
         nursery.start_soon(kill_owner_soon)
         async with open_locked_ledger(store) as ledger:
             ledger.append([draft("r-1")])
-    assert 0.2 <= time.monotonic() - started < 1.2
+    assert 0.2 <= time.monotonic() - started < 4.0  # before wait_s (5 s): the death was noticed, not waited out
     assert len(store.read()) == 1
 
 

@@ -224,7 +224,8 @@ def test_a_progressing_queue_of_owners_is_not_a_stuck_lock(data_root, ledger_kit
         for process in sleepers:
             process.kill()
             process.wait()
-    assert 1.5 < elapsed < 3.0  # outlived several wait_s periods because owners kept changing
+    # Outlived several wait_s periods because owners kept changing (a stuck-lock verdict would have raised instead).
+    assert 1.5 < elapsed < config.ceiling_s
 
 
 def test_deadline_bounds_the_wait(data_root, ledger_kit, sleeper):
@@ -234,7 +235,7 @@ def test_deadline_bounds_the_wait(data_root, ledger_kit, sleeper):
     with pytest.raises(StorageError) as info:
         append(store, "x", deadline=time.monotonic() + 0.25)
     assert info.value.code == "LOCK_TIMEOUT"
-    assert time.monotonic() - started < 0.6
+    assert time.monotonic() - started < 4.0  # the owner lives on: only a wait that ignores the deadline crosses it
 
 
 def test_live_reclaimer_marker_is_respected_and_a_dead_one_is_not(data_root, ledger_kit, sleeper, dead_pid):
