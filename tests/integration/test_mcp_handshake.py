@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -21,57 +19,24 @@ import pytest
 
 from intentloop.mcp import TOOL_NAMES
 
-SERVE = [sys.executable, "-m", "intentloop.mcp"]
+from _support.mcp_wire import Wire, server_env
+
 HANG_BOUND_S = 10.0  # only a server that never answers or never exits crosses it; real figures: tools/bench
 INFO = {"name": "handshake-test", "version": "0"}
 
 
-class Server:
-    """A server subprocess driven with raw JSON-RPC lines."""
-
-    def __init__(self, env: dict[str, str], cwd: Path) -> None:
-        self.process = subprocess.Popen(
-            SERVE, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd
-        )
-        self.buffer = b""
-
-    def write(self, data: bytes) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(data)
-        self.process.stdin.flush()
-
-    def send(self, *messages: Any) -> None:
-        self.write(b"".join(json.dumps(message).encode() + b"\n" for message in messages))
-
-    def read(self, timeout: float = HANG_BOUND_S) -> dict[str, Any] | None:
-        assert self.process.stdout is not None
-        deadline = time.monotonic() + timeout
-        while b"\n" not in self.buffer:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not select.select([self.process.stdout], [], [], remaining)[0]:
-                return None
-            chunk = os.read(self.process.stdout.fileno(), 1 << 16)
-            if not chunk:
-                return None
-            self.buffer += chunk
-        line, self.buffer = self.buffer.split(b"\n", 1)
-        return dict(json.loads(line))
-
-    def finish(self) -> tuple[int, bytes]:
-        """Wait for the process (killed after the hang bound) and return its exit code and stderr."""
-        try:
-            code = self.process.wait(timeout=HANG_BOUND_S)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-            raise AssertionError("the server did not exit") from None
-        finally:
-            for stream in (self.process.stdin, self.process.stdout):
-                if stream is not None and not stream.closed:
-                    stream.close()
-        assert self.process.stderr is not None
-        with self.process.stderr:
-            return code, self.process.stderr.read()
+def finish(wire: Wire) -> tuple[int, bytes]:
+    """Wait for the server to exit by itself (killed after the hang bound); its exit code and stderr."""
+    try:
+        code = wire.process.wait(timeout=HANG_BOUND_S)
+    except subprocess.TimeoutExpired:
+        wire.process.kill()
+        wire.close()
+        raise AssertionError("the server did not exit") from None
+    assert wire.process.stderr is not None
+    stderr = wire.process.stderr.read()
+    wire.close()
+    return code, stderr
 
 
 def request(request_id: int, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -86,8 +51,7 @@ INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 
 
 def environment(tmp_path: Path, *, stuck_trio: bool) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if key not in ("CODEX_HOME", "PLUGIN_DATA")}
-    env["INTENT_LOOP_DATA_DIR"] = str(tmp_path / "data")
+    env = server_env(tmp_path / "data")
     if stuck_trio:
         stand_in = tmp_path / "stuck" / "trio"
         stand_in.mkdir(parents=True)
@@ -98,23 +62,23 @@ def environment(tmp_path: Path, *, stuck_trio: bool) -> dict[str, str]:
 
 @pytest.mark.parametrize("end", ["eof", "SIGTERM", "SIGINT", "SIGTERM during a tool call"])
 def test_the_handshake_is_answered_while_trio_is_still_importing(tmp_path: Path, end: str) -> None:
-    server = Server(environment(tmp_path, stuck_trio=True), tmp_path)
+    server = Wire(environment(tmp_path, stuck_trio=True), tmp_path)
     server.send(INITIALIZE)
     initialized = server.read()
     assert initialized is not None and initialized["result"]["protocolVersion"] == "2025-06-18", initialized
-    server.send(INITIALIZED, request(2, "tools/list"), request(3, "ping"))
+    server.send_raw(request_lines(INITIALIZED, request(2, "tools/list"), request(3, "ping")))
     listed, pong = server.read(), server.read()
     assert listed is not None and [tool["name"] for tool in listed["result"]["tools"]] == list(TOOL_NAMES)
     assert pong == {"jsonrpc": "2.0", "id": 3, "result": {}}
     if end == "SIGTERM during a tool call":
         server.send(request(4, "tools/call", {"name": "intent_status", "arguments": {"project_root": str(tmp_path)}}))
-        assert server.read(timeout=0.5) is None  # the call waits for the trio server, whose import never ends
+        assert server.quiet_for(0.5)  # the call waits for the trio server, whose import never ends
     if end == "eof":
         assert server.process.stdin is not None
         server.process.stdin.close()
     else:
         server.process.send_signal(signal.SIGINT if end == "SIGINT" else signal.SIGTERM)
-    code, stderr = server.finish()
+    code, stderr = finish(server)
     assert code == 0, stderr
     assert b"Traceback" not in stderr
 
@@ -122,27 +86,29 @@ def test_the_handshake_is_answered_while_trio_is_still_importing(tmp_path: Path,
 def test_a_stuck_import_is_what_holds_a_tool_call(tmp_path: Path) -> None:
     """Control for the test above: without the stand-in, the same tool call is answered."""
     (tmp_path / "project").mkdir()
-    server = Server(environment(tmp_path, stuck_trio=False), tmp_path)
-    server.send(INITIALIZE, INITIALIZED)
+    server = Wire(environment(tmp_path, stuck_trio=False), tmp_path)
+    server.send_raw(request_lines(INITIALIZE, INITIALIZED))
     assert server.read() is not None
     arguments = {"project_root": str(tmp_path / "project")}
     server.send(request(4, "tools/call", {"name": "intent_status", "arguments": arguments}))
     answer = server.read()
     assert answer is not None and answer["id"] == 4 and answer["result"]["isError"] is False, answer
     server.process.send_signal(signal.SIGTERM)
-    assert server.finish()[0] == 0
+    assert finish(server)[0] == 0
 
 
 def test_pipelined_requests_cross_the_hand_over_intact(tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()
-    server = Server(environment(tmp_path, stuck_trio=False), tmp_path)
+    server = Wire(environment(tmp_path, stuck_trio=False), tmp_path)
     call = json.dumps(request(4, "tools/call", {"name": "intent_status", "arguments": {"project_root": str(project)}}))
-    head = b"".join(json.dumps(m).encode() + b"\n" for m in (INITIALIZE, INITIALIZED, request(2, "tools/list")))
+    head = request_lines(INITIALIZE, INITIALIZED, request(2, "tools/list"))
     # One write holds the handshake, the tool list and the first half of a tool call; the rest follows later.
-    server.write(head + request_line(3, "ping") + call[:25].encode())
+    server.send_raw(head + request_lines(request(3, "ping")) + call[:25].encode())
     time.sleep(0.2)
-    server.write(call[25:].encode() + b"\n" + request_line(5, "resources/read", {"uri": "intent-loop://skill/intent"}))
+    server.send_raw(
+        call[25:].encode() + b"\n" + request_lines(request(5, "resources/read", {"uri": "intent-loop://skill/intent"}))
+    )
     answers = {}
     for _ in range(5):
         answer = server.read()
@@ -155,8 +121,8 @@ def test_pipelined_requests_cross_the_hand_over_intact(tmp_path: Path) -> None:
     assert answers[5]["result"]["contents"][0]["uri"] == "intent-loop://skill/intent"
     assert server.process.stdin is not None
     server.process.stdin.close()
-    assert server.finish()[0] == 0
+    assert finish(server)[0] == 0
 
 
-def request_line(request_id: int, method: str, params: dict[str, Any] | None = None) -> bytes:
-    return json.dumps(request(request_id, method, params)).encode() + b"\n"
+def request_lines(*messages: Any) -> bytes:
+    return b"".join(json.dumps(message).encode() + b"\n" for message in messages)
