@@ -15,6 +15,7 @@ import msgspec
 from intentloop import SERVER_NAME, __version__
 from intentloop.mcp.catalog import ToolSpec, load_catalog
 from intentloop.mcp.protocol import CACHEABLE_METHODS, MODERN_VERSIONS, SERVER_INFO_META_KEY, Revision
+from intentloop.mcp.skill import SKILL_DESCRIPTION, SKILL_MIME_TYPE, SKILL_NAME, SKILL_TITLE, SKILL_URI
 
 EXPERIMENTAL_CAPABILITIES: dict[str, dict[str, Any]] = {"codex/sandbox-state-meta": {}}
 SERVER_TITLE = "Intent Loop"
@@ -69,6 +70,22 @@ def initialize_result(revision: Revision) -> dict[str, Any]:
 def discover_result() -> dict[str, Any]:
     """The result of a 2026-07-28 ``server/discover`` (before :func:`ordered` adds the revision's fields)."""
     return {"capabilities": CAPABILITIES, "instructions": INSTRUCTIONS, "supportedVersions": list(MODERN_VERSIONS)}
+
+
+def listing(method: str, revision: Revision) -> dict[str, Any] | None:
+    """The result of a list method that needs no arguments (before :func:`ordered`), or ``None`` for other methods:
+    ``tools/list``, ``resources/list`` (the skill) and ``resources/templates/list`` (none)."""
+    if method == "tools/list":
+        return {"tools": tools(revision)}
+    if method == "resources/list":
+        resource = {"description": SKILL_DESCRIPTION, "mimeType": SKILL_MIME_TYPE, "name": SKILL_NAME}
+        if revision.titles:
+            resource["title"] = SKILL_TITLE
+        resource["uri"] = SKILL_URI
+        return {"resources": [resource]}
+    if method == "resources/templates/list":
+        return {"resourceTemplates": []}
+    return None
 
 
 def tools(revision: Revision) -> list[dict[str, Any]]:
@@ -160,6 +177,7 @@ __all__ = [
     "error_message",
     "id_of",
     "initialize_result",
+    "listing",
     "ordered",
     "result_message",
     "server_info",

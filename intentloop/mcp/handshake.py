@@ -2,9 +2,9 @@
 
 Why: a host waits a bounded time for a new server's tool list (Codex sends its first turn after 1 s, with or without
 our tools), and importing trio is most of a trio server's start: ~90 ms on a quiet 2-core machine, 0.3–0.5 s with four
-busy processes beside it. This loop needs only msgspec and the tool catalog. It answers ``initialize``, ``ping`` and
-``tools/list`` (and, for a 2026-07-28 client, ``server/discover`` and ``tools/list``) the moment they arrive, while a
-background thread imports trio, the server and the service. The first message it does not answer itself — a tool
+busy processes beside it. This loop needs only msgspec and the tool catalog. It answers ``initialize``, ``ping``,
+``server/discover`` and the three list methods (tools, resources, resource templates) the moment they arrive, while
+a background thread imports trio, the server and the service. The first message it does not answer itself — a tool
 call, a resource read, a batch, anything malformed or unusual — hands the connection over to the trio server
 (:func:`intentloop.mcp.stdio.serve_opened`): the negotiated era, revision and client capabilities, and every byte not
 yet handled, starting with that message, which the trio server then answers exactly as if it had served from the
@@ -33,6 +33,7 @@ from intentloop.mcp.answers import (
     discover_result,
     encode_message,
     initialize_result,
+    listing,
     ordered,
     result_message,
     tools,
@@ -146,21 +147,21 @@ def answer_early(message: Any, opening: Opening) -> dict[str, Any] | HandOver | 
         return HAND_OVER if method == "initialize" else _answer_modern(request_id, method, params, opening)
     negotiated = opening.revision
     assert negotiated is not None
-    if method not in ("tools/list", "ping") or has_modern_envelope(params):
+    result = {} if method == "ping" else listing(method, negotiated)
+    if result is None or has_modern_envelope(params):
         return HAND_OVER
-    result = {"tools": tools(negotiated)} if method == "tools/list" else {}
     return result_message(request_id, ordered(result, negotiated, method))
 
 
 def _answer_modern(request_id: int | str, method: str, params: Any, opening: Opening) -> dict[str, Any] | HandOver:
-    if method not in ("server/discover", "tools/list"):
-        return HAND_OVER
     try:
         revision, _ = check_modern_envelope(params)
     except ProtocolError:
         return HAND_OVER
+    result = discover_result() if method == "server/discover" else listing(method, revision)
+    if result is None:
+        return HAND_OVER
     opening.modern = True
-    result = discover_result() if method == "server/discover" else {"tools": tools(revision)}
     return result_message(request_id, ordered(result, revision, method))
 
 

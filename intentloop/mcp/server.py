@@ -36,6 +36,7 @@ from intentloop.mcp.answers import (
     error_message,
     id_of,
     initialize_result,
+    listing,
     ordered,
     result_message,
     valid_id,
@@ -67,10 +68,7 @@ from intentloop.mcp.roots import (
     single_local_root,
 )
 from intentloop.mcp.skill import (
-    SKILL_DESCRIPTION,
     SKILL_MIME_TYPE,
-    SKILL_NAME,
-    SKILL_TITLE,
     SKILL_URI,
     read_skill,
 )
@@ -395,16 +393,9 @@ class Connection:
     ) -> dict[str, Any]:
         if method == "tools/call":
             return await self._call_tool(params, revision, capabilities)
-        if method == "tools/list":
-            return {"tools": self.server.tools(revision)}
-        if method == "resources/list":
-            resource = {"description": SKILL_DESCRIPTION, "mimeType": SKILL_MIME_TYPE, "name": SKILL_NAME}
-            if revision.titles:
-                resource["title"] = SKILL_TITLE
-            resource["uri"] = SKILL_URI
-            return {"resources": [resource]}
-        if method == "resources/templates/list":
-            return {"resourceTemplates": []}
+        listed = listing(method, revision)
+        if listed is not None:
+            return listed
         if method == "resources/read":
             return self._read_resource(params, revision)
         if method == "server/discover":

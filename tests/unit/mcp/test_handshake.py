@@ -131,6 +131,23 @@ SCRIPTS: dict[str, tuple[Callable[[str], bytes], int]] = {
         ),
         2,
     ),
+    "the resource lists in both eras": (
+        lambda project: lines(
+            initialize(1, "2024-11-05"),
+            request(2, "resources/list"),
+            request(3, "resources/templates/list"),
+            request(4, "resources/read", {"uri": "intent-loop://skill/intent"}),
+        ),
+        3,
+    ),
+    "modern resource lists": (
+        lambda project: lines(
+            request(1, "resources/list", {"_meta": META}),
+            request(2, "resources/templates/list", {"_meta": META}),
+            request(3, "ping", {"_meta": META}),
+        ),
+        2,
+    ),
     "ping first, then tools/list before initialize": (
         lambda project: lines(request(1, "ping"), request(2, "tools/list"), initialize(3)),
         1,
