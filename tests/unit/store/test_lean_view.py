@@ -1,0 +1,142 @@
+"""The lean store (a server's): verified views hold offsets into the ledger, not events, and every event read back by
+offset must hash to what was verified."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+from intentloop.errors import CorruptLedgerError
+from intentloop.model import EventDraft, event_line, project_id_for, seal
+from intentloop.store import LineEvents, LockConfig, ProjectStore, _lines, _project
+
+PID = project_id_for("/lean/view")
+TASKS = [str(uuid.uuid4()) for _ in range(3)]
+CONFIG = LockConfig(heartbeat_s=10, stale_s=30, wait_s=1, ceiling_s=2)
+
+
+def draft(task: str, request_id: str, kind: str = "claim_added") -> EventDraft:
+    return EventDraft(event_type=kind, task_id=task, actor="user", request_id=request_id, payload={"n": request_id})
+
+
+def forget(store: ProjectStore) -> None:
+    _project._cache.drop(str(store.ledger_path))
+
+
+@pytest.fixture(autouse=True)
+def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_lines, "CHUNK_BYTES", 700)  # a few lines per chunk: the chain crosses many chunks
+
+
+@pytest.fixture
+def whole(data_root: Path) -> ProjectStore:
+    store = ProjectStore(data_root, PID, config=CONFIG)
+    with store.locked() as ledger:
+        ledger.append([draft(t, f"start-{i}", "task_started") for i, t in enumerate(TASKS)])
+        ledger.append([draft(TASKS[i % 3], f"r-{i}") for i in range(40)])
+    forget(store)
+    return store
+
+
+@pytest.fixture
+def lean(data_root: Path) -> ProjectStore:
+    return ProjectStore(data_root, PID, config=CONFIG, lean=True)
+
+
+def test_a_lean_read_answers_as_a_whole_read(whole: ProjectStore, lean: ProjectStore) -> None:
+    expected = whole.read()
+    forget(whole)
+    view = lean.read()
+    assert isinstance(view.events, LineEvents)
+    assert isinstance(expected.events, tuple)  # the control: an ordinary store holds the events
+    assert list(view.events) == list(expected.events)
+    assert (view.head_hash, view.byte_length, len(view)) == (expected.head_hash, expected.byte_length, len(expected))
+    assert view.events[0] == expected.events[0] and view.events[-1] == expected.events[-1]
+    assert view.events[5:9] == list(expected.events[5:9])
+    assert view.task_ids() == expected.task_ids()
+    for task in TASKS:
+        assert view.by_task(task) == expected.by_task(task)
+    assert view.find_request(TASKS[1], "r-4") == expected.find_request(TASKS[1], "r-4") is not None
+    assert view.find_request(TASKS[1], "r-5") is None  # r-5 belongs to another task
+    assert lean.verify().ok and len(lean.verify().events) == len(expected)
+
+
+def test_appends_extend_the_lean_view(lean: ProjectStore, whole: ProjectStore) -> None:
+    before = lean.read()
+    with lean.locked() as ledger:
+        ledger.append([draft(TASKS[0], "later-1"), draft(TASKS[2], "later-2")])
+    after = lean.read()
+    assert isinstance(after.events, LineEvents)
+    forget(lean)
+    assert list(after.events) == list(whole.read().events)
+    assert len(before) == len(after) - 2 and before.by_task(TASKS[0])[-1].request_id == "r-39"  # the older view
+    assert after.by_task(TASKS[0])[-1].request_id == "later-1"
+    assert after.find_request(TASKS[2], "later-2") is not None
+
+
+def test_a_new_ledger_and_a_rewritten_one_are_read_back_lean(data_root: Path) -> None:
+    store = ProjectStore(data_root, PID, config=CONFIG, lean=True)
+    with store.locked() as ledger:
+        ledger.append([draft(TASKS[0], "first", "task_started")])
+    assert isinstance(store.read().events, LineEvents)  # not the decoded view the first append left
+    with store.locked() as ledger:
+        ledger.append([draft(TASKS[0], "second")])
+        ledger.rewrite(ledger.view.events[:1])
+    view = store.read()
+    assert isinstance(view.events, LineEvents) and [e.request_id for e in view.events] == ["first"]
+
+
+def test_bytes_changed_after_verification_are_corrupt_ledger(whole: ProjectStore, lean: ProjectStore) -> None:
+    view = lean.read()
+    data = whole.ledger_path.read_bytes()
+    target = event_line(view.by_task(TASKS[1])[3])
+    at = data.index(target) + target.index(b'"n":"r-') + 6
+    with open(whole.ledger_path, "r+b") as fh:  # same size, in place: the verified inode itself
+        fh.seek(at)
+        fh.write(b"R")
+    assert [e.request_id for e in view.by_task(TASKS[0])][-1] == "r-39"  # control: untouched lines still read
+    with pytest.raises(CorruptLedgerError) as caught:
+        view.by_task(TASKS[1])
+    assert caught.value.code == "CORRUPT_LEDGER"
+    with pytest.raises(CorruptLedgerError) as again:
+        list(view.events)
+    assert again.value.code == "CORRUPT_LEDGER"
+    with pytest.raises(CorruptLedgerError):  # and a fresh read verifies the file again
+        lean.read()
+
+
+def test_a_view_reads_the_inode_it_verified(whole: ProjectStore, lean: ProjectStore, data_root: Path) -> None:
+    view = lean.read()
+    expected = list(view.events)
+    other = Path(data_root) / "other.jsonl"
+    event = seal(draft(TASKS[0], "elsewhere", "task_started"), project_id=PID, prev_hash=None)
+    other.write_bytes(event_line(event))
+    os.replace(other, whole.ledger_path)  # a rewrite renames another file over the path
+    assert list(view.events) == expected
+    assert [e.request_id for e in lean.read().events] == ["elsewhere"]
+
+
+@pytest.mark.parametrize("damage", ["middle", "torn"])
+def test_damage_is_reported_as_a_whole_read_reports_it(whole: ProjectStore, lean: ProjectStore, damage: str) -> None:
+    data = whole.ledger_path.read_bytes()
+    if damage == "middle":
+        cut = data.index(b"\n", len(data) // 2) + 1
+        data = data[:cut] + b" " + data[cut:]  # a line that is no longer canonical
+    else:
+        data += b'{"actor":"us'
+    whole.ledger_path.write_bytes(data)
+    expected = whole.verify()
+    forget(whole)
+    got = lean.verify()
+    assert expected.error is not None and got.error is not None
+    assert (got.error.code, got.error.line, got.byte_length, got.damage) == (
+        expected.error.code,
+        expected.error.line,
+        expected.byte_length,
+        expected.damage,
+    )
+    with pytest.raises(CorruptLedgerError):
+        lean.read()
