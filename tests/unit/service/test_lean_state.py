@@ -1,0 +1,122 @@
+"""The server's projection without the history: tasks folded from their own events on demand, within a budget, and the
+ledger verified off the event loop before a call reads it."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+import trio
+
+from intentloop.model import project
+from intentloop.service import _state
+from intentloop.store import ProjectStore, _lines, _project
+
+
+def _lean(h: Any) -> _state.LeanState:
+    engine = h.service._engine
+    (state,) = (s for store, s in engine._states.items() if store.project_id == h.project_id)
+    assert isinstance(state, _state.LeanState)
+    return state
+
+
+def _full(h: Any) -> Any:
+    """The projection of the whole ledger by an ordinary store (every event decoded and folded)."""
+    _project._cache.drop(str(h.ledger))
+    return project(ProjectStore(h.data_root, h.project_id).read().events)
+
+
+async def test_folded_tasks_stay_within_the_budget_and_answer_as_the_whole_fold(
+    h: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_state, "LEAN_TASK_EVENTS", 4)
+    tasks = [await h.start(f"task {i}") for i in range(4)]
+    for round_ in range(2):
+        for task in tasks:
+            await h.inferred(task, f"claim {round_} of {task}")
+            await h.snapshot(task)
+            kept = _lean(h)._lazy.kept()
+            assert task in kept and sum(t.event_count for t in kept.values()) <= 4  # 3 events a task after round 0
+    doomed = (await h.snapshot(tasks[0]))["active_claims"][0]["claim_id"]
+    await h.call(
+        "intent_invalidate",
+        task_id=tasks[0],
+        request_id=h.rid(),
+        claim_id=doomed,
+        reason="changed",
+        source_ref=h.user_src(),
+    )
+    state, full = _lean(h), _full(h)
+    assert len(state.tasks) == len(full.tasks) == 4
+    for task in tasks:
+        folded, expected = state.tasks[task], full.tasks[task]
+        assert folded.claims == expected.claims and folded.invalidations == expected.invalidations
+        assert folded.event_count == expected.event_count and folded.requests == expected.requests
+    status = await h.call("intent_status")
+    assert status["task_count"] == 4
+
+
+async def test_a_session_is_found_through_its_binding_events(h: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_state, "LEAN_TASK_EVENTS", 1)
+    bound = await h.start("bound", host_session_id="session-a")
+    other = await h.start("other")
+    for i in range(3):
+        await h.inferred(other, f"noise {i}")
+    await h.fails("SESSION_ALREADY_ASSOCIATED", "intent_start_task", request_id=h.rid(), host_session_id="session-a")
+    assert _lean(h).session_owner(_hash("session-a")).task_id == bound  # type: ignore[union-attr]
+    assert _lean(h).session_owner(_hash("session-b")) is None
+
+
+def _hash(session: str) -> str:
+    from intentloop.model import session_hash
+
+    return session_hash(session)
+
+
+async def test_verification_runs_off_the_event_loop(make_harness: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While one project's ledger is being verified (held here at a gate), calls on another project are answered:
+    the verification runs in a worker thread. Inline on the loop, the small project's call could not finish before
+    the gate opens, and the gate would time out."""
+    big, small = make_harness(), make_harness()
+    task = await big.start("big")
+    await small.start("small")
+    service = big.service
+    small.service = service
+    _project._cache.drop(str(big.ledger))  # the service must verify the big ledger again
+    entered, gate = threading.Event(), threading.Event()
+    real = _lines.stream_verify
+
+    def held(*args: Any) -> Any:
+        if args[2] == big.project_id:
+            entered.set()
+            if not gate.wait(60):
+                raise AssertionError("the gate was never opened: the event loop was blocked")
+        return real(*args)
+
+    monkeypatch.setattr(_project, "stream_verify", held)
+    answers: list[str] = []
+
+    async def big_call() -> None:
+        snap = await big.snapshot(task)
+        answers.append(f"big:{snap['active_claims'][0]['statement']}")
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(big_call)
+        await trio.to_thread.run_sync(entered.wait, 60)
+        assert entered.is_set()
+        status = await small.call("intent_status")  # answered while the big ledger is still held
+        answers.append(f"small:{status['task_count']}")
+        gate.set()
+    assert answers == ["small:1", "big:big"]
+
+
+async def test_a_damaged_ledger_found_in_the_background_is_the_calls_error(h: Any) -> None:
+    task = await h.start("kept")
+    _project._cache.drop(str(h.ledger))
+    data = h.ledger.read_bytes()
+    h.ledger.write_bytes(data.replace(b'"kept"', b'"kapt"'))
+    await h.fails("CORRUPT_LEDGER", "intent_get_snapshot", task_id=task)
+    await h.fails("CORRUPT_LEDGER", "intent_get_snapshot", task_id=task)  # and again, from the cached verdict
+    h.ledger.write_bytes(data)  # control: the original bytes answer
+    assert (await h.snapshot(task))["active_claims"][0]["statement"] == "kept"
