@@ -283,12 +283,13 @@ class LeanState(ProjectState):
     task, one at a time (deletion's copy search, imports' id check); the frequent whole-project questions have their
     own cheaper answers (:meth:`candidate_count`, :meth:`session_owner`)."""
 
-    __slots__ = ("_lazy", "view")
+    __slots__ = ("_counts", "_lazy", "view")
 
     def __init__(self, view: LedgerView) -> None:
         super().__init__()
         self.view = view
         self._lazy = self.tasks = _LazyTasks(self)
+        self._counts: dict[str, tuple[int, int]] = {}  # task id -> (its events, its candidates) when last counted
         self.event_count = len(view.events)
         self.head_hash = view.head_hash
 
@@ -339,33 +340,31 @@ class LeanState(ProjectState):
         self.head_hash = view.head_hash
 
     def candidate_count(self) -> int:
-        """Candidates of every task, folding only the tasks with an event that can carry one."""
+        """Candidates of every task: a task with an event that can carry one is folded once, and its count is kept
+        until the task has more events."""
         events = self.view.events
         assert isinstance(events, LineEvents)
+        carriers = {events.task_at(position) for position in events.of_types(_CANDIDATE_TYPES)}
         total = 0
-        for task_id in events.task_ids():
-            if any(events.event_type(p) in _CANDIDATE_TYPES for p in events.positions(task_id)):
+        for task_id in carriers:
+            seen = len(events.positions(task_id))
+            kept = self._counts.get(task_id)
+            if kept is None or kept[0] != seen:
                 task = self.fold(task_id)
-                total += 0 if task is None else len(task.candidates)
+                kept = self._counts[task_id] = (seen, 0 if task is None else len(task.candidates))
+            total += kept[1]
         return total
 
     def session_owner(self, session_hash: str) -> TaskState | None:
         """:func:`~intentloop.model.task_for_session`, folding only the tasks whose binding events (``task_started``,
         ``mode_set``) name the session."""
-        events = self.view.events
-        assert isinstance(events, LineEvents)
-        bound: list[TaskState] = []
-        for task_id in events.task_ids():
-            bindings = [p for p in events.positions(task_id) if events.event_type(p) in _BINDING_TYPES]
-            if not bindings:
-                continue
-            folded = project(events.pick(bindings)).tasks[task_id]
-            if folded.started and folded.host_session_hash == session_hash:
-                task = self.fold(task_id)
-                if task is not None:
-                    bound.append(task)
+        bindings = project(self.view.of_types(_BINDING_TYPES))
+        bound = [t.task_id for t in bindings.tasks.values() if t.started and t.host_session_hash == session_hash]
         state = ProjectState()
-        state.tasks = {task.task_id: task for task in bound}
+        for task_id in bound:
+            task = self.fold(task_id)
+            if task is not None:
+                state.tasks[task_id] = task
         return task_for_session(state, session_hash)
 
 

@@ -3,10 +3,11 @@
 A server used to keep every decoded :class:`Event` of every ledger it had read (and the whole file's bytes while
 verifying it): 446 MB peak RSS at 100,000 events (96 MB of ledger) — 270 MB of it decoded events. A lean store verifies
 the file in chunks of whole lines (the chain carried from chunk to chunk, so each line gets exactly the checks of a
-whole-file verification) and keeps, per line, its end offset, its ``event_hash`` (32 bytes), its event type (one byte)
-and its task's position list: about 50 bytes an event instead of about 2.7 KB. An event asked for is read back from the
-same open file (the verified inode, whatever has been renamed over its path since) and must hash to the ``event_hash``
-recorded for its position, so bytes changed after verification are ``CORRUPT_LEDGER``, never a wrong answer.
+whole-file verification) and keeps, per line, its end offset, its ``event_hash`` (32 bytes), its task and its place in
+its task's and its event type's position lists: about 60 bytes an event instead of about 2.7 KB. An event asked for is
+read back from the same open file (the verified inode, whatever has been renamed over its path since) and must hash to
+the ``event_hash`` recorded for its position, so bytes changed after verification are ``CORRUPT_LEDGER``, never a wrong
+answer.
 
 Anything unusual while streaming (damage, a torn tail, a line longer than a chunk can grow to, a file that changed
 meanwhile) gives up, and the caller verifies the file whole as before: the report on a damaged ledger is exactly the
@@ -21,7 +22,7 @@ import os
 import threading
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import overload
 
 import msgspec
@@ -34,14 +35,9 @@ from intentloop.store._verify import MAX_LINE_BYTES, Verification, verify_contin
 #: Bytes read and verified at a time: the peak a verification adds to the process (plus the chunk's decoded events).
 CHUNK_BYTES = 4 * 1024 * 1024
 _TYPE_CODES = {name: code for code, name in enumerate(sorted(EVENT_TYPES))}
-_TYPE_NAMES = sorted(EVENT_TYPES)
 _HASH_KEY = b',"event_hash":"'
 _decoder = msgspec.json.Decoder(Event)
 _handover = threading.Lock()
-
-
-def type_code(event_type: str) -> int:
-    return _TYPE_CODES[event_type]
 
 
 def grew(before: os.stat_result, after: os.stat_result) -> bool:
@@ -71,36 +67,52 @@ class _Table:
     """The per-line records shared by a view and the views extended from it (append-only; each view reads only its
     own prefix)."""
 
-    __slots__ = ("by_task", "ends", "file", "hashes", "types")
+    __slots__ = ("_numbers", "by_task", "by_type", "ends", "file", "hashes", "task_names", "task_of")
 
     def __init__(self, file: LedgerFile) -> None:
         self.file = file
         self.ends = array("Q")  # end offset of line i (its start is the end of line i - 1, or 0)
         self.hashes = bytearray()  # 32 bytes per line: its event_hash
-        self.types = bytearray()  # one byte per line: its event type's code
         self.by_task: dict[str, array[int]] = {}  # task id -> positions, in order of the task's first appearance
+        self.by_type: dict[int, array[int]] = {}  # event type code -> positions
+        self.task_of = array("I")  # position -> number of its task in task_names
+        self.task_names: list[str] = []
+        self._numbers: dict[str, int] = {}
 
     def add(self, events: Sequence[Event], ends: Sequence[int]) -> None:
         position = len(self.ends)
         self.ends.extend(ends)
         for event in events:
             self.hashes += bytes.fromhex(event.event_hash)
-            self.types.append(_TYPE_CODES[event.event_type])
             positions = self.by_task.get(event.task_id)
             if positions is None:
                 positions = self.by_task[event.task_id] = array("I")
             positions.append(position)
+            number = self._numbers.get(event.task_id)
+            if number is None:
+                number = self._numbers[event.task_id] = len(self.task_names)
+                self.task_names.append(event.task_id)
+            self.task_of.append(number)
+            code = _TYPE_CODES[event.event_type]
+            of_type = self.by_type.get(code)
+            if of_type is None:
+                of_type = self.by_type[code] = array("I")
+            of_type.append(position)
             position += 1
 
     def prefix(self, count: int) -> _Table:
         table = _Table(self.file)
         table.ends = self.ends[:count]
         table.hashes = self.hashes[: count * 32]
-        table.types = self.types[:count]
         for task, positions in self.by_task.items():
             kept = positions[: bisect_left(positions, count)]
             if kept:
                 table.by_task[task] = kept
+        for code, positions in self.by_type.items():
+            table.by_type[code] = positions[: bisect_left(positions, count)]
+        table.task_of = self.task_of[:count]
+        table.task_names = list(self.task_names)
+        table._numbers = dict(self._numbers)
         return table
 
 
@@ -192,15 +204,25 @@ class LineEvents(Sequence[Event]):
             raise _changed(position + 1)
         return event
 
-    def event_type(self, position: int) -> str:
-        return _TYPE_NAMES[self._table.types[position]]
-
     def positions(self, task_id: str) -> Sequence[int]:
         """The positions of ``task_id``'s events, in order (within this view)."""
         positions = self._table.by_task.get(task_id)
         if positions is None:
             return ()
         return positions[: bisect_left(positions, self._count)]
+
+    def of_types(self, event_types: Iterable[str]) -> list[int]:
+        """The positions of the events of these types, in order (within this view)."""
+        found: list[int] = []
+        for event_type in event_types:
+            positions = self._table.by_type.get(_TYPE_CODES[event_type])
+            if positions is not None:
+                found += positions[: bisect_left(positions, self._count)]
+        return sorted(found)
+
+    def task_at(self, position: int) -> str:
+        """The task id of the event at ``position`` (without reading it)."""
+        return self._table.task_names[self._table.task_of[position]]
 
     def task_ids(self) -> tuple[str, ...]:
         """Every task id, in order of first appearance (within this view)."""
@@ -283,4 +305,4 @@ def stream_verify(fd: int, st: os.stat_result, project_id: str) -> tuple[Verific
     return verification, events
 
 
-__all__ = ["CHUNK_BYTES", "LedgerFile", "LineEvents", "stream_verify", "type_code"]
+__all__ = ["CHUNK_BYTES", "LedgerFile", "LineEvents", "grew", "stream_verify"]

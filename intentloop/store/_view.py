@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from intentloop.model.events import Event
 from intentloop.store._lines import LineEvents
@@ -70,6 +70,12 @@ class LedgerView:
         positions = self._by_task.get(task_id, [])
         end = bisect_left(positions, len(self.events))
         return tuple(self.events[i] for i in positions[:end])
+
+    def of_types(self, event_types: Collection[str]) -> list[Event]:
+        """The events of these types, in ledger order (a lean view reads only them)."""
+        if isinstance(self.events, LineEvents):
+            return self.events.pick(self.events.of_types(event_types))
+        return [event for event in self.events if event.event_type in event_types]
 
     def task_ids(self) -> tuple[str, ...]:
         """Every task id, in order of first appearance."""

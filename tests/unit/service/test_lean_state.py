@@ -120,3 +120,20 @@ async def test_a_damaged_ledger_found_in_the_background_is_the_calls_error(h: An
     await h.fails("CORRUPT_LEDGER", "intent_get_snapshot", task_id=task)  # and again, from the cached verdict
     h.ledger.write_bytes(data)  # control: the original bytes answer
     assert (await h.snapshot(task))["active_claims"][0]["statement"] == "kept"
+
+
+async def test_candidates_are_counted_and_signals_found_without_the_whole_history(
+    h: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_state, "LEAN_TASK_EVENTS", 1)  # every count and signal look-up reads back from the file
+    first, second, quiet = await h.start("one"), await h.start("two"), await h.start("three")
+    await h.inferred(quiet, "no candidate here")
+    await h.inferred(first, "likes dark themes", scope="long_term", signal_key="theme")
+    assert (await h.call("intent_status"))["candidate_count"] == 1
+    candidate = await h.inferred(second, "likes dark themes again", scope="long_term", signal_key="theme")
+    assert candidate["task_ids"] == sorted([first, second])  # the signal's earlier task, found by event type
+    assert (await h.call("intent_status"))["candidate_count"] == 2  # a new carrier; the first one's count kept
+    await h.inferred(first, "likes large fonts", scope="long_term", signal_key="fonts")
+    assert (await h.call("intent_status"))["candidate_count"] == 3  # the first task grew: counted again
+    full = _full(h)
+    assert sum(len(t.candidates) for t in full.tasks.values()) == 3

@@ -61,6 +61,10 @@ def test_a_lean_read_answers_as_a_whole_read(whole: ProjectStore, lean: ProjectS
         assert view.by_task(task) == expected.by_task(task)
     assert view.find_request(TASKS[1], "r-4") == expected.find_request(TASKS[1], "r-4") is not None
     assert view.find_request(TASKS[1], "r-5") is None  # r-5 belongs to another task
+    starts = [e for e in expected.events if e.event_type == "task_started"]
+    assert view.of_types({"task_started"}) == expected.of_types({"task_started"}) == starts
+    assert view.of_types({"mode_set"}) == []
+    assert [view.events.task_at(i) for i in range(len(view))] == [e.task_id for e in expected.events]
     assert lean.verify().ok and len(lean.verify().events) == len(expected)
 
 
@@ -140,3 +144,20 @@ def test_damage_is_reported_as_a_whole_read_reports_it(whole: ProjectStore, lean
     )
     with pytest.raises(CorruptLedgerError):
         lean.read()
+
+
+def test_a_second_extension_of_the_same_view_copies_its_records(lean: ProjectStore, whole: ProjectStore) -> None:
+    view = lean.read()
+    count = len(view)
+    new_task = str(uuid.uuid4())
+    one = seal(draft(TASKS[0], "one"), project_id=PID, prev_hash=view.head_hash)
+    other = seal(draft(new_task, "other", "task_started"), project_id=PID, prev_hash=view.head_hash)
+    first = view.extended([one], view.byte_length + len(event_line(one)))
+    second = view.extended([other], view.byte_length + len(event_line(other)))  # a branch: the records are copied
+    assert (len(view), len(first), len(second)) == (count, count + 1, count + 1)
+    assert new_task in second.task_ids() and new_task not in first.task_ids() and new_task not in view.task_ids()
+    assert list(first.events.positions(TASKS[0]))[-1] == count  # type: ignore[attr-defined]
+    assert list(second.events.positions(TASKS[0])) == list(view.events.positions(TASKS[0]))  # type: ignore[attr-defined]
+    assert second.events.task_at(count) == new_task and first.events.task_at(count) == TASKS[0]  # type: ignore[attr-defined]
+    assert second.events.of_types({"task_started"}) == [0, 1, 2, count]  # type: ignore[attr-defined]
+    assert first.events.of_types({"task_started"}) == [0, 1, 2]  # type: ignore[attr-defined]
