@@ -23,18 +23,18 @@ import threading
 from array import array
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import accumulate, islice
 from typing import overload
 
 import msgspec
 
 from intentloop.errors import CorruptLedgerError
-from intentloop.model.events import EVENT_TYPES, Event, event_line
+from intentloop.model.events import Event, event_line
 from intentloop.store._fs import content_key
 from intentloop.store._verify import MAX_LINE_BYTES, Verification, verify_continuation
 
 #: Bytes read and verified at a time: the peak a verification adds to the process (plus the chunk's decoded events).
 CHUNK_BYTES = 4 * 1024 * 1024
-_TYPE_CODES = {name: code for code, name in enumerate(sorted(EVENT_TYPES))}
 _HASH_KEY = b',"event_hash":"'
 _decoder = msgspec.json.Decoder(Event)
 _handover = threading.Lock()
@@ -74,31 +74,32 @@ class _Table:
         self.ends = array("Q")  # end offset of line i (its start is the end of line i - 1, or 0)
         self.hashes = bytearray()  # 32 bytes per line: its event_hash
         self.by_task: dict[str, array[int]] = {}  # task id -> positions, in order of the task's first appearance
-        self.by_type: dict[int, array[int]] = {}  # event type code -> positions
+        self.by_type: dict[str, array[int]] = {}  # event type -> positions
         self.task_of = array("I")  # position -> number of its task in task_names
         self.task_names: list[str] = []
         self._numbers: dict[str, int] = {}
 
-    def add(self, events: Sequence[Event], ends: Sequence[int]) -> None:
-        position = len(self.ends)
+    def add(self, events: Sequence[Event], ends: Iterable[int]) -> None:
+        start = len(self.ends)
         self.ends.extend(ends)
-        for event in events:
-            self.hashes += bytes.fromhex(event.event_hash)
-            positions = self.by_task.get(event.task_id)
+        self.hashes += bytes.fromhex("".join([event.event_hash for event in events]))
+        by_task, by_type, numbers, names = self.by_task, self.by_type, self._numbers, self.task_names
+        task_of = self.task_of
+        for position, event in enumerate(events, start):
+            task = event.task_id
+            positions = by_task.get(task)
             if positions is None:
-                positions = self.by_task[event.task_id] = array("I")
+                positions = by_task[task] = array("I")
             positions.append(position)
-            number = self._numbers.get(event.task_id)
+            number = numbers.get(task)
             if number is None:
-                number = self._numbers[event.task_id] = len(self.task_names)
-                self.task_names.append(event.task_id)
-            self.task_of.append(number)
-            code = _TYPE_CODES[event.event_type]
-            of_type = self.by_type.get(code)
+                number = numbers[task] = len(names)
+                names.append(task)
+            task_of.append(number)
+            of_type = by_type.get(event.event_type)
             if of_type is None:
-                of_type = self.by_type[code] = array("I")
+                of_type = by_type[event.event_type] = array("I")
             of_type.append(position)
-            position += 1
 
     def prefix(self, count: int) -> _Table:
         table = _Table(self.file)
@@ -215,7 +216,7 @@ class LineEvents(Sequence[Event]):
         """The positions of the events of these types, in order (within this view)."""
         found: list[int] = []
         for event_type in event_types:
-            positions = self._table.by_type.get(_TYPE_CODES[event_type])
+            positions = self._table.by_type.get(event_type)
             if positions is not None:
                 found += positions[: bisect_left(positions, self._count)]
         return sorted(found)
@@ -285,14 +286,10 @@ def stream_verify(fd: int, st: os.stat_result, project_id: str) -> tuple[Verific
             checked = verify_continuation(body, project_id=project_id, prev_hash=prev, first_line=lines + 1)
             if checked.error is not None:
                 return None
-            base = position - len(buffer)
-            ends: list[int] = []
-            start = 0
-            find = body.find
-            for _event in checked.events:
-                start = find(b"\n", start) + 1
-                ends.append(base + start)
-            table.add(checked.events, ends)
+            lengths = map(len, body.split(b"\n"))  # the last item, after the final newline, is empty
+            ends = accumulate(map((1).__add__, lengths), initial=position - len(buffer))
+            next(ends)  # the initial value: where the body starts
+            table.add(checked.events, islice(ends, len(checked.events)))
             prev = checked.head_hash
             lines += checked.line_count
         after = os.fstat(fd)
