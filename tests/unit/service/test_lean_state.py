@@ -137,3 +137,38 @@ async def test_candidates_are_counted_and_signals_found_without_the_whole_histor
     assert (await h.call("intent_status"))["candidate_count"] == 3  # the first task grew: counted again
     full = _full(h)
     assert sum(len(t.candidates) for t in full.tasks.values()) == 3
+
+
+def test_a_held_verification_neither_holds_a_cancelled_call_nor_the_end_of_the_run(
+    make_harness: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The verification is a supervised system task running a worker thread: a call cancelled while it waits returns
+    at once, and the run ends (the server's shutdown) while the thread is still held; the next run verifies again."""
+    h = make_harness()
+    trio.run(h.start, "held")
+    _project._cache.drop(str(h.ledger))
+    entered, gate, released = threading.Event(), threading.Event(), threading.Event()
+    real = _lines.stream_verify
+
+    def held(*args: Any) -> Any:
+        entered.set()
+        gate.wait(30)
+        released.set()
+        return real(*args)
+
+    monkeypatch.setattr(_project, "stream_verify", held)
+    outcome: list[str] = []
+
+    async def main() -> None:
+        with trio.move_on_after(60) as scope:  # cancelled below, once the verification is known to be held
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(h.call, "intent_status")
+                await trio.to_thread.run_sync(entered.wait, 60)
+                nursery.cancel_scope.cancel()
+        outcome.append("timed out" if scope.cancelled_caught else "call cancelled")
+
+    trio.run(main)  # returns although the verification thread is still at the gate
+    outcome.append("thread released first" if released.is_set() else "run ended, thread still held")
+    gate.set()
+    assert outcome == ["call cancelled", "run ended, thread still held"]
+    assert trio.run(h.call, "intent_status")["task_count"] == 1
