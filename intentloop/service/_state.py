@@ -78,10 +78,15 @@ class Engine:
     """The per-process state of :class:`~intentloop.service.intent_service.IntentService` (no trio here)."""
 
     def __init__(
-        self, data_root_resolver: Callable[[], os.PathLike[str] | str], *, lock_deadline: float | None = None
+        self,
+        data_root_resolver: Callable[[], os.PathLike[str] | str],
+        *,
+        lock_deadline: float | None = None,
+        lean: bool = True,
     ) -> None:
         self._resolver = data_root_resolver
         self._lock_deadline = lock_deadline
+        self._lean = lean
         self._stores: dict[tuple[str, str], ProjectStore] = {}
         self._states: dict[ProjectStore, ProjectState] = {}
         self.private = PrivateLedgers()
@@ -93,7 +98,7 @@ class Engine:
         key = (root, project_id)
         store = self._stores.get(key)
         if store is None:
-            store = self._stores[key] = ProjectStore(root, project_id, deadline=self._lock_deadline, lean=True)
+            store = self._stores[key] = ProjectStore(root, project_id, deadline=self._lock_deadline, lean=self._lean)
         return Ctx(project_root=project_root, project_id=project_id, store=store)
 
     def state(self, ctx: Ctx, view: LedgerView) -> ProjectState:

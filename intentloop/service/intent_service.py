@@ -5,11 +5,11 @@ and calls :meth:`run`; everything after that (the rules, the ledger transaction)
 decodes and runs in one step, for callers that hold raw arguments. Results are plain
 JSON-ready values in the exact shapes of docs/TOOLS.md; failures are :class:`IntentLoopError`.
 
-A project's ledger is verified off the event loop: when this process has not verified the file as it now is, a call
-first waits for :meth:`IntentService.warm`, which reads and verifies it in a worker thread from a supervised system
-task (a 100,000-event ledger takes seconds; meanwhile the loop keeps answering other requests, and a call cancelled
-while it waits leaves the verification running for the next one). A failure there is logged; the call then meets the
-same failure as a structured error from its own read.
+A lean (long-running) service verifies a project's ledger off the event loop: when this process has not verified the
+file as it now is, a call first waits for :meth:`IntentService.warm`, which reads and verifies it in a worker thread
+from a supervised system task (a 100,000-event ledger takes seconds; meanwhile the loop keeps answering other
+requests, and a call cancelled while it waits leaves the verification running for the next one). A failure there is
+logged; the call then meets the same failure as a structured error from its own read.
 """
 
 from __future__ import annotations
@@ -77,6 +77,8 @@ class IntentService:
             root is reported per call (``DATA_DIR_REQUIRED``) instead of at start-up.
         lock_deadline: a ``time.monotonic()`` value after which no ledger-lock wait continues (``LOCK_TIMEOUT``): a
             hook running a user's ``/intent`` command passes its own deadline; a server passes nothing.
+        lean: keep ledgers as offsets and tasks folded on demand (a long-running server); ``False`` for a process that
+            answers one call and exits (a hook's ``/intent`` command), which reads fastest holding the decoded events.
     """
 
     def __init__(
@@ -84,8 +86,10 @@ class IntentService:
         data_root_resolver: Callable[[], os.PathLike[str] | str] = resolve_data_root,
         *,
         lock_deadline: float | None = None,
+        lean: bool = True,
     ) -> None:
-        self._engine = Engine(data_root_resolver, lock_deadline=lock_deadline)
+        self._engine = Engine(data_root_resolver, lock_deadline=lock_deadline, lean=lean)
+        self._lean = lean
         self._warming: dict[ProjectStore, trio.Event] = {}
 
     async def dispatch(self, tool: str, arguments: Any, *, project_root: str, project_id: str) -> Any:
@@ -116,7 +120,8 @@ class IntentService:
             IntentLoopError: every code the operation defines.
         """
         ctx = self._engine.context(project_root, project_id)
-        await self._warmed(ctx.store)
+        if self._lean:
+            await self._warmed(ctx.store)
         return await _HANDLERS[tool](self._engine, ctx, args)
 
     async def warm(self, project_root: str, project_id: str) -> None:

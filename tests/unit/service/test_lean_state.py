@@ -172,3 +172,19 @@ def test_a_held_verification_neither_holds_a_cancelled_call_nor_the_end_of_the_r
     gate.set()
     assert outcome == ["call cancelled", "run ended, thread still held"]
     assert trio.run(h.call, "intent_status")["task_count"] == 1
+
+
+async def test_a_one_call_process_keeps_the_decoded_view_and_answers_the_same(h: Any) -> None:
+    from intentloop.service.intent_service import IntentService
+
+    task = await h.start("shared")
+    await h.inferred(task, "one more")
+    lean_answer = await h.snapshot(task)
+    other = h.restarted()
+    other.service = IntentService(lambda: h.data_root, lean=False)  # a hook's /intent command
+    _project._cache.drop(str(h.ledger))
+    plain_answer = await other.snapshot(task)
+    (state,) = other.service._engine._states.values()
+    assert not isinstance(state, _state.LeanState) and isinstance(_lean(h), _state.LeanState)
+    assert plain_answer["active_claims"] == lean_answer["active_claims"]
+    assert plain_answer["compact_text"] == lean_answer["compact_text"]
