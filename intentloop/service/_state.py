@@ -24,7 +24,7 @@ from typing import Any
 from intentloop.errors import ConflictError, CorruptLedgerError, IntentLoopError, StorageError
 from intentloop.model import Event, ProjectState, TaskState, build_snapshot, project, utc_now
 from intentloop.model.compact import DEFAULT_SNAPSHOT_CHARACTERS
-from intentloop.model.projection import task_for_session
+from intentloop.model.projection import BINDING_EVENTS, CANDIDATE_BEARING_EVENTS, task_for_session
 from intentloop.service._private import PrivateLedgers
 from intentloop.store import LedgerView, LineEvents, PrivateControl, ProjectStore
 
@@ -241,9 +241,6 @@ class Engine:
 #: How many events the folded tasks a :class:`LeanState` keeps may hold together (the task just asked for is always
 #: kept): a task's fold costs about 1.4 KB an event (a claim each), so this bounds them near 30 MB.
 LEAN_TASK_EVENTS = 20_000
-_CANDIDATE_TYPES = frozenset({"candidate_added", "source_observed", "result_signal_observed", "compaction_observed"})
-_CANDIDATE_TYPES |= {"graph_imported"}
-_BINDING_TYPES = frozenset({"task_started", "mode_set"})
 
 
 class _LazyTasks(dict[str, TaskState]):
@@ -357,7 +354,7 @@ class LeanState(ProjectState):
         until the task has more events."""
         events = self.view.events
         assert isinstance(events, LineEvents)
-        carriers = {events.task_at(position) for position in events.of_types(_CANDIDATE_TYPES)}
+        carriers = {events.task_at(position) for position in events.of_types(CANDIDATE_BEARING_EVENTS)}
         total = 0
         for task_id in carriers:
             seen = len(events.positions(task_id))
@@ -371,7 +368,7 @@ class LeanState(ProjectState):
     def session_owner(self, session_hash: str) -> TaskState | None:
         """:func:`~intentloop.model.task_for_session`, folding only the tasks whose binding events (``task_started``,
         ``mode_set``) name the session."""
-        bindings = project(self.view.of_types(_BINDING_TYPES))
+        bindings = project(self.view.of_types(BINDING_EVENTS))
         bound = [t.task_id for t in bindings.tasks.values() if t.started and t.host_session_hash == session_hash]
         state = ProjectState()
         for task_id in bound:
