@@ -161,3 +161,17 @@ def test_a_second_extension_of_the_same_view_copies_its_records(lean: ProjectSto
     assert second.events.task_at(count) == new_task and first.events.task_at(count) == TASKS[0]  # type: ignore[attr-defined]
     assert second.events.of_types({"task_started"}) == [0, 1, 2, count]  # type: ignore[attr-defined]
     assert first.events.of_types({"task_started"}) == [0, 1, 2]  # type: ignore[attr-defined]
+
+
+def test_is_cached_says_whether_a_read_would_touch_the_ledger(data_root: Path, whole: ProjectStore) -> None:
+    lean = ProjectStore(data_root, PID, config=CONFIG, lean=True)
+    assert not lean.is_cached()  # never read in this process
+    lean.read()
+    assert lean.is_cached()
+    with whole.ledger_path.open("ab") as fh:  # a foreign append: the file is no longer what was verified
+        fh.write(b"")
+    os.utime(whole.ledger_path)
+    assert not lean.is_cached()
+    lean.read()
+    assert lean.is_cached()
+    assert ProjectStore(data_root, project_id_for("/no/ledger/here"), config=CONFIG, lean=True).is_cached()
