@@ -232,6 +232,20 @@ class LineEvents(Sequence[Event]):
         count = self._count
         return tuple(task for task, positions in list(self._table.by_task.items()) if positions[0] < count)
 
+    def spans(self) -> Iterator[tuple[str, str, int, int]]:
+        """(task id, event type, offset, length) of every line, from the records alone: nothing is read or decoded
+        (rebuilding the task index of a 100,000-event ledger this way takes no decoding instead of two passes)."""
+        table = self._table
+        types = [""] * self._count
+        for event_type, positions in table.by_type.items():
+            for position in positions[: bisect_left(positions, self._count)]:
+                types[position] = event_type
+        start = 0
+        for position in range(self._count):
+            end = table.ends[position]
+            yield table.task_names[table.task_of[position]], types[position], start, end - start
+            start = end
+
     def pick(self, positions: Sequence[int]) -> list[Event]:
         """The events at ``positions`` (ascending), reading runs of adjacent lines at once."""
         events: list[Event] = []

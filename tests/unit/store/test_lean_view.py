@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -175,3 +176,26 @@ def test_is_cached_says_whether_a_read_would_touch_the_ledger(data_root: Path, w
     lean.read()
     assert lean.is_cached()
     assert ProjectStore(data_root, project_id_for("/no/ledger/here"), config=CONFIG, lean=True).is_cached()
+
+
+def test_the_task_index_rebuilt_from_a_lean_view_is_the_one_the_events_give(
+    whole: ProjectStore, lean: ProjectStore
+) -> None:
+    from intentloop.store._index import count_bindings, rebuild_index
+
+    with whole.locked() as ledger:  # a binding event in the middle, so the bindings file has more than the starts
+        ledger.append([draft(TASKS[1], "mode", "mode_set"), draft(TASKS[2], "r-last")])
+    decoded = whole.read()
+    forget(whole)
+    view = lean.read()
+    assert isinstance(view.events, LineEvents) and isinstance(decoded.events, tuple)
+
+    def index_of(events: Any) -> dict[str, bytes]:
+        name = rebuild_index(whole.paths, events)
+        assert name is not None
+        return {p.name: p.read_bytes() for p in (whole.project_dir / name).iterdir()}
+
+    expected = index_of(decoded.events)
+    assert len(expected) == len(TASKS) + 2  # a file per task, the bindings and the counts
+    assert index_of(view.events) == expected
+    assert count_bindings(view.events) == count_bindings(decoded.events) == len(TASKS) + 1
