@@ -107,12 +107,13 @@ class _Table:
         table = _Table(self.file)
         table.ends = self.ends[:count]
         table.hashes = self.hashes[: count * 32]
-        for task, positions in self.by_task.items():
+        # list(): another thread may be extending the newest view's table meanwhile (a server's background read)
+        for task, positions in list(self.by_task.items()):
             kept = positions[: bisect_left(positions, count)]
             if kept:
                 table.by_task[task] = kept
-        for code, positions in self.by_type.items():
-            table.by_type[code] = positions[: bisect_left(positions, count)]
+        for event_type, positions in list(self.by_type.items()):
+            table.by_type[event_type] = positions[: bisect_left(positions, count)]
         table.task_of = self.task_of[:count]
         table.task_names = list(self.task_names)
         table._numbers = dict(self._numbers)
@@ -237,7 +238,7 @@ class LineEvents(Sequence[Event]):
         (rebuilding the task index of a 100,000-event ledger this way takes no decoding instead of two passes)."""
         table = self._table
         types = [""] * self._count
-        for event_type, positions in table.by_type.items():
+        for event_type, positions in list(table.by_type.items()):
             for position in positions[: bisect_left(positions, self._count)]:
                 types[position] = event_type
         start = 0
