@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -86,7 +87,7 @@ class Verification(msgspec.Struct, frozen=True, kw_only=True):
         damage: the bytes after the verified prefix summarised (``None`` when everything verified).
     """
 
-    events: tuple[Event, ...]
+    events: Sequence[Event]  # a tuple, or offsets read back on demand (a lean store: see ``_lines``)
     head_hash: str | None
     byte_length: int
     line_count: int

@@ -149,9 +149,13 @@ async def test_deleting_a_claim_of_a_private_task(h: Any) -> None:
     base_claim = (await h.snapshot(task))["active_claims"][0]
     await h.call("intent_set_mode", task_id=task, request_id="p", mode="private")
     private_claim = await h.inferred(task, "private only")
+    durable = h.ledger.stat()
     await _delete_claim(h, task, private_claim["claim_id"])
     assert [c["statement"] for c in (await h.snapshot(task))["active_claims"]] == ["durable base"]
+    after = h.ledger.stat()  # nothing durable held it: the ledger was not rewritten
+    assert (after.st_ino, after.st_mtime_ns) == (durable.st_ino, durable.st_mtime_ns)
     await _delete_claim(h, task, base_claim["claim_id"])
+    assert h.ledger.stat().st_ino != durable.st_ino  # the control: a durable claim's deletion rewrites it
     assert (await h.snapshot(task))["active_claims"] == []
     assert base_claim["claim_id"].encode() not in h.disk_bytes()
     events = h.service._engine.private.get(h.project_id, task)
