@@ -407,7 +407,7 @@ def test_stuck_stdin_is_answered_by_the_watchdog(env: Env) -> None:
         elapsed = time.monotonic() - started
         assert (proc.returncode, proc.stdout.read(), proc.stderr.read()) == (0, FAIL_OPEN, b"")
         # Without the watchdog the hook would wait for stdin forever (killed after the bound above); how close to its
-        # 0.6 s deadline it answers is the benchmark's figure (tools/bench/run.py, locks: hook_stuck_stdin_ms), not a timed assert.
+        # 0.6 s deadline it answers is a benchmark figure (tools/bench/run.py, locks: hook_stuck_stdin_ms).
         assert elapsed < HANG_BOUND_S
 
 
