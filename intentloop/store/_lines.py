@@ -315,7 +315,9 @@ def stream_verify(fd: int, st: os.stat_result, project_id: str) -> tuple[Verific
     if pending or not (content_key(after) == content_key(st) or grew(st, after)):
         return None
     events = LineEvents(table, lines)
-    verification = Verification(events, prev, size, lines, None, None)
+    verification = Verification(
+        events=events, head_hash=prev, byte_length=size, line_count=lines, error=None, torn_tail=None
+    )
     return verification, events
 
 

@@ -9,13 +9,10 @@ process itself (``ru_maxrss`` would carry a large parent's figure across fork + 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import sys
 import uuid
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -23,19 +20,7 @@ import pytest
 from intentloop.model import canonical_bytes, event_line, project_id_for, seal, sha256_hex
 from intentloop.model.events import EventDraft
 
-
-def _load_wire() -> ModuleType:
-    name = "intentloop_tests__mcp_wire"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("_mcp_wire.py"))
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-W = _load_wire()
+from _support import mcp_wire as W
 
 EVENTS = 40_000
 TASKS = 20
