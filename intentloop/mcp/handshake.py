@@ -4,11 +4,14 @@ Why: a host waits a bounded time for a new server's tool list (Codex sends its f
 our tools), and importing trio is most of a trio server's start: ~90 ms on a quiet 2-core machine, 0.3–0.5 s with four
 busy processes beside it. This loop needs only msgspec and the tool catalog. It answers ``initialize``, ``ping``,
 ``server/discover`` and the three list methods (tools, resources, resource templates) the moment they arrive, while
-a background thread imports trio, the server and the service. The first message it does not answer itself — a tool
-call, a resource read, a batch, anything malformed or unusual — hands the connection over to the trio server
-(:func:`intentloop.mcp.stdio.serve_opened`): the negotiated era, revision and client capabilities, and every byte not
-yet handled, starting with that message, which the trio server then answers exactly as if it had served from the
-start. Answers come from :mod:`intentloop.mcp.answers`, which the trio server uses too: both give the same bytes.
+a background thread imports trio, the server and the service. Two things end this phase: the trio server being
+ready while the client is quiet (the usual end, a few hundred milliseconds after spawn, so the server can verify the
+project's ledger in the background before the first call), or a message the loop does not answer itself — a tool
+call, a resource read, a batch, anything malformed or unusual — which then waits for the import. Either way the
+connection is handed over to the trio server (:func:`intentloop.mcp.stdio.serve_opened`) with the negotiated era,
+revision and client capabilities and every byte not yet handled, which the trio server answers exactly as if it had
+served from the start. Answers come from :mod:`intentloop.mcp.answers`, which the trio server uses too: both give the
+same bytes.
 
 Stopping: closing stdin or SIGINT/SIGTERM ends the process at once in this phase. The background thread starts with
 those signals blocked, so the kernel delivers them to the main thread, whose blocking read they interrupt; when the
@@ -21,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
+import select
 import signal
 import sys
 import threading
@@ -165,10 +169,14 @@ def _answer_modern(request_id: int | str, method: str, params: Any, opening: Ope
     return result_message(request_id, ordered(result, revision, method))
 
 
-def answer_front(wire: WireFds, opening: Opening, idle: Callable[[], None] = lambda: None) -> bool:
-    """Answer what needs no trio, in arrival order, until a message must be handed over or the client is gone.
+def answer_front(
+    wire: WireFds, opening: Opening, idle: Callable[[], None] = lambda: None, ready_fd: int | None = None
+) -> bool:
+    """Answer what needs no trio, in arrival order, until a message must be handed over, the trio server is ready, or
+    the client is gone.
 
-    ``idle`` runs each time the loop has answered everything it has read and is about to wait for more.
+    ``idle`` runs each time the loop has answered everything it has read and is about to wait for more; ``ready_fd``
+    becomes readable once the trio server can take over: the loop then hands over at its next wait for input.
 
     Returns:
         ``True`` to hand over (``opening.pending`` holds the bytes not handled), ``False`` at stdin EOF or when the
@@ -201,6 +209,9 @@ def answer_front(wire: WireFds, opening: Opening, idle: Callable[[], None] = lam
         searched = len(buffer)
         idle()
         try:
+            if ready_fd is not None and wire.read_fd not in select.select([wire.read_fd, ready_fd], [], [])[0]:
+                opening.pending = bytes(buffer)  # the trio server is ready and the client is quiet
+                return True
             chunk = os.read(wire.read_fd, _READ_CHUNK)
         except OSError:
             chunk = b""
@@ -237,6 +248,8 @@ class _Preparing:
 
     def __init__(self, opening: Opening) -> None:
         self.server_ready = threading.Event()
+        # Readable once the trio server is imported (or its import failed): the front loop then hands over.
+        self.ready_fd, self._ready_write_fd = os.pipe()
         self.failure: BaseException | None = None
         self._opening = opening
         self._thread = threading.Thread(target=self._run, name="intentloop-prepare", daemon=True)
@@ -263,6 +276,7 @@ class _Preparing:
         except BaseException as exc:  # re-raised in the main thread at the hand-over
             self.failure = exc
         finally:
+            os.write(self._ready_write_fd, b"\0")
             self.server_ready.set()
         # The server imports the service again in a worker thread and reports a failure to every call.
         with contextlib.suppress(Exception):
@@ -277,6 +291,8 @@ class _Preparing:
         self.start()
         self.server_ready.wait()
         sys.setswitchinterval(self._switch_interval)
+        for fd in (self.ready_fd, self._ready_write_fd):
+            os.close(fd)
         if self.failure is not None:
             raise self.failure
 
@@ -311,7 +327,7 @@ def serve_stdio(server: McpServer | None = None) -> int:
     for signum in _STOP_SIGNALS:
         signal.signal(signum, _raise_stopped)
     try:
-        if not answer_front(wire, opening, idle=preparing.start):
+        if not answer_front(wire, opening, idle=preparing.start, ready_fd=preparing.ready_fd):
             return _leave(preparing)
         preparing.wait_for_server()
         from intentloop.mcp.stdio import serve_opened

@@ -72,6 +72,7 @@ from intentloop.mcp.skill import (
     SKILL_URI,
     read_skill,
 )
+from intentloop.model import project_id_for
 
 if TYPE_CHECKING:
     from intentloop.mcp.handshake import Opening
@@ -122,6 +123,9 @@ class McpServer:
         canonicalize: turns a raw root into a canonical one (``intentloop.store.canonicalize_project_root``).
         skill_paths: where to look for ``SKILL.md`` (default: next to the package, then the install's share dir).
         roots_timeout: seconds to wait for a handshake-era client to answer ``roots/list``.
+        warm_root: a directory that is likely the project (``intentloop serve`` passes its working directory): once
+            the service is loaded, its ledger, if it has one, is verified in the background, so the first call finds
+            the work done. It decides nothing: every call still resolves its own root.
     """
 
     def __init__(
@@ -132,6 +136,7 @@ class McpServer:
         canonicalize: Canonicalize = default_canonicalize,
         skill_paths: Sequence[Path] | None = None,
         roots_timeout: float = ROOTS_TIMEOUT_S,
+        warm_root: str | None = None,
     ) -> None:
         self.catalog: Catalog = load_catalog()
         self._service = service
@@ -139,6 +144,7 @@ class McpServer:
         self.canonicalize = canonicalize
         self.skill_paths = skill_paths
         self.roots_timeout = roots_timeout
+        self.warm_root = warm_root
         self._loading: trio.Event | None = None
         self._load_error: BaseException | None = None
 
@@ -152,14 +158,20 @@ class McpServer:
         return answers.tools(revision)
 
     def start_loading(self) -> None:
-        """Begin importing the service and the argument decoder in a worker thread (idempotent, never blocks)."""
-        if self._loading is not None or (self._service is not None and self._decode is not None):
+        """Begin importing the service and the argument decoder in a worker thread, then warm ``warm_root``'s project
+        (idempotent, never blocks)."""
+        if self._loading is not None:
             return
         self._loading = trio.Event()
         trio.lowlevel.spawn_system_task(self._load)
 
     async def _load(self) -> None:
         assert self._loading is not None
+        if self._service is not None and self._decode is not None:  # given, not imported
+            self._loading.set()
+            if self.warm_root is not None:
+                await self._warm(self._service, self.warm_root)
+            return
         try:
             await trio.to_thread.run_sync(
                 importlib.import_module, "intentloop.service.intent_service", abandon_on_cancel=True
@@ -173,6 +185,20 @@ class McpServer:
             self._load_error = exc
         finally:
             self._loading.set()
+        if self._service is not None and self.warm_root is not None:
+            await self._warm(self._service, self.warm_root)
+
+    async def _warm(self, service: ToolService, raw_root: str) -> None:
+        warm = getattr(service, "warm", None)
+        if warm is None:
+            return
+        try:
+            root = self.canonicalize(raw_root)
+            await warm(root, project_id_for(root))
+        except (IntentLoopError, OSError, ValueError):
+            return  # not a project directory: the calls resolve their own roots anyway
+        except Exception:  # a system task must not end the server
+            logger.exception("warming the project at %s failed", raw_root)
 
     async def ready(self) -> tuple[ToolService, Decode]:
         """The service and the decoder, waiting for the background import when it is still running.

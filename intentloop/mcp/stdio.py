@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import os
 import signal
 import sys
 from functools import partial
@@ -254,13 +255,20 @@ def serve_opened(server: McpServer | None, wire: WireFds, opening: Opening) -> i
     Returns:
         The process exit code: 0 for every orderly end (EOF, a closed stdout, SIGINT, SIGTERM).
     """
-    chosen = server if server is not None else McpServer()
+    chosen = server if server is not None else McpServer(warm_root=_working_directory())
     _configure_logging()
     recorder = _SignalRecorder()
     recorder.install()
     reason = trio.run(partial(serve_fds, chosen, wire, early=recorder, opening=opening))
     logger.debug("stopped: %s", reason)
     return 0
+
+
+def _working_directory() -> str | None:
+    try:
+        return os.getcwd()
+    except OSError:  # removed since the host started us
+        return None
 
 
 def serve_threads(server: McpServer | None = None) -> int:

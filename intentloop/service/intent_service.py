@@ -135,6 +135,8 @@ class IntentService:
             ctx = self._engine.context(project_root, project_id)
         except IntentLoopError:
             return
+        if not ctx.store.ledger_path.exists():  # nothing to verify (and nothing is created for a guess)
+            return
         await self._warmed(ctx.store)
 
     async def _warmed(self, store: ProjectStore) -> None:

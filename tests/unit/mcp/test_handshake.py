@@ -255,3 +255,34 @@ def test_the_front_loop_needs_neither_trio_nor_the_service() -> None:
         check=True,
     )
     assert control.stdout.strip() == "True"  # the trio server does load trio: the check above can see it
+
+
+def _front_with_ready(tmp_path: Path, data: bytes, *, ready: bool) -> tuple[bool, Opening, list[bytes]]:
+    """The front loop over a pipe the client keeps open (it has sent ``data`` and is quiet), with the trio server
+    ready or not; when not ready, the client then closes its end (EOF)."""
+    in_read, in_write = os.pipe()
+    ready_read, ready_write = os.pipe()
+    out = tmp_path / "answers"
+    write_fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    os.write(in_write, data)
+    if ready:
+        os.write(ready_write, b"\0")
+    else:
+        os.close(in_write)  # the loop must read on to EOF, not hand over
+    opening = Opening()
+    try:
+        outcome = answer_front(WireFds(read_fd=in_read, write_fd=write_fd), opening, ready_fd=ready_read)
+    finally:
+        for fd in (in_read, ready_read, ready_write, write_fd, *([in_write] if ready else [])):
+            os.close(fd)
+    return outcome, opening, out.read_bytes().splitlines()
+
+
+def test_the_front_loop_hands_over_when_the_trio_server_is_ready_and_the_client_quiet(tmp_path: Path) -> None:
+    half = json.dumps(request(2, "tools/list")).encode()[:10]
+    handed_over, opening, answers = _front_with_ready(tmp_path, lines(initialize(1)) + half, ready=True)
+    assert handed_over and opening.pending == half  # what had arrived was answered first; the half line goes on
+    assert len(answers) == 1 and opening.revision is not None
+    # Control: not ready, the loop keeps reading (to EOF here) instead of handing over.
+    handed_over, opening, answers = _front_with_ready(tmp_path, lines(initialize(1), request(2, "ping")), ready=False)
+    assert not handed_over and len(answers) == 2

@@ -10,6 +10,7 @@ from typing import Any
 import mcp_types as types
 import pytest
 import trio
+import trio.testing
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
@@ -22,6 +23,7 @@ from intentloop.model import project_id_for
 from intentloop.service import decode_arguments
 
 from _support.mcp_client import META_KEY, envelope_of, error_code, roots_callback
+from _support.mcp_memory import fake_canonicalize
 
 ERAS = ["legacy", "auto"]  # "auto" against an in-process server speaks 2026-07-28 (server/discover, no handshake)
 TASK = "6f1c1a51-8e7b-4b8f-9a3e-2f3c1d2e4b5a"
@@ -387,3 +389,30 @@ async def test_unknown_resource_uri(server: McpServer, connect: Any) -> None:
         with pytest.raises(MCPError) as exc:
             await client.read_resource("intent-loop://skill/other")
         assert exc.value.error.code == -32002
+
+
+class _WarmingService:
+    """A service that records what the server asks it to verify ahead of the first call."""
+
+    def __init__(self) -> None:
+        self.warmed: list[tuple[str, str]] = []
+
+    async def run(self, tool: str, args: Any, *, project_root: str, project_id: str) -> Any:
+        raise AssertionError("no call is made")
+
+    async def warm(self, project_root: str, project_id: str) -> None:
+        self.warmed.append((project_root, project_id))
+
+
+@pytest.mark.parametrize("where", ["project", "missing", "none"])
+async def test_the_working_directorys_project_is_warmed_once_the_service_loads(
+    project: Path, tmp_path: Path, where: str
+) -> None:
+    service = _WarmingService()
+    warm_root = {"project": str(project), "missing": str(tmp_path / "missing"), "none": None}[where]
+    server = McpServer(service, canonicalize=fake_canonicalize, decode=decode_arguments, warm_root=warm_root)
+    server.start_loading()
+    await server.ready()
+    await trio.testing.wait_all_tasks_blocked()
+    expected = [(str(project), project_id_for(str(project)))] if where == "project" else []
+    assert service.warmed == expected  # a directory that is not one warms nothing, and nothing fails
