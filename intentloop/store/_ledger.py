@@ -91,12 +91,12 @@ class LockedLedger:
         self,
         paths: ProjectPaths,
         handle: LockHandle,
+        *,
         st: os.stat_result | None,
         verification: Verification,
         view: LedgerView | None,
         on_commit: CommitHook,
         index: tuple[str, int] | None = None,
-        *,
         head: tuple[str | None, int, int] | None = None,
         loader: Callable[[], tuple[Verification, LedgerView, os.stat_result | None]] | None = None,
     ) -> None:

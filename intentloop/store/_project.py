@@ -360,12 +360,28 @@ class ProjectStore:
                 )
                 head = (checkpoint.head, checkpoint.lines, checkpoint.size)
                 ledger = LockedLedger(
-                    self.paths, handle, found_st, empty, None, self._remember, index, head=head, loader=self._load
+                    self.paths,
+                    handle,
+                    st=found_st,
+                    verification=empty,
+                    view=None,
+                    on_commit=self._remember,
+                    index=index,
+                    head=head,
+                    loader=self._load,
                 )
                 ledger.drain_spool()
                 return ledger
         verification, view, st = self._load()
-        ledger = LockedLedger(self.paths, handle, st, verification, view, self._remember, self._index_for(st))
+        ledger = LockedLedger(
+            self.paths,
+            handle,
+            st=st,
+            verification=verification,
+            view=view,
+            on_commit=self._remember,
+            index=self._index_for(st),
+        )
         error = verification.error
         if not verify:
             return ledger
