@@ -27,6 +27,7 @@ from pathlib import Path
 import msgspec
 
 from intentloop.model.events import Event, event_line
+from intentloop.model.projection import BINDING_EVENTS  # what decides a session binding: named by the fold
 from intentloop.store._fs import (
     FILE_MODE,
     create_exclusive,
@@ -43,7 +44,6 @@ from intentloop.store._verify import verify_continuation
 INDEX_DIR_RE = re.compile(r"^index-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 BINDINGS = "bindings"
 COUNTS = "counts.json"  # file name → how many records it holds: a file cut short or removed is noticed
-BINDING_EVENTS = frozenset({"task_started", "mode_set"})
 _RECORD = 12
 _TASK_RE = re.compile(r"^[0-9a-fA-F-]{36}$")
 
