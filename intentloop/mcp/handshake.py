@@ -5,13 +5,14 @@ our tools), and importing trio is most of a trio server's start: ~90 ms on a qui
 busy processes beside it. This loop needs only msgspec and the tool catalog. It answers ``initialize``, ``ping``,
 ``server/discover`` and the three list methods (tools, resources, resource templates) the moment they arrive, while
 a background thread imports trio, the server and the service. Two things end this phase: the trio server being
-ready while the client is quiet (the usual end, a few hundred milliseconds after spawn, so the server can verify the
-project's ledger in the background before the first call), or a message the loop does not answer itself — a tool
-call, a resource read, a batch, anything malformed or unusual — which then waits for the import. Either way the
-connection is handed over to the trio server (:func:`intentloop.mcp.stdio.serve_opened`) with the negotiated era,
-revision and client capabilities and every byte not yet handled, which the trio server answers exactly as if it had
-served from the start. Answers come from :mod:`intentloop.mcp.answers`, which the trio server uses too: both give the
-same bytes.
+ready after the tools were listed, while the client is quiet (the usual end, a few hundred milliseconds after spawn,
+so the server can verify the project's ledger in the background before the first call; waiting for the tool list
+keeps the answer the host waits for on the fast path, whatever the load), or a message the loop does not answer
+itself — a tool call, a resource read, a batch, anything malformed or unusual — which then waits for the import.
+Either way the connection is handed over to the trio server (:func:`intentloop.mcp.stdio.serve_opened`) with the
+negotiated era, revision and client capabilities and every byte not yet handled, which the trio server answers
+exactly as if it had served from the start. Answers come from :mod:`intentloop.mcp.answers`, which the trio server
+uses too: both give the same bytes.
 
 Stopping: closing stdin or SIGINT/SIGTERM ends the process at once in this phase. The background thread starts with
 those signals blocked, so the kernel delivers them to the main thread, whose blocking read they interrupt; when the
@@ -102,15 +103,17 @@ class Opening:
         modern: a request carrying the 2026-07-28 envelope was answered, so the connection is in the modern era.
         client_capabilities: the capabilities the client declared in ``initialize``.
         pending: the bytes the front loop did not handle, from the first message it left to the trio server.
+        listed: the front loop answered ``tools/list``: from then on it hands over as soon as the trio server is ready.
     """
 
-    __slots__ = ("client_capabilities", "modern", "pending", "revision")
+    __slots__ = ("client_capabilities", "listed", "modern", "pending", "revision")
 
     def __init__(self) -> None:
         self.revision: Revision | None = None
         self.modern = False
         self.client_capabilities: dict[str, Any] = {}
         self.pending = b""
+        self.listed = False
 
 
 class HandOver:
@@ -154,6 +157,7 @@ def answer_early(message: Any, opening: Opening) -> dict[str, Any] | HandOver | 
     result = {} if method == "ping" else listing(method, negotiated)
     if result is None or has_modern_envelope(params):
         return HAND_OVER
+    opening.listed = opening.listed or method == "tools/list"
     return result_message(request_id, ordered(result, negotiated, method))
 
 
@@ -166,6 +170,7 @@ def _answer_modern(request_id: int | str, method: str, params: Any, opening: Ope
     if result is None:
         return HAND_OVER
     opening.modern = True
+    opening.listed = opening.listed or method == "tools/list"
     return result_message(request_id, ordered(result, revision, method))
 
 
@@ -209,8 +214,9 @@ def answer_front(
         searched = len(buffer)
         idle()
         try:
-            if ready_fd is not None and wire.read_fd not in select.select([wire.read_fd, ready_fd], [], [])[0]:
-                opening.pending = bytes(buffer)  # the trio server is ready and the client is quiet
+            watched = [wire.read_fd, ready_fd] if ready_fd is not None and opening.listed else None
+            if watched is not None and wire.read_fd not in select.select(watched, [], [])[0]:
+                opening.pending = bytes(buffer)  # the tools are listed, the trio server is ready, the client quiet
                 return True
             chunk = os.read(wire.read_fd, _READ_CHUNK)
         except OSError:

@@ -257,9 +257,9 @@ def test_the_front_loop_needs_neither_trio_nor_the_service() -> None:
     assert control.stdout.strip() == "True"  # the trio server does load trio: the check above can see it
 
 
-def _front_with_ready(tmp_path: Path, data: bytes, *, ready: bool) -> tuple[bool, Opening, list[bytes]]:
-    """The front loop over a pipe the client keeps open (it has sent ``data`` and is quiet), with the trio server
-    ready or not; when not ready, the client then closes its end (EOF)."""
+def _front_with_ready(tmp_path: Path, data: bytes, *, ready: bool, eof: bool) -> tuple[bool, Opening, list[bytes]]:
+    """The front loop over a pipe to which the client has sent ``data``, then closed (``eof``) or kept open and quiet,
+    with the trio server ready or not."""
     in_read, in_write = os.pipe()
     ready_read, ready_write = os.pipe()
     out = tmp_path / "answers"
@@ -267,22 +267,26 @@ def _front_with_ready(tmp_path: Path, data: bytes, *, ready: bool) -> tuple[bool
     os.write(in_write, data)
     if ready:
         os.write(ready_write, b"\0")
-    else:
-        os.close(in_write)  # the loop must read on to EOF, not hand over
+    if eof:
+        os.close(in_write)
     opening = Opening()
     try:
         outcome = answer_front(WireFds(read_fd=in_read, write_fd=write_fd), opening, ready_fd=ready_read)
     finally:
-        for fd in (in_read, ready_read, ready_write, write_fd, *([in_write] if ready else [])):
+        for fd in (in_read, ready_read, ready_write, write_fd, *([] if eof else [in_write])):
             os.close(fd)
     return outcome, opening, out.read_bytes().splitlines()
 
 
 def test_the_front_loop_hands_over_when_the_trio_server_is_ready_and_the_client_quiet(tmp_path: Path) -> None:
-    half = json.dumps(request(2, "tools/list")).encode()[:10]
-    handed_over, opening, answers = _front_with_ready(tmp_path, lines(initialize(1)) + half, ready=True)
+    half = json.dumps(request(3, "ping")).encode()[:10]
+    listed = lines(initialize(1), request(2, "tools/list"))
+    handed_over, opening, answers = _front_with_ready(tmp_path, listed + half, ready=True, eof=False)
     assert handed_over and opening.pending == half  # what had arrived was answered first; the half line goes on
-    assert len(answers) == 1 and opening.revision is not None
-    # Control: not ready, the loop keeps reading (to EOF here) instead of handing over.
-    handed_over, opening, answers = _front_with_ready(tmp_path, lines(initialize(1), request(2, "ping")), ready=False)
+    assert len(answers) == 2 and opening.revision is not None and opening.listed
+    # Controls: not ready, the loop keeps reading (to EOF here); ready before the tools were listed, too.
+    handed_over, opening, answers = _front_with_ready(tmp_path, listed, ready=False, eof=True)
+    assert not handed_over and len(answers) == 2
+    unlisted = lines(initialize(1), request(2, "ping"))
+    handed_over, opening, answers = _front_with_ready(tmp_path, unlisted, ready=True, eof=True)
     assert not handed_over and len(answers) == 2
