@@ -67,7 +67,7 @@ def main() -> int:
     enter_netns(__file__)
     top = Path(tempfile.mkdtemp(prefix="intentloop-codex-startup-"))
     loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy)]
-    offered, times = 0, []
+    offered, times, server_times, asked_times = 0, [], [], []
     try:
         for n in range(args.runs):
             base = top / f"run-{n}"
@@ -80,10 +80,21 @@ def main() -> int:
             ok = any(check.name == FIRST_TURN_CHECK and check.ok for check in report.checks)
             offered += ok
             lines = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
-            first = json.loads(lines[0])["tools_list_answered_ms"] if lines else None
-            if first is not None:
-                times.append(first)
-            print(f"run {n + 1}: tools on the first turn: {ok}; first tools/list answered {first} ms after spawn")
+            record = json.loads(lines[0]) if lines else None
+            first = record["tools_list_answered_ms"] if record else None
+            if record is not None:
+                times.append(record["tools_list_answered_ms"])
+                server_times.append(record["server_answered_ms"])
+                asked_times.append(record["server_asked_ms"])
+            print(
+                f"run {n + 1}: tools on the first turn: {ok}; first tools/list answered {first} ms after spawn"
+                + (
+                    f" (server: asked at {record['server_asked_ms']} ms, answered at {record['server_answered_ms']}"
+                    " ms after its own spawn)"
+                    if record
+                    else ""
+                )
+            )
     finally:
         for loop in loops:
             loop.kill()
@@ -95,6 +106,9 @@ def main() -> int:
         "offered_on_first_turn": offered,
         "first_tools_list_ms_median": statistics.median(times) if times else None,
         "first_tools_list_ms_max": max(times) if times else None,
+        "server_answered_ms_median": statistics.median(server_times) if server_times else None,
+        "server_answered_ms_max": max(server_times) if server_times else None,
+        "server_asked_ms_median": statistics.median(asked_times) if asked_times else None,
     }
     print(json.dumps(summary))
     return 0 if offered == args.runs else 1
