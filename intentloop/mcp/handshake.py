@@ -249,7 +249,7 @@ class _Preparing:
     It starts the first time the front loop waits for input, not at spawn: the client's first request is usually in
     the pipe by then, and answering it, then building the tool list of the negotiated revision, before the thread
     competes for the interpreter lock keeps both answers ahead of the import (with the thread started at spawn,
-    ``tools/list`` left ~25 ms after ``initialize``, on a loaded machine 2 cores).
+    ``tools/list`` left ~25 ms after ``initialize`` on a loaded 2-core machine).
     """
 
     def __init__(self, opening: Opening) -> None:

@@ -274,7 +274,8 @@ def _working_directory() -> str | None:
 def serve_threads(server: McpServer | None = None) -> int:
     """Serve on trio over ``sys.stdin``/``sys.stdout`` read and written in worker threads (Windows: no FdStream)."""
     _configure_logging()
-    trio.run(serve_streams, server if server is not None else McpServer(), _ThreadStdin(), _ThreadStdout())
+    chosen = server if server is not None else McpServer(warm_root=_working_directory())
+    trio.run(serve_streams, chosen, _ThreadStdin(), _ThreadStdout())
     return 0
 
 
