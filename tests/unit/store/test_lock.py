@@ -351,3 +351,41 @@ def test_lock_config_from_environment():
     assert LockConfig.from_env(bad) == LockConfig()
     assert LockConfig(heartbeat_s=20, stale_s=10).heartbeat_s == 5  # heartbeat stays below half the stale window
     assert LockConfig(wait_s=9, ceiling_s=1).ceiling_s == 9
+
+
+def test_a_released_lock_is_removed_without_following_a_symlink_inside(tmp_path):
+    """The release removes the flat lock directory by its descriptor; a symlink in it goes, its target stays."""
+    from intentloop.store._fs import remove_tree_quietly
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("kept")
+    released = tmp_path / "ledger.lock.release-x"
+    released.mkdir()
+    (released / "owner.json").write_text("{}")
+    (released / "reclaim.json").write_text("{}")
+    os.symlink(outside, released / "link")
+    remove_tree_quietly(released)
+    assert not os.path.lexists(released)
+    assert (outside / "keep.txt").read_text() == "kept"
+
+
+def test_a_directory_with_subdirectories_is_still_removed_whole(tmp_path):  # the rmtree fallback
+    from intentloop.store._fs import remove_tree_quietly
+
+    tree = tmp_path / "tree"
+    (tree / "sub" / "deeper").mkdir(parents=True)
+    (tree / "sub" / "deeper" / "f").write_text("x")
+    (tree / "g").write_text("y")
+    remove_tree_quietly(tree)
+    assert not os.path.lexists(tree)
+
+
+def test_poll_jitter_stays_within_its_bounds():
+    from intentloop.store._lock import _token, _uniform
+
+    draws = [_uniform(0.01, 0.05) for _ in range(2000)]
+    assert all(0.01 <= d < 0.05 for d in draws)
+    assert min(draws) < 0.015 and max(draws) > 0.045  # spread over the interval, not a constant
+    tokens = {_token() for _ in range(100)}
+    assert len(tokens) == 100 and all(len(t) == 32 and int(t, 16) >= 0 for t in tokens)
