@@ -62,18 +62,19 @@ def test_both_project_options_are_refused_before_anything_is_read(
 
 
 def test_hook_path_never_imports_typer_rich_or_mcp(tmp_path: Path) -> None:
-    probe = (
-        "import sys, io\n"
-        "report = sys.argv[1]\n"
+    probe = (  # the hook process ends with os._exit once it has answered: the report is written there
+        "import sys, io, os\n"
+        "report, parent, real_exit = sys.argv[1], os.getpid(), os._exit\n"
+        "def report_and_exit(code):\n"
+        "    if os.getpid() == parent:\n"
+        "        heavy = sorted(m for m in ('typer', 'rich', 'mcp', 'pydantic') if m in sys.modules)\n"
+        "        open(report, 'w').write(f'{code} {heavy}')\n"
+        "    real_exit(code)\n"
+        "os._exit = report_and_exit\n"
         "sys.argv = ['intentloop', 'hook']\n"
         "sys.stdin = io.TextIOWrapper(io.BytesIO(b'{}'))\n"
         "from cli.entry import main\n"
-        "try:\n"
-        "    main()\n"
-        "except SystemExit as exc:\n"
-        "    code = exc.code\n"
-        "heavy = sorted(m for m in ('typer', 'rich', 'mcp', 'pydantic') if m in sys.modules)\n"
-        "open(report, 'w').write(f'{code} {heavy}')\n"
+        "main()\n"
     )
     report = tmp_path / "report.txt"
     done = subprocess.run(
