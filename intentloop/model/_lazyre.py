@@ -34,6 +34,9 @@ class LazyPattern:
     def pattern(self) -> str:
         return self.source
 
+    def match(self, text: str) -> re.Match[str] | None:
+        return self.compiled.match(text)
+
     def search(self, text: str) -> re.Match[str] | None:
         return self.compiled.search(text)
 

@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -389,3 +390,31 @@ def test_poll_jitter_stays_within_its_bounds():
     assert min(draws) < 0.015 and max(draws) > 0.045  # spread over the interval, not a constant
     tokens = {_token() for _ in range(100)}
     assert len(tokens) == 100 and all(len(t) == 32 and int(t, 16) >= 0 for t in tokens)
+
+
+def test_the_orphan_prefilter_holds_for_every_leftover_pattern():
+    """``remove_orphans`` skips names without ``.tmp`` or ``ledger.lock.`` before matching: proven from the parsed
+    patterns that every name they match holds one of the two (so the skip never keeps a leftover)."""
+    from re import _parser
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "model"))
+    from test_redaction_prefilter import _mandatory
+
+    from intentloop.store import _names
+    from intentloop.store._checkpoint import CHECKPOINT_TEMP_RE
+
+    patterns = [
+        _names.LEDGER_TEMP_RE,
+        _names.HEAD_SIG_TEMP_RE,
+        CHECKPOINT_TEMP_RE,
+        _names.STALE_LOCK_RE,
+        _names.RELEASED_LOCK_RE,
+        _names.QUARANTINE_TEMP_RE,
+        _names.STAGED_LOCK_RE,
+    ]
+    literals = (".tmp", _names._LOCK_PREFIX)
+    for pattern in patterns:
+        assert _mandatory(list(_parser.parse(pattern.source, pattern.flags)), literals, False), pattern.source
+    assert not _mandatory(list(_parser.parse(r"^ledger\.jsonl$", 0)), literals, False)  # control
+    names = [_names.ledger_temp_name("append"), _names.stale_lock_name(), _names.staged_lock_name()]
+    assert all(any(p.match(n) for p in patterns) and any(lit in n for lit in literals) for n in names)
