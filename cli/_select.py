@@ -91,7 +91,7 @@ def select_project(project_root: str | None, project_id: str | None, *, must_exi
     return Target(data_root=data_root, project_id=pid, project_root=canonical, store=store)
 
 
-def verified_events(target: Target) -> tuple[tuple[Event, ...], CorruptLedgerError | None]:
+def verified_events(target: Target) -> tuple[Sequence[Event], CorruptLedgerError | None]:
     """The verified prefix of the project's ledger and the damage after it (``None`` when intact); lock-free."""
     stored = target.store.read_raw()
     if stored is None:

@@ -413,7 +413,7 @@ def install(
     prog = tuple(program) if program is not None else default_program()
     which = cast(Host, host)
     if data_root is not None:
-        located = DataRoot(data_root.absolute(), "INTENT_LOOP_DATA_DIR", "chosen by the caller")
+        located = DataRoot(path=data_root.absolute(), source="INTENT_LOOP_DATA_DIR", reason="chosen by the caller")
     else:
         located = default_data_root(env, home)
     root = located.path

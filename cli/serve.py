@@ -12,6 +12,9 @@ def serve() -> int:
     Hosts start this command themselves (see `intentloop install`); it prints nothing else on stdout. Started by hand
     in a terminal, it says so on stderr first.
     """
+    from intentloop._startup import import_msgspec_alone
+
+    import_msgspec_alone()
     from intentloop.mcp import serve_stdio
 
     if _is_terminal(sys.stdin) and _is_terminal(sys.stderr):

@@ -27,6 +27,7 @@ from hooks._guard import (
     process_age_s,
     silence_stderr,
 )
+from intentloop._startup import import_msgspec_alone
 from intentloop.model.hook_events import HOOK_ARGUMENTS_TEXT
 
 USAGE = f"intentloop hook [--data-dir DIR] [{HOOK_ARGUMENTS_TEXT}]"
@@ -58,30 +59,6 @@ def parse_args(argv: Sequence[str]) -> tuple[str | None, str | None]:
         else:
             event = arg
     return event, data_dir
-
-
-def import_msgspec_alone() -> None:
-    """Import msgspec without ``typing_extensions`` (~9 ms of a hook's start-up), so the hook loads only the standard
-    library and msgspec.
-
-    ``typing_extensions`` is not a msgspec dependency (other packages in the environment pull it in); without it,
-    msgspec takes ``get_type_hints``/``Required``/``NotRequired`` from ``typing``, which on Python ≥ 3.11 handles every
-    annotation intentloop uses. The module is blocked only while msgspec itself is imported, so a later import of
-    ``typing_extensions`` in the same process works as usual; nothing changes when msgspec is already loaded. Should a
-    future msgspec need ``typing_extensions`` after all, the blocked import fails and msgspec is imported again the
-    ordinary way: the trick can cost those 9 ms, never a hook.
-    """
-    if "msgspec" in sys.modules or "typing_extensions" in sys.modules:
-        return
-    sys.modules["typing_extensions"] = None  # type: ignore[assignment]  # makes its import raise ImportError
-    try:
-        import msgspec
-    except ImportError:
-        for name in [name for name in sys.modules if name == "msgspec" or name.startswith("msgspec.")]:
-            del sys.modules[name]
-    finally:
-        del sys.modules["typing_extensions"]
-    import msgspec  # noqa: F401  # a no-op after the fast path; the ordinary import after a refusal
 
 
 def handle(argv: Sequence[str], stdin: BinaryIO, env: Mapping[str, str], *, lock_deadline: float, debug: bool) -> bytes:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -54,7 +55,7 @@ class RelinkResult(msgspec.Struct, frozen=True, kw_only=True):
         return {name: getattr(self, name) for name in self.__struct_fields__}
 
 
-def _same_events(a: tuple[Event, ...] | list[Event], b: tuple[Event, ...] | list[Event]) -> bool:
+def _same_events(a: Sequence[Event], b: Sequence[Event]) -> bool:
     return len(a) == len(b) and all(
         (x.event_id, x.event_type, x.task_id, x.payload) == (y.event_id, y.event_type, y.task_id, y.payload)
         for x, y in zip(a, b, strict=True)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 from hypothesis import settings
+
+from fixtures.ledgers import ledger_kit as _ledger_kit
 
 
 @pytest.fixture(autouse=True)
@@ -40,13 +40,23 @@ def data_env(data_root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture(scope="session")
 def ledger_kit() -> ModuleType:
     """``tests/fixtures/ledgers/ledger_kit.py``: ledgers and lock records built from the format description alone."""
-    path = Path(__file__).parent / "fixtures" / "ledgers" / "ledger_kit.py"
-    spec = importlib.util.spec_from_file_location("ledger_kit", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("ledger_kit", module)
-    spec.loader.exec_module(module)
-    return module
+    return _ledger_kit
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """An empty project directory (the hooks and recovery packages override it with their own ``Project``)."""
+    root = tmp_path / "project"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def other_project(tmp_path: Path) -> Path:
+    """A second project directory, for isolation checks."""
+    root = tmp_path / "other"
+    root.mkdir()
+    return root
 
 
 # Shared 2-core machines are noisy: hypothesis must judge properties, never wall time.

@@ -17,9 +17,9 @@ if TYPE_CHECKING:
 def serve_stdio() -> int:
     """Run the MCP server on stdin/stdout until EOF, SIGINT or SIGTERM; returns the exit code (0).
 
-    See :func:`intentloop.mcp.stdio.serve_stdio`.
+    See :func:`intentloop.mcp.handshake.serve_stdio`.
     """
-    from intentloop.mcp.stdio import serve_stdio as _serve_stdio
+    from intentloop.mcp.handshake import serve_stdio as _serve_stdio
 
     return _serve_stdio()
 

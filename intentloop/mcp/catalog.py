@@ -1,7 +1,8 @@
 """The 15 tools as published: names, titles, annotations, input schemas and the envelope output schema.
 
-The schemas are data (``tool_schemas.json``, the original's published structure plus titles and descriptions), not
-code, so a reviewer can diff them against the original; loading enforces ``additionalProperties: false`` on every
+The schemas are data (``tool_schemas.json``, generated from the service's argument structs by
+``python -m intentloop.mcp.schemagen``; a test keeps the two byte for byte equal), so the server reads one file at start
+instead of importing the structs and building schemas; loading enforces ``additionalProperties: false`` on every
 object schema so no edit of the file can quietly make an input lenient. It is read with msgspec into msgspec
 structs: ``json``, ``dataclasses`` and ``importlib.resources`` (with ``zipfile``) would add ~10 ms to the server's
 start, and nothing else on its start-up path needs them.

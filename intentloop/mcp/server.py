@@ -19,17 +19,30 @@ import importlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 import trio
 
-from intentloop import SERVER_NAME, __version__
 from intentloop.errors import IntentLoopError, InvalidInputError
+from intentloop.mcp import answers
 from intentloop.mcp import envelope as env
-from intentloop.mcp.catalog import Catalog, ToolSpec, load_catalog
+from intentloop.mcp.answers import (
+    EXPERIMENTAL_CAPABILITIES,
+    INSTRUCTIONS,
+    RequestId,
+    discover_result,
+    encode_message,
+    error_message,
+    id_of,
+    initialize_result,
+    listing,
+    ordered,
+    result_message,
+    valid_id,
+)
+from intentloop.mcp.catalog import Catalog, load_catalog
 from intentloop.mcp.protocol import (
-    CACHEABLE_METHODS,
     HANDSHAKE_METHODS,
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -38,7 +51,6 @@ from intentloop.mcp.protocol import (
     MODERN_METHODS,
     MODERN_VERSIONS,
     PARSE_ERROR,
-    SERVER_INFO_META_KEY,
     UNSUPPORTED_PROTOCOL_VERSION,
     ProtocolError,
     Revision,
@@ -56,51 +68,25 @@ from intentloop.mcp.roots import (
     single_local_root,
 )
 from intentloop.mcp.skill import (
-    SKILL_DESCRIPTION,
     SKILL_MIME_TYPE,
-    SKILL_NAME,
-    SKILL_TITLE,
     SKILL_URI,
     read_skill,
 )
+from intentloop.model import project_id_for
+
+if TYPE_CHECKING:
+    from intentloop.mcp.handshake import Opening
 
 logger = logging.getLogger(__name__)
 
-EXPERIMENTAL_CAPABILITIES: dict[str, dict[str, Any]] = {"codex/sandbox-state-meta": {}}
-SERVER_TITLE = "Intent Loop"
 ROOTS_TIMEOUT_S = 2.0  # how long a handshake-era client may take to answer roots/list
 # The key under which the 2026-07-28 roots input request travels; the client echoes it in ``inputResponses``.
 ROOTS_INPUT_KEY = "intent_loop_roots"
 
-INSTRUCTIONS = """\
-Intent Loop keeps a local, inspectable record of what the user of this session actually wants: outcomes, constraints, \
-unknowns and disagreements, each with its epistemic status and source. It stores and projects intent; it does no task \
-work.
-- Record sparingly: when the user invokes Intent Loop (/intent start|show|correct|feedback|forget|export|off), or when \
-a costly, divergent ambiguity about the user's intent is worth writing down. Otherwise stay silent.
-- intent_add_explicit is only for the user's own direct or confirmed words (source_ref.kind user_event). Your \
-inferences go through intent_add_inference with a confidence, tool output and results through intent_add_evidence. \
-Never treat inferred or evidence records as the user's words.
-- A statement is one atomic line. Never paste prompts, transcripts, file contents or secrets.
-- Every mutation takes a request_id; to retry, repeat the same request_id with identical arguments.
-- Project: with Codex the sandbox working directory decides; elsewhere pass project_root (an absolute path) unless \
-the client advertises exactly one root.
-- Pass host_session_id only when the Intent Loop runtime context gave it to you; keep it and task ids internal.
-- Every answer is one envelope {ok, schema_version, operation, project_id, task_id, result | error}; on ok=false read \
-error.code and retry only when error.retryable is true.
-- The resource intent-loop://skill/intent is the full usage guide."""
-
-_CAPABILITIES: dict[str, Any] = {
-    "experimental": EXPERIMENTAL_CAPABILITIES,
-    "resources": {"listChanged": False, "subscribe": False},
-    "tools": {"listChanged": False},
-}
-_encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder()
 
 Decode = Callable[[str, Any], object]
 Send = Callable[[Any], Awaitable[None]]
-RequestId = int | str
 
 
 class ToolService(Protocol):
@@ -127,19 +113,6 @@ def _default_service() -> ToolService:
     return IntentService()
 
 
-def _ordered(result: dict[str, Any], revision: Revision, method: str) -> dict[str, Any]:
-    """The result with the fields its revision adds, keys in the order MCP SDKs write them (sorted, ``_meta`` last)."""
-    if revision.modern:
-        result.setdefault("resultType", "complete")
-        if method in CACHEABLE_METHODS:
-            result.setdefault("ttlMs", 0)
-            result.setdefault("cacheScope", "private")
-    ordered = {key: result[key] for key in sorted(result) if key != "_meta"}
-    if revision.modern:
-        ordered["_meta"] = {SERVER_INFO_META_KEY: McpServer.server_info(revision)}
-    return ordered
-
-
 class McpServer:
     """The server's state shared by every connection: the catalog, the service and how roots are canonicalized.
 
@@ -150,6 +123,9 @@ class McpServer:
         canonicalize: turns a raw root into a canonical one (``intentloop.store.canonicalize_project_root``).
         skill_paths: where to look for ``SKILL.md`` (default: next to the package, then the install's share dir).
         roots_timeout: seconds to wait for a handshake-era client to answer ``roots/list``.
+        warm_root: a directory that is likely the project (``intentloop serve`` passes its working directory): once
+            the service is loaded, its ledger, if it has one, is verified in the background, so the first call finds
+            the work done. It decides nothing: every call still resolves its own root.
     """
 
     def __init__(
@@ -160,6 +136,7 @@ class McpServer:
         canonicalize: Canonicalize = default_canonicalize,
         skill_paths: Sequence[Path] | None = None,
         roots_timeout: float = ROOTS_TIMEOUT_S,
+        warm_root: str | None = None,
     ) -> None:
         self.catalog: Catalog = load_catalog()
         self._service = service
@@ -167,50 +144,34 @@ class McpServer:
         self.canonicalize = canonicalize
         self.skill_paths = skill_paths
         self.roots_timeout = roots_timeout
-        self._tools: dict[tuple[bool, bool, bool], list[dict[str, Any]]] = {}
+        self.warm_root = warm_root
         self._loading: trio.Event | None = None
         self._load_error: BaseException | None = None
 
     @staticmethod
     def server_info(revision: Revision) -> dict[str, str]:
         """The server's ``Implementation`` object as ``revision`` defines it."""
-        if revision.titles:
-            return {"name": SERVER_NAME, "title": SERVER_TITLE, "version": __version__}
-        return {"name": SERVER_NAME, "version": __version__}
+        return answers.server_info(revision)
 
     def tools(self, revision: Revision) -> list[dict[str, Any]]:
         """The 15 tool objects as ``revision`` defines them (built once per shape)."""
-        shape = (revision.annotations, revision.titles, revision.structured)
-        if shape not in self._tools:
-            self._tools[shape] = [self._tool(spec, revision) for spec in self.catalog.tools]
-        return self._tools[shape]
-
-    def _tool(self, spec: ToolSpec, revision: Revision) -> dict[str, Any]:
-        tool: dict[str, Any] = {}
-        if revision.annotations:
-            tool["annotations"] = {**{key: spec.annotations[key] for key in sorted(spec.annotations)}}
-            tool["annotations"]["title"] = spec.title
-        # Schemas go out byte for byte as the earlier SDK-based server sent them: its handshake-era model moved
-        # ``properties``/``required``/``type`` first, its 2026-07-28 model kept the file's order.
-        order = dict if revision.modern else _schema_order
-        tool["description"] = spec.description
-        tool["inputSchema"] = order(spec.input_schema)
-        tool["name"] = spec.name
-        if revision.structured:
-            tool["outputSchema"] = order(self.catalog.envelope_schema)
-        if revision.titles:
-            tool["title"] = spec.title
-        return tool
+        return answers.tools(revision)
 
     def start_loading(self) -> None:
-        """Begin importing the service and the argument decoder in a worker thread (idempotent, never blocks)."""
-        if self._loading is not None or (self._service is not None and self._decode is not None):
+        """Begin importing the service and the argument decoder in a worker thread, then warm ``warm_root``'s project
+        (idempotent, never blocks)."""
+        if self._loading is not None:
             return
         self._loading = trio.Event()
         trio.lowlevel.spawn_system_task(self._load)
 
     async def _load(self) -> None:
         assert self._loading is not None
+        if self._service is not None and self._decode is not None:  # given, not imported
+            self._loading.set()
+            if self.warm_root is not None:
+                await self._warm(self._service, self.warm_root)
+            return
         try:
             await trio.to_thread.run_sync(
                 importlib.import_module, "intentloop.service.intent_service", abandon_on_cancel=True
@@ -224,6 +185,20 @@ class McpServer:
             self._load_error = exc
         finally:
             self._loading.set()
+        if self._service is not None and self.warm_root is not None:
+            await self._warm(self._service, self.warm_root)
+
+    async def _warm(self, service: ToolService, raw_root: str) -> None:
+        warm = getattr(service, "warm", None)
+        if warm is None:
+            return
+        try:
+            root = self.canonicalize(raw_root)
+            await warm(root, project_id_for(root))
+        except (IntentLoopError, OSError, ValueError):
+            return  # not a project directory: the calls resolve their own roots anyway
+        except Exception:  # a system task must not end the server
+            logger.exception("warming the project at %s failed", raw_root)
 
     async def ready(self) -> tuple[ToolService, Decode]:
         """The service and the decoder, waiting for the background import when it is still running.
@@ -266,6 +241,14 @@ class Connection:
         self._pending: dict[RequestId, _Pending] = {}
         self._next_server_id = 0
 
+    def adopt(self, opening: Opening) -> None:
+        """Go on from where the front loop (:mod:`intentloop.mcp.handshake`) left the connection."""
+        self.revision = opening.revision
+        self.modern = opening.modern
+        self.client_capabilities = opening.client_capabilities
+        if self.revision is not None or self.modern:
+            self.server.start_loading()
+
     # -- inbound ---------------------------------------------------------------------------------------------------
 
     async def receive(self, line: bytes, nursery: trio.Nursery) -> None:
@@ -273,7 +256,7 @@ class Connection:
         try:
             message = _decoder.decode(line)
         except msgspec.DecodeError:
-            await self.send(_error(None, PARSE_ERROR, "Parse error: the line is not valid JSON"))
+            await self.send(error_message(None, PARSE_ERROR, "Parse error: the line is not valid JSON"))
             return
         if isinstance(message, list):
             await self._receive_batch(message, nursery)
@@ -285,45 +268,47 @@ class Connection:
     async def _receive_batch(self, batch: list[Any], nursery: trio.Nursery) -> None:
         if self.modern or self.revision is None or not self.revision.batches or not batch:
             reason = "an empty batch" if not batch else "JSON-RPC batches are not part of the negotiated revision"
-            await self.send(_error(None, INVALID_REQUEST, f"Invalid Request: {reason}"))
+            await self.send(error_message(None, INVALID_REQUEST, f"Invalid Request: {reason}"))
             return
-        answers: list[dict[str, Any]] = []
+        replies: list[dict[str, Any]] = []
         async with trio.open_nursery() as batch_nursery:
             for message in batch:
                 if isinstance(message, dict) and message.get("method") == "initialize":
-                    answers.append(_error(_id_of(message), INVALID_REQUEST, "initialize cannot be part of a batch"))
+                    replies.append(
+                        error_message(id_of(message), INVALID_REQUEST, "initialize cannot be part of a batch")
+                    )
                     continue
-                immediate = await self._receive_one(message, batch_nursery, batch=answers)
+                immediate = await self._receive_one(message, batch_nursery, batch=replies)
                 if immediate is not None:
-                    answers.append(immediate)
-        if answers:
-            await self.send(answers)
+                    replies.append(immediate)
+        if replies:
+            await self.send(replies)
 
     async def _receive_one(
         self, message: Any, nursery: trio.Nursery, *, batch: list[dict[str, Any]] | None
     ) -> dict[str, Any] | None:
         """Route one message; returns an answer to send at once, or ``None`` (answered later, or nothing owed)."""
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-            return _error(_id_of(message), INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message")
+            return error_message(id_of(message), INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message")
         if "method" not in message:
             if "id" in message and ("result" in message or "error" in message):
                 self._answer_pending(message)
                 return None
-            return _error(_id_of(message), INVALID_REQUEST, "Invalid Request: no method")
+            return error_message(id_of(message), INVALID_REQUEST, "Invalid Request: no method")
         method = message["method"]
         params = message.get("params")
         if not isinstance(method, str):
-            return _error(_id_of(message), INVALID_REQUEST, "Invalid Request: method must be a string")
+            return error_message(id_of(message), INVALID_REQUEST, "Invalid Request: method must be a string")
         if "id" not in message:
             self._notification(method, params)
             return None
         request_id = message["id"]
-        if not _valid_id(request_id):
-            return _error(None, INVALID_REQUEST, "Invalid Request: id must be a string or an integer")
+        if not valid_id(request_id):
+            return error_message(None, INVALID_REQUEST, "Invalid Request: id must be a string or an integer")
         if params is not None and not isinstance(params, dict):
-            return _error(request_id, INVALID_PARAMS, "Invalid params: params must be an object")
+            return error_message(request_id, INVALID_PARAMS, "Invalid params: params must be an object")
         if request_id in self._in_flight:
-            return _error(request_id, INVALID_REQUEST, "Invalid Request: this id is already in use by a request")
+            return error_message(request_id, INVALID_REQUEST, "Invalid Request: this id is already in use by a request")
         if method == "initialize" or (self.revision is None and not self.modern and not has_modern_envelope(params)):
             return self._before_or_at_initialize(request_id, method, params)
         if self.revision is None and not self.modern:
@@ -338,18 +323,20 @@ class Connection:
         if method == "initialize":
             if self.modern:
                 requested = params.get("protocolVersion") if isinstance(params, dict) else None
-                return _error(
+                return error_message(
                     request_id,
                     UNSUPPORTED_PROTOCOL_VERSION,
                     "this connection serves the 2026-07-28 protocol; the initialize handshake is not accepted",
                     {"supported": list(MODERN_VERSIONS), "requested": requested},
                 )
             if self.revision is not None:
-                return _error(request_id, INVALID_REQUEST, "Invalid Request: the connection is already initialized")
+                return error_message(
+                    request_id, INVALID_REQUEST, "Invalid Request: the connection is already initialized"
+                )
             return self._initialize(request_id, params)
         if method == "ping":
-            return _result(request_id, {})
-        return _error(
+            return result_message(request_id, {})
+        return error_message(
             request_id,
             INVALID_REQUEST,
             "Invalid Request: the server is not initialized; send initialize first (or a request carrying the "
@@ -358,19 +345,13 @@ class Connection:
 
     def _initialize(self, request_id: RequestId, params: Any) -> dict[str, Any]:
         if not isinstance(params, dict) or not isinstance(params.get("protocolVersion"), str):
-            return _error(request_id, INVALID_PARAMS, "Invalid params: initialize needs params.protocolVersion")
+            return error_message(request_id, INVALID_PARAMS, "Invalid params: initialize needs params.protocolVersion")
         capabilities = params.get("capabilities")
         self.client_capabilities = capabilities if isinstance(capabilities, dict) else {}
         revision = negotiate(params["protocolVersion"])
         self.revision = revision
         self.server.start_loading()
-        result = {
-            "capabilities": _CAPABILITIES,
-            "instructions": INSTRUCTIONS,
-            "protocolVersion": revision.version,
-            "serverInfo": McpServer.server_info(revision),
-        }
-        return _result(request_id, result)
+        return result_message(request_id, initialize_result(revision))
 
     def _notification(self, method: str, params: Any) -> None:
         if method == "notifications/cancelled" and isinstance(params, dict):
@@ -380,7 +361,7 @@ class Connection:
         # notifications/initialized, notifications/roots/list_changed and unknown notifications need nothing.
 
     def _answer_pending(self, message: dict[str, Any]) -> None:
-        pending = self._pending.pop(message["id"], None) if _valid_id(message["id"]) else None
+        pending = self._pending.pop(message["id"], None) if valid_id(message["id"]) else None
         if pending is not None:
             pending.answer = message
             pending.done.set()
@@ -427,35 +408,24 @@ class Connection:
                     raise ProtocolError(METHOD_NOT_FOUND, "Method not found", method)
             result = await self._method(method, params, revision, capabilities)
         except ProtocolError as error:
-            return _error(request_id, error.code, error.message, error.data)
+            return error_message(request_id, error.code, error.message, error.data)
         except Exception:
             logger.exception("%s failed unexpectedly", method)
-            return _error(request_id, INTERNAL_ERROR, "Internal error")
-        return _result(request_id, _ordered(result, revision, method))
+            return error_message(request_id, INTERNAL_ERROR, "Internal error")
+        return result_message(request_id, ordered(result, revision, method))
 
     async def _method(
         self, method: str, params: dict[str, Any], revision: Revision, capabilities: Mapping[str, Any]
     ) -> dict[str, Any]:
         if method == "tools/call":
             return await self._call_tool(params, revision, capabilities)
-        if method == "tools/list":
-            return {"tools": self.server.tools(revision)}
-        if method == "resources/list":
-            resource = {"description": SKILL_DESCRIPTION, "mimeType": SKILL_MIME_TYPE, "name": SKILL_NAME}
-            if revision.titles:
-                resource["title"] = SKILL_TITLE
-            resource["uri"] = SKILL_URI
-            return {"resources": [resource]}
-        if method == "resources/templates/list":
-            return {"resourceTemplates": []}
+        listed = listing(method, revision)
+        if listed is not None:
+            return listed
         if method == "resources/read":
             return self._read_resource(params, revision)
         if method == "server/discover":
-            return {
-                "capabilities": _CAPABILITIES,
-                "instructions": INSTRUCTIONS,
-                "supportedVersions": list(MODERN_VERSIONS),
-            }
+            return discover_result()
         return {}  # ping
 
     def _read_resource(self, params: dict[str, Any], revision: Revision) -> dict[str, Any]:
@@ -558,12 +528,6 @@ class Connection:
             await trio.sleep(0.005)
 
 
-def _schema_order(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """A tool schema with ``properties``, ``required`` and ``type`` first, as the earlier (SDK-based) server sent it."""
-    head = {key: schema[key] for key in ("properties", "required", "type") if key in schema}
-    return {**head, **{key: value for key, value in schema.items() if key not in head}}
-
-
 def _roots_from_responses(params: Mapping[str, Any]) -> list[str] | None:
     """Root URIs a 2026-07-28 client attached to its retry, or ``None`` when it attached none."""
     responses = params.get("inputResponses")
@@ -582,34 +546,6 @@ def _tool_result(envelope: env.Envelope, revision: Revision) -> dict[str, Any]:
     if revision.structured:
         result["structuredContent"] = envelope
     return result
-
-
-def _valid_id(value: object) -> bool:
-    return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str)
-
-
-def _id_of(message: object) -> RequestId | None:
-    if isinstance(message, dict):
-        value = message.get("id")
-        if isinstance(value, int | str) and _valid_id(value):
-            return value
-    return None
-
-
-def _result(request_id: RequestId, result: dict[str, Any]) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id, "result": result}
-
-
-def _error(request_id: RequestId | None, code: int, message: str, data: Any = None) -> dict[str, Any]:
-    error: dict[str, Any] = {"code": code, "message": message}
-    if data is not None:
-        error["data"] = data
-    return {"jsonrpc": "2.0", "id": request_id, "error": error}
-
-
-def encode_message(message: Any) -> bytes:
-    """One outgoing message as its wire line (compact JSON, non-ASCII kept, with the newline)."""
-    return _encoder.encode(message) + b"\n"
 
 
 def build_server(service: ToolService | None = None, **options: Any) -> McpServer:

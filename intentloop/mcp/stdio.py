@@ -20,6 +20,7 @@ from typing import Any
 
 import trio
 
+from intentloop.mcp.handshake import Opening, WireFds, take_wire_fds
 from intentloop.mcp.protocol import PARSE_ERROR
 from intentloop.mcp.server import Connection, McpServer, encode_message
 
@@ -31,36 +32,6 @@ _EOF_GRACE_S = 0.08  # after stdin EOF, how long requests in flight may take to 
 _FLUSH_GRACE_S = 0.05  # then how long queued answers may take to reach the client
 
 
-class WireFds:
-    """The private duplicates of the process's original stdin and stdout."""
-
-    __slots__ = ("read_fd", "write_fd")
-
-    def __init__(self, read_fd: int, write_fd: int) -> None:
-        self.read_fd = read_fd
-        self.write_fd = write_fd
-
-
-def take_wire_fds() -> WireFds:
-    """Duplicate fds 0 and 1 for the wire, then divert fd 1 to stderr and fd 0 to the null device.
-
-    After this, anything that writes to fd 1 (``print``, a child process, a C library) lands on stderr, and anything
-    that reads fd 0 reads EOF: only the transport touches the client's pipes. The duplicates are close-on-exec.
-
-    Raises:
-        OSError: a descriptor could not be duplicated.
-    """
-    sys.stdout.flush()
-    wire = WireFds(read_fd=os.dup(0), write_fd=os.dup(1))
-    os.dup2(2, 1)
-    null_fd = os.open(os.devnull, os.O_RDONLY)
-    try:
-        os.dup2(null_fd, 0)
-    finally:
-        os.close(null_fd)
-    return wire
-
-
 class _Shutdown:
     """Why serving stopped (for the log)."""
 
@@ -68,19 +39,17 @@ class _Shutdown:
         self.reason = "eof"
 
 
-async def read_lines(stream: trio.abc.ReceiveStream, connection: Connection, nursery: trio.Nursery) -> None:
-    """Split the client's bytes into lines and hand each to ``connection`` until EOF (or a broken pipe)."""
-    buffer = bytearray()
+async def read_lines(
+    stream: trio.abc.ReceiveStream, connection: Connection, nursery: trio.Nursery, *, pending: bytes = b""
+) -> None:
+    """Split the client's bytes into lines and hand each to ``connection`` until EOF (or a broken pipe).
+
+    ``pending`` are bytes read before (by the front loop, :mod:`intentloop.mcp.handshake`): they come first.
+    """
+    buffer = bytearray(pending)
     discarding = False
+    start = 0
     while True:
-        try:
-            chunk = await stream.receive_some(_READ_CHUNK)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            chunk = b""
-        if not chunk:
-            break
-        start = len(buffer)
-        buffer += chunk
         newline = buffer.find(b"\n", start)
         while newline >= 0:
             line = bytes(buffer[:newline]).rstrip(b"\r")
@@ -94,6 +63,14 @@ async def read_lines(stream: trio.abc.ReceiveStream, connection: Connection, nur
         if len(buffer) > MAX_MESSAGE_BYTES:
             buffer.clear()
             discarding = True
+        try:
+            chunk = await stream.receive_some(_READ_CHUNK)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            chunk = b""
+        if not chunk:
+            break
+        start = len(buffer)
+        buffer += chunk
     if buffer.strip() and not discarding:
         await connection.receive(bytes(buffer).rstrip(b"\r"), nursery)
 
@@ -165,6 +142,7 @@ async def serve_streams(
     *,
     early: _SignalRecorder | None = None,
     watch_signals: bool = True,
+    opening: Opening | None = None,
 ) -> str:
     """Serve one MCP connection until the input ends, the output breaks, or SIGINT/SIGTERM arrives.
 
@@ -174,6 +152,7 @@ async def serve_streams(
         send: where the answers go, one line each.
         early: signals recorded before serving began; any of them stops the server at once.
         watch_signals: stop on SIGINT/SIGTERM (only possible in the main thread).
+        opening: what the front loop (:mod:`intentloop.mcp.handshake`) settled and the bytes it left unhandled.
 
     Returns:
         Why serving stopped: ``"eof"``, ``"stdout closed"``, ``"SIGINT"`` or ``"SIGTERM"``.
@@ -188,6 +167,8 @@ async def serve_streams(
             outbound_send.send_nowait(encode_message(message))
 
     connection = Connection(server, send_message)
+    if opening is not None:
+        connection.adopt(opening)
     async with trio.open_nursery() as nursery:
         stop = nursery.cancel_scope
         if watch_signals:
@@ -197,7 +178,7 @@ async def serve_streams(
             stop.cancel()
         nursery.start_soon(_write_lines, send, outbound_receive, written, stop, shutdown)
         async with trio.open_nursery() as requests:
-            await read_lines(receive, connection, requests)
+            await read_lines(receive, connection, requests, pending=opening.pending if opening is not None else b"")
             with trio.move_on_after(_EOF_GRACE_S):
                 await connection.wait_idle()
             connection.cancel_all()
@@ -208,12 +189,14 @@ async def serve_streams(
     return shutdown.reason
 
 
-async def serve_fds(server: McpServer, wire: WireFds, *, early: _SignalRecorder | None = None) -> str:
+async def serve_fds(
+    server: McpServer, wire: WireFds, *, early: _SignalRecorder | None = None, opening: Opening | None = None
+) -> str:
     """Serve one connection over ``wire`` (the descriptors are taken over and closed); see :func:`serve_streams`."""
     stdin = trio.lowlevel.FdStream(wire.read_fd)
     stdout = trio.lowlevel.FdStream(wire.write_fd)
     async with stdin, stdout:
-        return await serve_streams(server, stdin, stdout, early=early)
+        return await serve_streams(server, stdin, stdout, early=early, opening=opening)
 
 
 def _configure_logging() -> None:
@@ -254,36 +237,44 @@ class _ThreadStdout(trio.abc.SendStream):
 
 
 def serve_stdio(server: McpServer | None = None) -> int:
-    """Run the intent-loop MCP server on this process's stdin/stdout until EOF, SIGINT or SIGTERM.
+    """Run the MCP server on this process's stdin/stdout; see :func:`intentloop.mcp.handshake.serve_stdio`."""
+    from intentloop.mcp.handshake import serve_stdio as _serve_stdio
 
-    A process entry point: it takes over fds 0 and 1 for good (see :func:`take_wire_fds`).
+    return _serve_stdio(server)
+
+
+def serve_opened(server: McpServer | None, wire: WireFds, opening: Opening) -> int:
+    """Serve on trio the connection whose handshake the front loop answered, until EOF, SIGINT or SIGTERM.
 
     Args:
-        server: the server to run; by default :class:`~intentloop.mcp.server.McpServer` over
-            ``intentloop.service.IntentService()`` (imported once a client has spoken).
+        server: the server; by default :class:`~intentloop.mcp.server.McpServer` over
+            ``intentloop.service.IntentService()``.
+        wire: the descriptors :func:`~intentloop.mcp.handshake.take_wire_fds` took.
+        opening: the era, revision and capabilities settled so far, and the bytes not yet handled.
 
     Returns:
         The process exit code: 0 for every orderly end (EOF, a closed stdout, SIGINT, SIGTERM).
-
-    Raises:
-        OSError: the standard descriptors could not be duplicated.
     """
-    chosen = server if server is not None else McpServer()
-    if sys.platform == "win32":  # no FdStream on Windows: read and write in worker threads
-        _configure_logging()
-        trio.run(serve_streams, chosen, _ThreadStdin(), _ThreadStdout())
-        return 0
-    wire = take_wire_fds()
+    chosen = server if server is not None else McpServer(warm_root=_working_directory())
     _configure_logging()
     recorder = _SignalRecorder()
     recorder.install()
-
-    reason = trio.run(partial(serve_fds, chosen, wire, early=recorder))
-    # Interpreter finalization resets Python-level handlers to the default (a late SIGTERM would kill the exiting
-    # process); an ignored disposition survives it.
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, signal.SIG_IGN)
+    reason = trio.run(partial(serve_fds, chosen, wire, early=recorder, opening=opening))
     logger.debug("stopped: %s", reason)
+    return 0
+
+
+def _working_directory() -> str | None:
+    try:
+        return os.getcwd()
+    except OSError:  # removed since the host started us
+        return None
+
+
+def serve_threads(server: McpServer | None = None) -> int:
+    """Serve on trio over ``sys.stdin``/``sys.stdout`` read and written in worker threads (Windows: no FdStream)."""
+    _configure_logging()
+    trio.run(serve_streams, server if server is not None else McpServer(), _ThreadStdin(), _ThreadStdout())
     return 0
 
 
@@ -292,7 +283,9 @@ __all__ = [
     "WireFds",
     "read_lines",
     "serve_fds",
+    "serve_opened",
     "serve_stdio",
     "serve_streams",
+    "serve_threads",
     "take_wire_fds",
 ]

@@ -184,7 +184,7 @@ async def _long_term_inference(engine: Engine, ctx: Ctx, args: AddInferenceArgs)
     )
 
     def decide(task: TaskState, _state: ProjectState | None, view: Callable[[], LedgerView]) -> list[EventDraft]:
-        task_ids = sorted(signal_task_ids(view().events, signal_key) | {task_id})
+        task_ids = sorted(signal_task_ids(view().of_types(("candidate_added",)), signal_key) | {task_id})
         candidate = {
             "candidate_id": new_uuid(),
             "candidate_type": "long_term_preference",

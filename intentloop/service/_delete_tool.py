@@ -40,8 +40,10 @@ def _verify_absent(events: list[Event], markers: Sequence[str]) -> None:
         )
 
 
-def _rewrite(locked: LockedLedger, ctx: Ctx, events: list[Event], markers: Sequence[str]) -> None:
-    if len(events) == len(locked.view.events) and all(a is b for a, b in zip(events, locked.view.events, strict=True)):
+def _rewrite(locked: LockedLedger, ctx: Ctx, base: list[Event], events: list[Event], markers: Sequence[str]) -> None:
+    """Rewrite the ledger as ``events`` unless they are ``base`` (the ledger's events, read once: a server's view
+    decodes them anew on every pass) untouched."""
+    if len(events) == len(base) and all(a is b for a, b in zip(events, base, strict=True)):
         return
     chained = rechain(events, project_id=ctx.project_id)
     _verify_absent(chained, markers)
@@ -113,15 +115,16 @@ async def delete(engine: Engine, ctx: Ctx, args: DeleteArgs) -> dict[str, Any]:
     async with open_locked_ledger(ctx.store) as locked:
         # Refuse before changing anything when a file the deletion does not rewrite already holds the id.
         scan_project_files(ctx.store.project_dir, [claim_id], skip=REWRITTEN_BY_DELETE)
-        events = remove_claim(locked.view.events, task_id, claim_id)
+        base = list(locked.view.events)
+        events = remove_claim(base, task_id, claim_id)
         deleted_copies: list[dict[str, str]] = []
         if copies_too:
             events, deleted_copies = _without_copies(events, statements)
         ids = [claim_id, *(c["claim_id"] for c in deleted_copies)]
-        gone = creating_requests(locked.view.events, task_id, {claim_id})
+        gone = creating_requests(base, task_id, {claim_id})
         for copy in deleted_copies:
-            gone += creating_requests(locked.view.events, copy["task_id"], {copy["claim_id"]})
-        _rewrite(locked, ctx, events, ids)
+            gone += creating_requests(base, copy["task_id"], {copy["claim_id"]})
+        _rewrite(locked, ctx, base, events, ids)
         _remember_deleted(ctx, locked, gone)
         found = _finish(engine, ctx, locked, ids, statements)
     if private is not None:
@@ -148,13 +151,14 @@ async def _delete_task(engine: Engine, ctx: Ctx, task_id: str, confirmation: str
         statements = {
             c.statement for t in (doomed, private and private.tasks.get(task_id)) if t for c in t.claims.values()
         }
-        events = remove_task(locked.view.events, task_id)
+        base = list(locked.view.events)
+        events = remove_task(base, task_id)
         deleted_copies: list[dict[str, str]] = []
         if copies_too:
             events, deleted_copies = _without_copies(events, statements)
         ids = [task_id, *(c["claim_id"] for c in deleted_copies)]
-        gone = [r for c in deleted_copies for r in creating_requests(locked.view.events, c["task_id"], {c["claim_id"]})]
-        _rewrite(locked, ctx, events, ids)
+        gone = [r for c in deleted_copies for r in creating_requests(base, c["task_id"], {c["claim_id"]})]
+        _rewrite(locked, ctx, base, events, ids)
         _remember_deleted(ctx, locked, gone)
         for control in engine.controls_for(ctx.store.read_controls(), task_id):
             locked.remove_control(control.host_session_hash)

@@ -24,13 +24,12 @@ from intentloop.model import (
     sanitize_label,
     session_hash,
     sha256_hex,
-    task_for_session,
     utc_now,
     validate_source_ref,
 )
 from intentloop.model.redaction import js_trim
 from intentloop.service._rules import OP_SET_MODE, OP_START, check_request_id, check_uuid, start_fingerprint_input
-from intentloop.service._state import Ctx, Engine, guard_durable, private_active, task_not_found
+from intentloop.service._state import Ctx, Engine, guard_durable, private_active, session_owner, task_not_found
 from intentloop.service._transaction import find_duplicate
 from intentloop.service.args import MAX_INITIAL_CLAIMS, InitialExplicitItem, SetModeArgs, StartTaskArgs, opt
 from intentloop.store import LockedLedger, PrivateControl
@@ -140,7 +139,7 @@ async def start_task(engine: Engine, ctx: Ctx, args: StartTaskArgs) -> dict[str,
     async with open_locked_ledger(ctx.store) as locked:
         state = engine.state(ctx, locked.view)
         if session is not None:
-            owner = task_for_session(state, session)
+            owner = session_owner(state, session)
             if owner is not None and owner.task_id != task_id:
                 raise ConflictError(
                     "host session is already associated with another task", code="SESSION_ALREADY_ASSOCIATED"
@@ -205,7 +204,7 @@ async def _start_private(
             raise ConflictError(
                 "initial claims are accepted only when a task is first started", code="TASK_ALREADY_STARTED"
             )
-        owner = task_for_session(state, session)
+        owner = session_owner(state, session)
         if owner is not None and owner.task_id != task_id:
             raise ConflictError(
                 "host session is already associated with another task", code="SESSION_ALREADY_ASSOCIATED"

@@ -18,7 +18,7 @@ from intentloop.model.compact import DEFAULT_SNAPSHOT_CHARACTERS
 from intentloop.service._evidence import strip_extensions
 from intentloop.service._graph import portable_export, summary_export
 from intentloop.service._rules import check_uuid
-from intentloop.service._state import Ctx, Engine, guard_durable, private_active, task_not_found
+from intentloop.service._state import Ctx, Engine, candidate_count, guard_durable, private_active, task_not_found
 from intentloop.service.args import ExportArgs, ListCandidatesArgs, SnapshotArgs, StatusArgs, opt
 from intentloop.store import sign_export
 
@@ -38,7 +38,7 @@ def status(engine: Engine, ctx: Ctx, args: StatusArgs) -> dict[str, Any]:
         return {
             "project_id": ctx.project_id,
             "task_count": len(state.tasks),
-            "candidate_count": sum(len(task.candidates) for task in state.tasks.values()),
+            "candidate_count": candidate_count(state),
             "data_directory": str(ctx.store.project_dir),
             "schema_version": SCHEMA_VERSION,
             "private_tasks_in_process": engine.private.count(ctx.project_id),

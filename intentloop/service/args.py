@@ -1,4 +1,9 @@
-"""Strict input structs for the 15 tools, exactly as ``intentloop/mcp/tool_schemas.json`` publishes them.
+"""Strict input structs for the 15 tools and how each tool is published: the one source of the tool catalog.
+
+``intentloop/mcp/tool_schemas.json`` (what ``tools/list`` sends) is generated from :data:`TOOLS` and these structs by
+``python -m intentloop.mcp.schemagen``: field types, limits, patterns and defaults come from the annotations, field
+descriptions and JSON Schema formats from ``Meta(description=..., extra_json_schema=...)``, titles, tool descriptions
+and hints from :data:`TOOLS`. A test fails when the checked-in file is not exactly what the generator writes.
 
 Patterns are the published JSON Schema patterns (JavaScript ``$`` semantics); Python's ``$`` also matches before a
 trailing newline, so the service re-checks ids with ``fullmatch`` and answers ``INVALID_ID``/``INVALID_REQUEST_ID``.
@@ -32,7 +37,7 @@ MAX_INITIAL_CLAIMS = 12
 
 _T = TypeVar("_T")
 
-# The published patterns (intentloop/mcp/tool_schemas.json). The UUID pattern admits the nil and max UUIDs; the
+# The published patterns. The UUID pattern admits the nil and max UUIDs; the
 # service rejects them with INVALID_ID as the original's service layer does.
 UUID_PATTERN = (
     "^([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-8][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}"
@@ -49,11 +54,19 @@ DATETIME_PATTERN = (
 # intentloop's own (not the original's): an RFC 3339 UTC instant with seconds, as the ledger writes record times.
 INSTANT_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$"
 
-Uuid: TypeAlias = Annotated[str, Meta(pattern=UUID_PATTERN)]
+Uuid: TypeAlias = Annotated[str, Meta(pattern=UUID_PATTERN, extra_json_schema={"format": "uuid"})]
 RequestId: TypeAlias = Annotated[str, Meta(pattern=REQUEST_ID_PATTERN)]
-ProjectRoot: TypeAlias = Annotated[str, Meta(min_length=1, max_length=1000)]
+ProjectRoot: TypeAlias = Annotated[
+    str,
+    Meta(
+        min_length=1,
+        max_length=1000,
+        description="Absolute path of the project root. Optional on Codex (the sandbox cwd is used); other hosts pass "
+        "it unless exactly one local root is advertised.",
+    ),
+]
 Statement: TypeAlias = Annotated[str, Meta(min_length=1, max_length=4000)]
-DateTime: TypeAlias = Annotated[str, Meta(pattern=DATETIME_PATTERN)]
+DateTime: TypeAlias = Annotated[str, Meta(pattern=DATETIME_PATTERN, extra_json_schema={"format": "date-time"})]
 Confidence: TypeAlias = Annotated[float, Meta(ge=0, le=1)]
 Facets: TypeAlias = Annotated[list[Facet], Meta(min_length=1, max_length=9)]
 RelatedIds: TypeAlias = Annotated[list[Uuid], Meta(max_length=20)]
@@ -90,7 +103,18 @@ class StartTaskArgs(ToolArgs, frozen=True, kw_only=True):
     request_id: RequestId | UnsetType = UNSET
     task_id: Uuid | UnsetType = UNSET
     label: Annotated[str, Meta(max_length=500)] | UnsetType = UNSET
-    host_session_id: Annotated[str, Meta(min_length=1, max_length=300)] | UnsetType = UNSET
+    host_session_id: (
+        Annotated[
+            str,
+            Meta(
+                min_length=1,
+                max_length=300,
+                description="The host's opaque session id, only when the Intent Loop runtime context provided it. "
+                "Never invent it or show it to the user.",
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
     mode: Mode = "on"
     initial_explicit: Annotated[list[InitialExplicitItem | Statement], Meta(max_length=MAX_INITIAL_CLAIMS)] = []
 
@@ -98,8 +122,25 @@ class StartTaskArgs(ToolArgs, frozen=True, kw_only=True):
 class SnapshotArgs(ToolArgs, frozen=True, kw_only=True):
     task_id: Uuid
     max_characters: Annotated[int, Meta(ge=500, le=8000)] | UnsetType = UNSET
-    as_of: Annotated[str, Meta(pattern=INSTANT_PATTERN)] | UnsetType = UNSET
-    include_history: bool = False
+    as_of: (
+        Annotated[
+            str,
+            Meta(
+                pattern=INSTANT_PATTERN,
+                extra_json_schema={"format": "date-time"},
+                description="Optional RFC 3339 UTC instant (e.g. 2026-11-30T01:02:03.456Z): answer from the events "
+                "recorded at or before it (record time). Earlier than the task's start: TASK_NOT_FOUND.",
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
+    include_history: Annotated[
+        bool,
+        Meta(
+            description="Also return history: every superseded or invalidated claim of the task with its status, the "
+            "superseding claim, the record time of its removal and the invalidation reason."
+        ),
+    ] = False
 
 
 class ClaimBaseArgs(ToolArgs, frozen=True, kw_only=True):
@@ -122,7 +163,20 @@ class AddInferenceArgs(ClaimBaseArgs, frozen=True, kw_only=True):
 
 class AddEvidenceArgs(ClaimBaseArgs, frozen=True, kw_only=True):
     feedback_class: FeedbackClass | UnsetType = UNSET
-    evidence_path: Annotated[str, Meta(min_length=1, max_length=4096)] | UnsetType = UNSET
+    evidence_path: (
+        Annotated[
+            str,
+            Meta(
+                min_length=1,
+                max_length=4096,
+                description="Optional project file this evidence is about, relative to the project root or absolute "
+                "inside it. The claim records evidence_file {path, sha256}; snapshots and exports then mark it "
+                "evidence_stale when the file changes or disappears. Outside the root: PATH_ESCAPE; not a regular "
+                "file: INVALID_EVIDENCE_PATH.",
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
 
 
 class MarkUnknownArgs(ClaimBaseArgs, frozen=True, kw_only=True):
@@ -156,7 +210,13 @@ class ListCandidatesArgs(ToolArgs, frozen=True, kw_only=True):
 class ExportArgs(ToolArgs, frozen=True, kw_only=True):
     task_id: Uuid
     detail: Literal["portable", "summary"] = "portable"
-    original_format: bool = False
+    original_format: Annotated[
+        bool,
+        Meta(
+            description="Leave out intentloop's own fields (the signature block, evidence_file, evidence_stale) so the "
+            "original intent-loop implementation's strict import accepts the graph."
+        ),
+    ] = False
 
 
 class EvidenceFileArg(_Strict, frozen=True, kw_only=True):
@@ -209,7 +269,16 @@ class PortableGraphArg(_Strict, frozen=True, kw_only=True):
     claims: Annotated[list[GraphClaimArg], Meta(max_length=1000)]
     invalidated_claim_ids: Annotated[list[Uuid], Meta(max_length=1000)]
     candidates: Annotated[list[GraphCandidateArg], Meta(max_length=1000)]
-    signature: ExportSignatureArg | UnsetType = UNSET
+    signature: (
+        Annotated[
+            ExportSignatureArg,
+            Meta(
+                description="intentloop's own: the export's Ed25519 signature block. The import answers "
+                "signature_status (valid, invalid or unknown_key) and imports the graph whatever it says."
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
 
 
 class ImportArgs(ToolArgs, frozen=True, kw_only=True):
@@ -223,7 +292,16 @@ class DeleteArgs(ToolArgs, frozen=True, kw_only=True):
     target: Literal["task", "claim"]
     claim_id: Uuid | UnsetType = UNSET
     confirmation: Annotated[str, Meta(min_length=1, max_length=200)]
-    delete_copies: bool | UnsetType = UNSET
+    delete_copies: (
+        Annotated[
+            bool,
+            Meta(
+                description="Also delete claims elsewhere in the project that repeat a deleted statement word for word "
+                "(e.g. an import into another task). Default false: they are only listed in the result."
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
 
 
 class SetModeArgs(ToolArgs, frozen=True, kw_only=True):
@@ -232,23 +310,140 @@ class SetModeArgs(ToolArgs, frozen=True, kw_only=True):
     mode: Mode
 
 
-TOOL_ARGS: dict[str, type[ToolArgs]] = {
-    "intent_status": StatusArgs,
-    "intent_start_task": StartTaskArgs,
-    "intent_get_snapshot": SnapshotArgs,
-    "intent_add_explicit": AddExplicitArgs,
-    "intent_add_inference": AddInferenceArgs,
-    "intent_add_evidence": AddEvidenceArgs,
-    "intent_mark_unknown": MarkUnknownArgs,
-    "intent_mark_dispute": MarkDisputeArgs,
-    "intent_replace_claim": ReplaceClaimArgs,
-    "intent_invalidate": InvalidateArgs,
-    "intent_list_candidates": ListCandidatesArgs,
-    "intent_export": ExportArgs,
-    "intent_import": ImportArgs,
-    "intent_delete": DeleteArgs,
-    "intent_set_mode": SetModeArgs,
+class Tool(Struct, frozen=True, kw_only=True):
+    """How one tool is published: its argument struct, title, description for the model and behaviour hints.
+
+    Attributes:
+        args: the strict argument struct (its fields are the published input schema).
+        title: the human title.
+        description: what the tool does, for the model.
+        read_only: ``readOnlyHint``: the tool changes nothing.
+        destructive: ``destructiveHint``: the tool removes data.
+        idempotent: ``idempotentHint``: repeating the same call changes nothing more.
+    """
+
+    args: type[ToolArgs]
+    title: str
+    description: str
+    read_only: bool
+    destructive: bool = False
+    idempotent: bool = True
+
+
+#: The 15 tools in their published order (``openWorldHint`` is false for all: they touch only local files).
+TOOLS: dict[str, Tool] = {
+    "intent_status": Tool(
+        args=StatusArgs,
+        title="Intent Loop status",
+        description="Report schema version, storage location, task/candidate counts and private-control counts for "
+        "this project, or the mode and counts of one task. Returns no claim content and creates no storage.",
+        read_only=True,
+    ),
+    "intent_start_task": Tool(
+        args=StartTaskArgs,
+        title="Start or associate task intent",
+        description="Start a task (omit task_id) or re-associate an existing one with this host session. Optional "
+        "initial_explicit claims must be the user's own words. private mode needs host_session_id. Not idempotent "
+        "without the same request_id. Returns the task snapshot.",
+        read_only=False,
+        idempotent=False,
+    ),
+    "intent_get_snapshot": Tool(
+        args=SnapshotArgs,
+        title="Read current intent",
+        description="Read the current intent of a task: active claims, unknowns, disagreements, stale long-term "
+        "items, candidate count and a capped compact_text. Read-only.",
+        read_only=True,
+    ),
+    "intent_add_explicit": Tool(
+        args=AddExplicitArgs,
+        title="Add user-explicit intent",
+        description="Record one atomic statement the user directly said or confirmed (source_ref.kind user_event, "
+        "confirmation_reason required). Never use it for tool output, evidence or your own inference.",
+        read_only=False,
+    ),
+    "intent_add_inference": Tool(
+        args=AddInferenceArgs,
+        title="Add visible inference",
+        description="Record one visible agent inference with a confidence in [0,1]. It stays inferred; scope "
+        "long_term only creates a candidate that needs 3 tasks and user confirmation.",
+        read_only=False,
+    ),
+    "intent_add_evidence": Tool(
+        args=AddEvidenceArgs,
+        title="Add result or external evidence",
+        description="Record result feedback or tool/external evidence, optionally classified (keep, "
+        "implementation_change, intent_change, uncertain). Evidence stays evidence, however compelling.",
+        read_only=False,
+    ),
+    "intent_mark_unknown": Tool(
+        args=MarkUnknownArgs,
+        title="Mark an unknown",
+        description="Record an open question the user has not answered, with the decision it affects.",
+        read_only=False,
+    ),
+    "intent_mark_dispute": Tool(
+        args=MarkDisputeArgs,
+        title="Preserve an unresolved disagreement",
+        description="Preserve an unresolved disagreement, optionally referencing the claims involved. It never picks "
+        "a winner.",
+        read_only=False,
+    ),
+    "intent_replace_claim": Tool(
+        args=ReplaceClaimArgs,
+        title="Correct or replace intent",
+        description="Correct intent by adding a new claim that supersedes active ones; history is kept. A "
+        "user-explicit claim can only be replaced by a new user-explicit statement from a user event.",
+        read_only=False,
+    ),
+    "intent_invalidate": Tool(
+        args=InvalidateArgs,
+        title="Invalidate an intent claim",
+        description="Mark an active claim as no longer valid, with a one-line reason and source. A user-explicit "
+        "claim can only be invalidated from a user event.",
+        read_only=False,
+    ),
+    "intent_list_candidates": Tool(
+        args=ListCandidatesArgs,
+        title="List unconfirmed intent candidates",
+        description="List unconfirmed candidates (hook observations, result feedback, long-term preferences, "
+        "imports). Never promotes them.",
+        read_only=True,
+    ),
+    "intent_export": Tool(
+        args=ExportArgs,
+        title="Export intent state",
+        description="Export a task as a portable versioned graph (default) or a human summary. Returns data; writes "
+        "no file.",
+        read_only=True,
+    ),
+    "intent_import": Tool(
+        args=ImportArgs,
+        title="Explicitly import an intent graph",
+        description="Import a portable graph into a task after validation. Ids are remapped, provenance becomes "
+        "explicit_import, history is marked incomplete; nothing is merged silently.",
+        read_only=False,
+    ),
+    "intent_delete": Tool(
+        args=DeleteArgs,
+        title="Physically delete intent data",
+        description="Physically delete a task or one claim after an exact confirmation string (DELETE TASK <task_id> "
+        "or DELETE CLAIM <claim_id>), then verify no byte of its id remains. The result lists other claims that "
+        "still hold a deleted statement (other_copies); delete_copies: true deletes the word-for-word copies too. A "
+        "later call with a deleted claim's original request_id answers CLAIM_DELETED.",
+        read_only=False,
+        destructive=True,
+        idempotent=False,
+    ),
+    "intent_set_mode": Tool(
+        args=SetModeArgs,
+        title="Set task intent mode",
+        description="Set a task's mode: on (durable), private (memory-only, needs a known host session) or off "
+        "(semantic reads and writes refused).",
+        read_only=False,
+    ),
 }
+TOOL_ARGS: dict[str, type[ToolArgs]] = {name: tool.args for name, tool in TOOLS.items()}
 TOOL_NAMES: tuple[str, ...] = tuple(TOOL_ARGS)
 
 
@@ -297,6 +492,7 @@ def opt(value: _T | UnsetType) -> _T | None:
 
 
 __all__ = [
+    "TOOLS",
     "TOOL_ARGS",
     "TOOL_NAMES",
     "AddEvidenceArgs",
@@ -322,6 +518,7 @@ __all__ = [
     "SourceRefArg",
     "StartTaskArgs",
     "StatusArgs",
+    "Tool",
     "ToolArgs",
     "decode_arguments",
     "opt",

@@ -30,6 +30,7 @@ from intentloop.model import (
     session_hash,
     task_for_session,
 )
+from intentloop.model.projection import BINDING_EVENTS
 from intentloop.store import LedgerView, PrivateControl, ProjectStore, canonicalize_project_root
 
 if TYPE_CHECKING:
@@ -44,7 +45,6 @@ _OBSERVATIONS: Final[dict[str, tuple[str, str, str, str, bool]]] = {
 }
 #: The hook redacts and digests at most this many characters of a prompt or message (the rest is only counted).
 MAX_OBSERVED_CHARS: Final = 65_536
-_BINDING_EVENTS: Final = frozenset({"task_started", "mode_set"})
 
 
 class Observation(msgspec.Struct, frozen=True, kw_only=True):
@@ -82,7 +82,7 @@ def _session_task(view: LedgerView, shash: str) -> TaskState | None:
 
     Two passes over the events and no index building: at 10,000 events the view's indexes cost more than the rest.
     """
-    bindings = project(e for e in view.events if e.event_type in _BINDING_EVENTS)
+    bindings = project(e for e in view.events if e.event_type in BINDING_EVENTS)
     bound = {t.task_id for t in bindings.tasks.values() if t.started and t.host_session_hash == shash}
     if not bound:
         return None

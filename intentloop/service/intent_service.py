@@ -4,20 +4,31 @@ The MCP adapter decodes the arguments strictly, resolves and canonicalizes the p
 and calls :meth:`run`; everything after that (the rules, the ledger transaction) happens here. :meth:`dispatch`
 decodes and runs in one step, for callers that hold raw arguments. Results are plain
 JSON-ready values in the exact shapes of docs/TOOLS.md; failures are :class:`IntentLoopError`.
+
+A lean (long-running) service verifies a project's ledger off the event loop: when this process has not verified the
+file as it now is, a call first waits for :meth:`IntentService.warm`, which reads and verifies it in a worker thread
+from a supervised system task (a 100,000-event ledger takes seconds; meanwhile the loop keeps answering other
+requests, and a call cancelled while it waits leaves the verification running for the next one). A failure there is
+logged; the call then meets the same failure as a structured error from its own read.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Awaitable, Callable
 from typing import Any
+
+import trio
 
 from intentloop.errors import IntentLoopError
 from intentloop.service import _claims, _delete_tool, _import, _modes, _reads
 from intentloop.service._evidence import mark_evidence_stale
 from intentloop.service._state import Ctx, Engine
 from intentloop.service.args import TOOL_NAMES, decode_arguments
-from intentloop.store import resolve_data_root
+from intentloop.store import ProjectStore, resolve_data_root
+
+logger = logging.getLogger(__name__)
 
 Handler = Callable[[Engine, Ctx, Any], Awaitable[Any]]
 
@@ -66,6 +77,8 @@ class IntentService:
             root is reported per call (``DATA_DIR_REQUIRED``) instead of at start-up.
         lock_deadline: a ``time.monotonic()`` value after which no ledger-lock wait continues (``LOCK_TIMEOUT``): a
             hook running a user's ``/intent`` command passes its own deadline; a server passes nothing.
+        lean: keep ledgers as offsets and tasks folded on demand (a long-running server); ``False`` for a process that
+            answers one call and exits (a hook's ``/intent`` command), which reads fastest holding the decoded events.
     """
 
     def __init__(
@@ -73,8 +86,11 @@ class IntentService:
         data_root_resolver: Callable[[], os.PathLike[str] | str] = resolve_data_root,
         *,
         lock_deadline: float | None = None,
+        lean: bool = True,
     ) -> None:
-        self._engine = Engine(data_root_resolver, lock_deadline=lock_deadline)
+        self._engine = Engine(data_root_resolver, lock_deadline=lock_deadline, lean=lean)
+        self._lean = lean
+        self._warming: dict[ProjectStore, trio.Event] = {}
 
     async def dispatch(self, tool: str, arguments: Any, *, project_root: str, project_id: str) -> Any:
         """Decode ``arguments`` strictly and run ``tool`` for the project.
@@ -104,7 +120,47 @@ class IntentService:
             IntentLoopError: every code the operation defines.
         """
         ctx = self._engine.context(project_root, project_id)
+        if self._lean:
+            await self._warmed(ctx.store)
         return await _HANDLERS[tool](self._engine, ctx, args)
+
+    async def warm(self, project_root: str, project_id: str) -> None:
+        """Verify and index the project's ledger in the background, unless this process holds it as it is now; returns
+        once that is done. Never raises for the project's state (a damaged ledger is reported by the calls that read
+        it); ``DATA_DIR_REQUIRED`` and ``INVALID_PROJECT_ID`` are left to those calls too.
+
+        A server may call it as soon as it knows its project, so that the first call finds the work done.
+        """
+        try:
+            ctx = self._engine.context(project_root, project_id)
+        except IntentLoopError:
+            return
+        if not ctx.store.ledger_path.exists():  # nothing to verify (and nothing is created for a guess)
+            return
+        await self._warmed(ctx.store)
+
+    async def _warmed(self, store: ProjectStore) -> None:
+        done = self._warming.get(store)
+        if done is None:
+            if store.is_cached():
+                return
+            done = self._warming[store] = trio.Event()
+            trio.lowlevel.spawn_system_task(self._verify, store, done)
+        await done.wait()
+
+    async def _verify(self, store: ProjectStore, done: trio.Event) -> None:
+        """The supervised background verification of one project's ledger (a system task: it outlives a cancelled
+        call, is cancelled with the run, and never lets an exception escape)."""
+        try:
+            events = await trio.to_thread.run_sync(lambda: len(store.read()), abandon_on_cancel=True)
+            logger.debug("verified the ledger of project %s (%d events)", store.project_id, events)
+        except IntentLoopError as exc:  # the calls report it with its code
+            logger.debug("the ledger of project %s did not verify: %s", store.project_id, exc.code)
+        except Exception:
+            logger.exception("verifying the ledger of project %s failed", store.project_id)
+        finally:
+            del self._warming[store]
+            done.set()
 
 
 __all__ = ["TOOL_NAMES", "IntentLoopError", "IntentService"]

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from intentloop.store._fs import rename_noreplace
     from intentloop.store._index import INDEX_DIR_RE
     from intentloop.store._ledger import LockedLedger
+    from intentloop.store._lines import LineEvents
     from intentloop.store._migrate import CURRENT_SCHEMA_VERSION, MIGRATIONS, migrate, migrate_v1
     from intentloop.store._paths import (
         DATA_DIR_ENV,
@@ -58,6 +59,7 @@ _LAZY = {
     "HEAD_SIG_NAME": "_signing",
     "MIGRATIONS": "_migrate",
     "LedgerView": "_view",
+    "LineEvents": "_lines",
     "LockConfig": "_config",
     "LockedLedger": "_ledger",
     "PrivateControl": "_controls",
@@ -96,6 +98,7 @@ __all__ = [
     "Damage",
     "DataRoot",
     "LedgerView",
+    "LineEvents",
     "LockConfig",
     "LockedLedger",
     "PrivateControl",

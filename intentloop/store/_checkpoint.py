@@ -30,7 +30,7 @@ def checkpoint_temp_name() -> str:
     return f"checkpoint-{uuid.uuid4()}.tmp"
 
 
-class Checkpoint(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+class Checkpoint(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """What was verified: the ledger file's identity and stat after the write, and the chain it holds."""
 
     version: int
@@ -88,17 +88,17 @@ def write_checkpoint(
         unlink_quietly(target)
         return
     record = Checkpoint(
-        CHECKPOINT_VERSION,
-        st.st_dev,
-        st.st_ino,
-        st.st_size,
-        st.st_mtime_ns,
-        st.st_ctime_ns,
-        lines,
-        head,
-        index,
-        lines if index is not None else 0,
-        bindings,
+        version=CHECKPOINT_VERSION,
+        device=st.st_dev,
+        inode=st.st_ino,
+        size=st.st_size,
+        mtime_ns=st.st_mtime_ns,
+        ctime_ns=st.st_ctime_ns,
+        lines=lines,
+        head=head,
+        index=index,
+        indexed=lines if index is not None else 0,
+        bindings=bindings,
     )
     temp = paths.project_dir / checkpoint_temp_name()
     try:

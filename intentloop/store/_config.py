@@ -31,7 +31,7 @@ def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
     return value if math.isfinite(value) and value > 0 else default
 
 
-class LockConfig(msgspec.Struct, frozen=True):
+class LockConfig(msgspec.Struct, frozen=True, kw_only=True):
     """Timings of the ledger lock, in seconds (a frozen struct, not a dataclass: the hook never imports dataclasses).
 
     Attributes:

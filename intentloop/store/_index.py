@@ -27,6 +27,7 @@ import msgspec
 
 from intentloop.model._lazyre import LazyPattern
 from intentloop.model.events import Event, event_line
+from intentloop.model.projection import BINDING_EVENTS  # what decides a session binding: named by the fold
 from intentloop.store._fs import (
     FILE_MODE,
     create_exclusive,
@@ -36,13 +37,13 @@ from intentloop.store._fs import (
     remove_tree_quietly,
     unlink_quietly,
 )
+from intentloop.store._lines import LineEvents
 from intentloop.store._paths import ProjectPaths
 from intentloop.store._verify import verify_continuation
 
 INDEX_DIR_RE = LazyPattern(r"^index-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 BINDINGS = "bindings"
 COUNTS = "counts.json"  # file name → how many records it holds: a file cut short or removed is noticed
-BINDING_EVENTS = frozenset({"task_started", "mode_set"})
 _RECORD = 12
 _TASK_RE = LazyPattern(r"^[0-9a-fA-F-]{36}$")
 
@@ -68,8 +69,15 @@ def _append_file(path: Path, data: bytes) -> None:
 
 
 def _entries(events: Sequence[Event], start: int) -> dict[str, list[tuple[int, int]]]:
-    """File name → (offset, length) of each event's line, the events' lines starting at byte ``start``."""
+    """File name → (offset, length) of each event's line, the events' lines starting at byte ``start`` (a lean view's
+    lines, from its records: they are the verified lines, so nothing needs decoding or encoding)."""
     files: dict[str, list[tuple[int, int]]] = {}
+    if isinstance(events, LineEvents) and start == 0:
+        for task_id, event_type, offset, length in events.spans():
+            files.setdefault(_task_file(task_id), []).append((offset, length))
+            if event_type in BINDING_EVENTS:
+                files.setdefault(BINDINGS, []).append((offset, length))
+        return files
     offset = start
     for event in events:
         length = len(event_line(event))  # a verified line is byte-identical with its canonical encoding
@@ -81,6 +89,8 @@ def _entries(events: Sequence[Event], start: int) -> dict[str, list[tuple[int, i
 
 
 def count_bindings(events: Sequence[Event]) -> int:
+    if isinstance(events, LineEvents):
+        return len(events.of_types(BINDING_EVENTS))
     return sum(e.event_type in BINDING_EVENTS for e in events)
 
 

@@ -91,12 +91,12 @@ class LockedLedger:
         self,
         paths: ProjectPaths,
         handle: LockHandle,
+        *,
         st: os.stat_result | None,
         verification: Verification,
         view: LedgerView | None,
         on_commit: CommitHook,
         index: tuple[str, int] | None = None,
-        *,
         head: tuple[str | None, int, int] | None = None,
         loader: Callable[[], tuple[Verification, LedgerView, os.stat_result | None]] | None = None,
     ) -> None:
@@ -484,7 +484,14 @@ class LockedLedger:
             if view is not None:
                 self._view = view
                 self._head = (view.head_hash, len(view), view.byte_length)
-                self._verification = Verification(view.events, view.head_hash, view.byte_length, len(view), None, None)
+                self._verification = Verification(
+                    events=view.events,
+                    head_hash=view.head_hash,
+                    byte_length=view.byte_length,
+                    line_count=len(view),
+                    error=None,
+                    torn_tail=None,
+                )
             else:
                 self._head = (events[-1].event_hash, before_lines + len(events), before_length + len(data))
             self.damage = None

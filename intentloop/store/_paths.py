@@ -32,7 +32,7 @@ ORIGINAL_SUBDIR: Final = ("plugin-data", "intent-loop", "v1")
 DataRootSource = Literal["INTENT_LOOP_DATA_DIR", "original", "default"]
 
 
-class DataRoot(msgspec.Struct, frozen=True):
+class DataRoot(msgspec.Struct, frozen=True, kw_only=True):
     """The resolved storage root ``R`` and how it was chosen (``intentloop status`` prints both).
 
     Attributes:
@@ -81,7 +81,7 @@ def locate_data_root(env: Mapping[str, str] | None = None) -> DataRoot:
     """
     environ = os.environ if env is None else env
     if data_dir := environ.get(DATA_DIR_ENV, ""):
-        return DataRoot(Path(os.path.abspath(data_dir)), DATA_DIR_ENV, f"{DATA_DIR_ENV} is set")
+        return DataRoot(path=Path(os.path.abspath(data_dir)), source=DATA_DIR_ENV, reason=f"{DATA_DIR_ENV} is set")
     home = _home(environ)
     if home is None:
         raise StorageError(f"no data root: HOME is not set and {DATA_DIR_ENV} is not set", code="DATA_DIR_REQUIRED")
@@ -94,11 +94,11 @@ def locate_data_root(env: Mapping[str, str] | None = None) -> DataRoot:
     original = Path(os.path.abspath(codex_home) if codex_home else os.path.join(home, ".codex"), *ORIGINAL_SUBDIR)
     if not os.path.lexists(new) and os.path.isdir(original / "projects"):
         return DataRoot(
-            original,
-            "original",
-            f"the original intent-loop plugin's data exists there and {new} does not (adopted in place)",
+            path=original,
+            source="original",
+            reason=f"the original intent-loop plugin's data exists there and {new} does not (adopted in place)",
         )
-    return DataRoot(new, "default", f"the per-user default ({base_name}/{'/'.join(DEFAULT_SUBDIR)})")
+    return DataRoot(path=new, source="default", reason=f"the per-user default ({base_name}/{'/'.join(DEFAULT_SUBDIR)})")
 
 
 def resolve_data_root(env: Mapping[str, str] | None = None) -> Path:

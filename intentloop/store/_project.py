@@ -4,6 +4,10 @@ Verified ledgers are cached per process (events and view, never the file's bytes
 ctime_ns) of the file: any write changes that key, and ctime cannot be set back. A file whose key differs is only
 read from where the cache ends when the shared checkpoint (``_checkpoint``) matches the file's stat exactly and the
 new lines chain from the cached head to the checkpoint's head; anything else is read and verified whole.
+
+A ``lean`` store (a long-running server's) caches views that hold offsets instead of events (``_lines``): it verifies
+a file in chunks, and a view made of decoded events (the one a rewrite or the ledger's first append leaves) is not
+cached but read back lean on the next read, once.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from intentloop.store._checkpoint import Checkpoint, read_checkpoint
 from intentloop.store._config import LockConfig
 from intentloop.store._controls import PrivateControl, read_control, read_controls
 from intentloop.store._fs import Overflow, file_key, hash_from, open_regular, read_lines_open
+from intentloop.store._lines import LineEvents, stream_verify
 from intentloop.store._paths import ProjectPaths
 from intentloop.store._verify import (
     MAX_LINE_BYTES,
@@ -120,6 +125,8 @@ class ProjectStore:
         config: lock timings (default :meth:`LockConfig.from_env`).
         deadline: a ``time.monotonic()`` value after which no lock wait of this store continues, whichever loop waits
             (a short-lived process such as a hook passes its own deadline; ``None``: only the lock timings).
+        lean: keep verified views as offsets into the file, not as decoded events (a long-running server: memory
+            that does not grow with the history; each event asked for is read back and checked against its hash).
 
     Raises:
         StorageError: ``INVALID_PROJECT_ID``.
@@ -132,10 +139,12 @@ class ProjectStore:
         config: LockConfig | None = None,
         *,
         deadline: float | None = None,
+        lean: bool = False,
     ) -> None:
         self.paths = ProjectPaths(Path(data_root), project_id)
         self.config = LockConfig.from_env() if config is None else config
         self.deadline = deadline
+        self.lean = lean
 
     @property
     def data_root(self) -> Path:
@@ -213,6 +222,18 @@ class ProjectStore:
         if verification.error is not None:
             raise _fresh(verification.error)
         return view
+
+    def is_cached(self) -> bool:
+        """Whether :meth:`read` would now be answered from this process's cache without reading the ledger (the file
+        is as it was when last verified here, or there is none); a cheap ``lstat``, lock-free, never raises."""
+        try:
+            st = os.lstat(self.paths.ledger_path)
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False
+        cached = _cache.get(str(self.paths.ledger_path))
+        return cached is not None and cached.key == file_key(st)
 
     def read_controls(self) -> list[PrivateControl]:
         """Every private-mode control of the project (lock-free).
@@ -329,15 +350,38 @@ class ProjectStore:
                 index = None
                 if checkpoint.index is not None and checkpoint.indexed == checkpoint.lines:
                     index = (checkpoint.index, checkpoint.bindings)
-                empty = Verification((), checkpoint.head, checkpoint.size, checkpoint.lines, None, None)
+                empty = Verification(
+                    events=(),
+                    head_hash=checkpoint.head,
+                    byte_length=checkpoint.size,
+                    line_count=checkpoint.lines,
+                    error=None,
+                    torn_tail=None,
+                )
                 head = (checkpoint.head, checkpoint.lines, checkpoint.size)
                 ledger = LockedLedger(
-                    self.paths, handle, found_st, empty, None, self._remember, index, head=head, loader=self._load
+                    self.paths,
+                    handle,
+                    st=found_st,
+                    verification=empty,
+                    view=None,
+                    on_commit=self._remember,
+                    index=index,
+                    head=head,
+                    loader=self._load,
                 )
                 ledger.drain_spool()
                 return ledger
         verification, view, st = self._load()
-        ledger = LockedLedger(self.paths, handle, st, verification, view, self._remember, self._index_for(st))
+        ledger = LockedLedger(
+            self.paths,
+            handle,
+            st=st,
+            verification=verification,
+            view=view,
+            on_commit=self._remember,
+            index=self._index_for(st),
+        )
         error = verification.error
         if not verify:
             return ledger
@@ -387,7 +431,7 @@ class ProjectStore:
 
     def _remember(self, st: os.stat_result | None, verification: Verification, view: LedgerView) -> None:
         path = str(self.paths.ledger_path)
-        if st is None:
+        if st is None or (self.lean and not isinstance(view.events, LineEvents)):
             _cache.drop(path)
             return
         _cache.put(path, _Verified(file_key(st), verification, view))
@@ -403,7 +447,7 @@ class ProjectStore:
         Raises:
             StorageError: path-safety refusals, ``TRANSIENT_FILE_RACE``, ``STORAGE_READ_FAILED``.
         """
-        empty = Verification((), None, 0, 0, None, None)
+        empty = Verification(events=(), head_hash=None, byte_length=0, line_count=0, error=None, torn_tail=None)
         if not self.paths.check_project():
             return empty, EMPTY_VIEW, None
         for _attempt in range(_SETTLE_ATTEMPTS if settle else 1):
@@ -433,8 +477,11 @@ class ProjectStore:
         if cached is not None and cached.key == key:
             return cached.verification, cached.view
         grown = self._grown(fd, st, cached)
+        streamed = None if grown is not None or not self.lean else stream_verify(fd, st, self.paths.project_id)
         if grown is not None:
             verification, view = grown
+        elif streamed is not None:
+            verification, view = streamed[0], LedgerView(streamed[1], streamed[0].head_hash, st.st_size)
         else:
             _data, verification, view = self._read_whole(fd, st)
         _cache.put(path, _Verified(key, verification, view))
@@ -466,8 +513,9 @@ class ProjectStore:
             or base.line_count + more.line_count != checkpoint.lines
         ):
             return None
+        view = cached.view.extended(more.events, base.byte_length + more.byte_length)
         verification = Verification(
-            events=base.events + more.events,
+            events=view.events,
             head_hash=more.head_hash,
             byte_length=base.byte_length + more.byte_length,
             line_count=base.line_count + more.line_count,
@@ -475,7 +523,7 @@ class ProjectStore:
             torn_tail=None,
             damage=None,
         )
-        return verification, cached.view.extended(more.events, verification.byte_length)
+        return verification, view
 
     def _read_whole(self, fd: int, st: os.stat_result) -> tuple[bytes, Verification, LedgerView]:
         """Read the first ``st.st_size`` bytes of the opened ledger and verify the whole chain.

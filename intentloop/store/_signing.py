@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -212,7 +212,7 @@ _READ: Any = object()
 
 
 def head_signature_status(
-    paths: ProjectPaths, events: list[Event] | tuple[Event, ...], record: HeadSignature | str | None = _READ
+    paths: ProjectPaths, events: Sequence[Event], record: HeadSignature | str | None = _READ
 ) -> tuple[str, int | None]:
     """``(status, signed_events)`` of ``head.sig`` against the verified ``events`` of the ledger.
 

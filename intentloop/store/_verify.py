@@ -10,6 +10,7 @@ minus its ``,"event_hash":"<64 hex>"`` segment, which sits right after the ``act
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -71,7 +72,7 @@ class Damage(msgspec.Struct, frozen=True):
     torn: bool
 
 
-class Verification(msgspec.Struct, frozen=True):
+class Verification(msgspec.Struct, frozen=True, kw_only=True):
     """The outcome of verifying ledger bytes (a frozen struct, not a dataclass: the hook never imports dataclasses).
 
     Attributes:
@@ -86,7 +87,7 @@ class Verification(msgspec.Struct, frozen=True):
         damage: the bytes after the verified prefix summarised (``None`` when everything verified).
     """
 
-    events: tuple[Event, ...]
+    events: Sequence[Event]  # a tuple, or offsets read back on demand (a lean store: see ``_lines``)
     head_hash: str | None
     byte_length: int
     line_count: int

@@ -77,7 +77,7 @@ class Hosts:
         )
         elapsed = time.monotonic() - started
         assert proc.returncode == 0 and proc.stderr == b""
-        assert elapsed < 2.5  # the hook's own deadline (a hang would take the 30 s timeout)
+        assert elapsed < 10  # only a hang crosses it (the hook keeps its 2.5 s deadline by its own clock)
         assert proc.stdout.endswith(b"\n") and proc.stdout.count(b"\n") == 1
         answer: dict[str, Any] = json.loads(proc.stdout)
         assert answer["continue"] is True and answer["suppressOutput"] is True

@@ -22,6 +22,8 @@ from intentloop.model import project_id_for, redact
 from intentloop.service.intent_service import IntentService
 from intentloop.store import canonicalize_project_root
 
+from _support.tool_args import source
+
 SESSION = "7f1c2a9e-5b3d-4c8e-9a10-2b3c4d5e6f70"
 _SCRIPT = Path(sys.executable).with_name("intentloop")
 HOOK = [*([str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "cli.entry"]), "hook"]
@@ -73,10 +75,6 @@ def world(tmp_path: Path) -> World:
     return World(tmp_path)
 
 
-def _source(kind: str, event_id: str) -> dict[str, str]:
-    return {"kind": kind, "event_id": event_id}
-
-
 async def _populate(world: World) -> str:
     """A linked task holding every kind of record; returns its id."""
     snapshot = await world.call(
@@ -85,7 +83,7 @@ async def _populate(world: World) -> str:
     task = snapshot["task_id"]
     explicit = {
         "task_id": task,
-        "source_ref": _source("user_event", "u-1"),
+        "source_ref": source("user_event", "u-1"),
         "facets": ["hard_constraint"],
         "confirmation_reason": "direct_statement",
     }
@@ -96,7 +94,7 @@ async def _populate(world: World) -> str:
         task_id=task,
         request_id="r-3",
         statement="Use SQLite for tests",
-        source_ref=_source("user_event", "u-3"),
+        source_ref=source("user_event", "u-3"),
         facets=["hard_constraint"],
         replacement_kind="explicit",
         supersedes=[old["claim_id"]],
@@ -109,14 +107,14 @@ async def _populate(world: World) -> str:
         request_id="r-5",
         claim_id=withdrawn["claim_id"],
         reason="the user withdrew it",
-        source_ref=_source("user_event", "u-5"),
+        source_ref=source("user_event", "u-5"),
     )
     await world.call(
         "intent_add_inference",
         task_id=task,
         request_id="r-6",
         statement=HOSTILE["inference"],
-        source_ref=_source("agent_turn", "a-6"),
+        source_ref=source("agent_turn", "a-6"),
         facets=["outcome"],
         confidence=0.9,
     )
@@ -125,7 +123,7 @@ async def _populate(world: World) -> str:
         task_id=task,
         request_id="r-7",
         statement=HOSTILE["evidence"],
-        source_ref=_source("tool_result", "t-7"),
+        source_ref=source("tool_result", "t-7"),
         facets=["result_feedback"],
     )
     await world.call(
@@ -133,7 +131,7 @@ async def _populate(world: World) -> str:
         task_id=task,
         request_id="r-8",
         statement=HOSTILE["unknown"],
-        source_ref=_source("agent_turn", "a-8"),
+        source_ref=source("agent_turn", "a-8"),
         facets=["unknown"],
     )
     await world.call(
@@ -141,7 +139,7 @@ async def _populate(world: World) -> str:
         task_id=task,
         request_id="r-9",
         statement=HOSTILE["dispute"],
-        source_ref=_source("agent_turn", "a-9"),
+        source_ref=source("agent_turn", "a-9"),
         facets=["disagreement"],
     )
     # an explicit claim from another task, brought in by export/import: its source becomes explicit_import
@@ -151,7 +149,7 @@ async def _populate(world: World) -> str:
         task_id=other,
         request_id="o-1",
         statement=HOSTILE["import"],
-        source_ref=_source("user_event", "o-1"),
+        source_ref=source("user_event", "o-1"),
         facets=["hard_constraint"],
         confirmation_reason="direct_statement",
     )
@@ -180,7 +178,7 @@ async def test_hook_context_holds_direct_user_explicit_claims_only(world: World)
 async def test_compact_session_start_is_the_recovery_packet(world: World) -> None:
     """After compaction, hard constraints survive a budget too small for everything; the rest is counted exactly."""
     task = await _populate(world)
-    explicit = {"task_id": task, "source_ref": _source("user_event", "u-20"), "confirmation_reason": "direct_statement"}
+    explicit = {"task_id": task, "source_ref": source("user_event", "u-20"), "confirmation_reason": "direct_statement"}
     for i in range(12):  # lower-priority user-explicit lines, recorded before the last hard constraint
         statement = f"Soft preference number {i} " + "p" * 150
         await world.call(
@@ -224,7 +222,7 @@ async def test_explicit_claims_are_injected_and_nothing_else_even_alone(world: W
         task_id=task,
         request_id="r-1",
         statement=HOSTILE["inference"],
-        source_ref=_source("agent_turn", "a-1"),
+        source_ref=source("agent_turn", "a-1"),
         facets=["outcome"],
         confidence=0.9,
     )

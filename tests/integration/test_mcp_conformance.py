@@ -10,14 +10,12 @@ figures (``tools/bench/run.py``).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import mcp_types as types
@@ -28,19 +26,8 @@ from mcp.client.stdio import StdioServerParameters
 from intentloop.mcp import TOOL_NAMES
 from intentloop.store import ProjectStore
 
+from _support import mcp_wire as W
 
-def _load(name: str) -> ModuleType:
-    module_name = f"intentloop_tests_{name}"
-    if module_name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(module_name, Path(__file__).with_name(f"{name}.py"))
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[module_name]
-
-
-W = _load("_mcp_wire")
 HANG_BOUND_S = 10.0  # only a server that never exits crosses it; the real figure is the benchmark's exit_ms
 FIELDS = {
     # What each revision's schema defines for the objects this server sends (from the revisions' changelogs).
@@ -86,7 +73,7 @@ def _error_code(answer: dict[str, Any]) -> int:
 @pytest.mark.parametrize("era", ["2025-06-18", W.MODERN])
 def test_every_answer_is_byte_for_byte_the_sdk_based_servers(tmp: Path, era: str) -> None:
     # The fixture holds what the SDK-based server answers in front of the current service (re-recorded when the
-    # service changes on purpose; see tests/integration/_mcp_wire.py), so any difference is the protocol layer's.
+    # service changes on purpose; see tests/_support/mcp_wire.py), so any difference is the protocol layer's.
     expected = json.loads(W.FIXTURE.read_text(encoding="utf-8"))[era]
     got = W.run_scenario(tmp, modern=era == W.MODERN)
     assert len(got) == len(expected)
@@ -439,15 +426,19 @@ def test_the_server_stops_right_after_spawn(tmp: Path, how: str) -> None:
 
 
 _ENTRY = """
-import sys
+import os, sys
+def report():
+    names = ("typer", "rich", "click", "mcp", "mcp_types", "pydantic", "anyio")
+    print("heavy:", sorted(name for name in names if name in sys.modules), file=sys.stderr, flush=True)
+leave = os._exit  # the server leaves through os._exit while its background import still runs
+os._exit = lambda code: (report(), leave(code))
 sys.argv = ["intentloop", *sys.argv[1:]]
 from cli.entry import main
 try:
     main()
 except SystemExit:
     pass
-names = ("typer", "rich", "click", "mcp", "mcp_types", "pydantic", "anyio")
-print("heavy:", sorted(name for name in names if name in sys.modules), file=sys.stderr)
+report()
 """
 
 

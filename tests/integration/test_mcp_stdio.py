@@ -6,13 +6,9 @@ and a prompt exit on stdin EOF, SIGINT and SIGTERM.
 from __future__ import annotations
 
 import json
-import os
-import select
 import signal
-import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,13 +16,14 @@ import mcp_types as types
 import pytest
 import trio
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
 
 from intentloop.mcp import TOOL_NAMES
 from intentloop.model import project_id_for
 
-META_KEY = "codex/sandbox-state-meta"
-SERVE = [sys.executable, "-m", "intentloop.mcp"]
+from _support.mcp_client import META_KEY, SERVE_MODULE, envelope_of, error_code, roots_callback, server_params
+from _support.mcp_wire import Wire, server_env
+
+SERVE = SERVE_MODULE
 INIT = {
     "jsonrpc": "2.0",
     "id": 1,
@@ -59,57 +56,13 @@ raise SystemExit(serve_stdio(build_server(Noisy())))
 HANG_BOUND_S = 10.0
 
 
-@pytest.fixture
-def data_root(tmp_path: Path) -> Path:
-    root = tmp_path / "data"
-    root.mkdir(mode=0o700)
-    return root
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    return root
-
-
-@pytest.fixture
-def other_project(tmp_path: Path) -> Path:
-    root = tmp_path / "other"
-    root.mkdir()
-    return root
-
-
-def _params(data_root: Path, command: list[str] = SERVE) -> StdioServerParameters:
-    return StdioServerParameters(
-        command=command[0], args=command[1:], env={"INTENT_LOOP_DATA_DIR": str(data_root)}, cwd=str(data_root)
-    )
-
-
-def _roots(*uris: str) -> Callable[[Any], Any]:
-    async def callback(ctx: Any) -> types.ListRootsResult:
-        return types.ListRootsResult(roots=[types.Root(uri=uri) for uri in uris])
-
-    return callback
-
-
 async def _status(client: Client, arguments: dict[str, Any], meta: Any = None) -> dict[str, Any]:
-    result = await client.call_tool("intent_status", arguments, meta=meta)
-    envelope = result.structured_content
-    assert isinstance(envelope, dict)
-    assert json.loads(result.content[0].text) == envelope  # type: ignore[union-attr]
-    assert result.is_error is (not envelope["ok"])
-    return envelope
-
-
-def _code(envelope: dict[str, Any]) -> str:
-    assert envelope["ok"] is False, envelope
-    return str(envelope["error"]["code"])
+    return envelope_of(await client.call_tool("intent_status", arguments, meta=meta))
 
 
 # ---------------------------------------------------------------------------------------- through the SDK client
 async def test_handshake_era_capabilities_tools_and_resource(data_root: Path) -> None:
-    async with Client(_params(data_root), mode="legacy") as client:
+    async with Client(server_params(data_root), mode="legacy") as client:
         assert client.protocol_version == "2025-11-25"
         assert client.server_capabilities.experimental == {META_KEY: {}}
         assert client.server_info is not None and client.server_info.name == "intent-loop"
@@ -140,7 +93,7 @@ def _assert_closed(schema: Any, where: str) -> None:
 
 
 async def test_discover_era_capabilities_and_a_call(data_root: Path, project: Path) -> None:
-    async with Client(_params(data_root)) as client:  # mode "auto": server/discover, then the 2026-07-28 era
+    async with Client(server_params(data_root)) as client:  # mode "auto": server/discover, then the 2026-07-28 era
         assert client.protocol_version == "2026-07-28"
         assert client.server_capabilities.experimental == {META_KEY: {}}
         envelope = await _status(client, {}, meta={META_KEY: {"sandboxCwd": project.as_uri()}})
@@ -150,7 +103,7 @@ async def test_discover_era_capabilities_and_a_call(data_root: Path, project: Pa
 
 async def test_root_from_sandbox_metadata(data_root: Path, project: Path, other_project: Path, tmp_path: Path) -> None:
     expected = project_id_for(str(project.resolve()))
-    async with Client(_params(data_root), mode="legacy") as client:
+    async with Client(server_params(data_root), mode="legacy") as client:
         for cwd in (project.as_uri(), str(project)):
             meta = {META_KEY: {"sandboxCwd": cwd, "permissionProfile": {}, "useLegacyLandlock": False, "new": 1}}
             envelope = await _status(client, {}, meta=meta)
@@ -159,64 +112,56 @@ async def test_root_from_sandbox_metadata(data_root: Path, project: Path, other_
         assert (await _status(client, {"project_root": str(project)}, meta=uri_meta))["ok"] is True
         # rejections, each beside the positive controls above
         for bad in ({"sandboxCwd": "relative"}, {"sandboxCwd": "https://x/y"}, {"permissionProfile": {}}, "file:///"):
-            assert _code(await _status(client, {}, meta={META_KEY: bad})) == "PROJECT_ROOT_METADATA_INVALID"
+            assert error_code(await _status(client, {}, meta={META_KEY: bad})) == "PROJECT_ROOT_METADATA_INVALID"
         mismatch = await _status(client, {"project_root": str(other_project)}, meta=uri_meta)
-        assert _code(mismatch) == "PROJECT_ROOT_MISMATCH"
+        assert error_code(mismatch) == "PROJECT_ROOT_MISMATCH"
         invalid = await _status(client, {"project_root": str(tmp_path / "missing")}, meta=uri_meta)
-        assert _code(invalid) == "PROJECT_ROOT_INVALID"
+        assert error_code(invalid) == "PROJECT_ROOT_INVALID"
 
 
 async def test_root_from_argument_and_none(data_root: Path, project: Path, tmp_path: Path) -> None:
-    async with Client(_params(data_root), mode="legacy") as client:
+    async with Client(server_params(data_root), mode="legacy") as client:
         envelope = await _status(client, {"project_root": str(project)})
         assert envelope["ok"] is True and envelope["project_id"] == project_id_for(str(project.resolve()))
-        assert _code(await _status(client, {"project_root": str(tmp_path / "missing")})) == "PROJECT_ROOT_INVALID"
-        assert _code(await _status(client, {"project_root": 5})) == "INVALID_ARGUMENTS"
+        assert error_code(await _status(client, {"project_root": str(tmp_path / "missing")})) == "PROJECT_ROOT_INVALID"
+        assert error_code(await _status(client, {"project_root": 5})) == "INVALID_ARGUMENTS"
         with trio.fail_after(1):  # no roots capability: answered at once, not after the roots timeout
             none = await _status(client, {})
-        assert _code(none) == "PROJECT_ROOT_REQUIRED" and none["project_id"] is None
+        assert error_code(none) == "PROJECT_ROOT_REQUIRED" and none["project_id"] is None
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_root_from_exactly_one_client_root(
     data_root: Path, project: Path, other_project: Path, mode: str
 ) -> None:
-    async with Client(_params(data_root), mode=mode, list_roots_callback=_roots(project.as_uri())) as client:
+    async with Client(
+        server_params(data_root), mode=mode, list_roots_callback=roots_callback(project.as_uri())
+    ) as client:
         envelope = await _status(client, {})
         assert envelope["ok"] is True and envelope["project_id"] == project_id_for(str(project.resolve()))
-    two = _roots(project.as_uri(), other_project.as_uri())
-    async with Client(_params(data_root), mode=mode, list_roots_callback=two) as client:
-        assert _code(await _status(client, {})) == "PROJECT_ROOT_REQUIRED"
+    two = roots_callback(project.as_uri(), other_project.as_uri())
+    async with Client(server_params(data_root), mode=mode, list_roots_callback=two) as client:
+        assert error_code(await _status(client, {})) == "PROJECT_ROOT_REQUIRED"
 
 
 # ------------------------------------------------------------------------------------------------- raw wire
-class RawServer:
-    """A server subprocess spoken to with raw JSON-RPC lines; keeps every stdout byte it reads."""
+class RawServer(Wire):
+    """The shared wire driver, plus every stdout line kept and an answer picked out from among other lines."""
 
     def __init__(self, command: list[str], data_root: Path) -> None:
-        env = {**os.environ, "INTENT_LOOP_DATA_DIR": str(data_root)}
-        self.proc = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=data_root
-        )
+        super().__init__(server_env(data_root), cwd=data_root.parent, command=command)
         self.stdout_lines: list[bytes] = []
 
     def send(self, message: dict[str, Any] | bytes) -> None:
-        assert self.proc.stdin is not None
-        data = message if isinstance(message, bytes) else json.dumps(message).encode() + b"\n"
-        self.proc.stdin.write(data)
-        self.proc.stdin.flush()
+        if isinstance(message, bytes):
+            self.send_raw(message)
+        else:
+            super().send(message)
 
     def answer(self, request_id: int, timeout: float = 10) -> dict[str, Any]:
-        assert self.proc.stdout is not None
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([self.proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
-            if not ready:
-                break
-            line = self.proc.stdout.readline()
-            if not line:
-                break
-            self.stdout_lines.append(line)
+        while (line := self.read_line(max(0.0, deadline - time.monotonic()))) is not None:
+            self.stdout_lines.append(line + b"\n")
             message = json.loads(line)
             if message.get("id") == request_id:
                 return dict(message)
@@ -228,16 +173,17 @@ class RawServer:
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     def finish(self, timeout: float = 5) -> tuple[int, bytes]:
-        assert self.proc.stdout is not None and self.proc.stderr is not None
-        code = self.proc.wait(timeout)
-        self.stdout_lines.extend(self.proc.stdout.read().splitlines(keepends=True))
-        return code, self.proc.stderr.read()
+        """Wait for the exit; the exit code and stderr (every stdout byte left is kept in ``stdout_lines``)."""
+        assert self.process.stdout is not None and self.process.stderr is not None
+        code = self.process.wait(timeout)
+        self.stdout_lines.extend(self.take_rest().splitlines(keepends=True))
+        return code, self.process.stderr.read()
 
     def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
             if stream is not None:
                 stream.close()
 
@@ -269,7 +215,7 @@ def test_stdout_carries_only_json_rpc_even_when_a_handler_prints(raw_server: Any
     server.send(_call("intent_status", {"project_root": str(project)}, 2))
     envelope = server.answer(2)["result"]["structuredContent"]
     assert envelope["ok"] is True
-    server.proc.stdin.close()
+    server.process.stdin.close()
     code, stderr = server.finish()
     assert code == 0
     for line in server.stdout_lines:
@@ -287,7 +233,7 @@ def test_arguments_that_are_not_an_object_over_the_wire(raw_server: Any, project
     server.send(_call("intent_status", arguments, 2))
     envelope = server.answer(2)["result"]["structuredContent"]
     expected = "PROJECT_ROOT_REQUIRED" if arguments is None else "INVALID_ARGUMENTS"
-    assert _code(envelope) == expected
+    assert error_code(envelope) == expected
     server.send(_call("intent_status", {"project_root": str(project)}, 3))
     assert server.answer(3)["result"]["structuredContent"]["ok"] is True
 
@@ -312,7 +258,7 @@ def test_intentloop_serve_is_the_same_server(raw_server: Any, project: Path) -> 
     server.send(_call("intent_status", {"project_root": str(project)}, 2))
     assert server.answer(2)["result"]["structuredContent"]["ok"] is True
     started = time.monotonic()
-    server.proc.stdin.close()
+    server.process.stdin.close()
     code, stderr = server.finish()
     assert time.monotonic() - started < HANG_BOUND_S
     assert code == 0, stderr
@@ -325,13 +271,13 @@ def test_server_exits_promptly(raw_server: Any, how: str) -> None:
     server.initialize()
     started = time.monotonic()
     if how == "eof":
-        server.proc.stdin.close()
+        server.process.stdin.close()
     else:
         for index, name in enumerate(how.split("+")):
             if index:
                 time.sleep(0.1)  # Claude Code sends SIGINT, then SIGTERM about 100 ms later
-            if server.proc.poll() is None:
-                server.proc.send_signal(getattr(signal, name))
+            if server.process.poll() is None:
+                server.process.send_signal(getattr(signal, name))
     code, stderr = server.finish(timeout=HANG_BOUND_S + 5)
     elapsed = time.monotonic() - started
     assert elapsed < HANG_BOUND_S, f"{how}: exited after {elapsed:.2f} s"

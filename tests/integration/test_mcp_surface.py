@@ -11,7 +11,6 @@ strict schema answers INVALID_ARGUMENTS first), INVALID_DISPUTE (a statement is 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 import subprocess
@@ -19,29 +18,16 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import trio
 
-
-def _load_helpers() -> ModuleType:
-    name = "intentloop_tests_mcp_helpers"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("_mcp_helpers.py"))
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-H = _load_helpers()
-Surface = H.Surface
-source = H.source
-_explicit, _inference, _evidence, _statements = H.explicit, H.inference, H.evidence, H.statements
-META_KEY: str = H.META_KEY
-project, other_project = H.project, H.other_project  # fixtures
+from _support import mcp_client as H
+from _support.mcp_client import META_KEY, Surface, source
+from _support.tool_args import evidence as _evidence
+from _support.tool_args import explicit as _explicit
+from _support.tool_args import inference as _inference
+from _support.tool_args import statements as _statements
 
 NIL_UUID = "00000000-0000-0000-0000-000000000000"  # passes the published schema pattern, not the service's check
 GITHUB_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"  # the shape of a GitHub token, 36 characters after ghp_

@@ -6,73 +6,19 @@ tool's success path on real storage, and unknown keys and wrong types on every t
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-from mcp import Client
-from mcp.client.stdio import StdioServerParameters
-
 from intentloop.mcp import TOOL_NAMES
-from intentloop.model import project_id_for
 
-SERVE = [sys.executable, "-m", "intentloop.mcp"]
+from _support.mcp_client import Surface, server, source
+
 NIL_TASK = "5a0c2d4e-6f70-4a1b-8c2d-3e4f5a6b7c8d"
 
 
-@pytest.fixture
-def data_root(tmp_path: Path) -> Path:
-    root = tmp_path / "data"
-    root.mkdir(mode=0o700)
-    return root
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    return root
-
-
-def _client(data_root: Path) -> Client:
-    params = StdioServerParameters(
-        command=SERVE[0], args=SERVE[1:], env={"INTENT_LOOP_DATA_DIR": str(data_root)}, cwd=str(data_root)
-    )
-    return Client(params, mode="legacy")
-
-
-class Session:
-    """Calls tools for one project and checks that every answer is a well-formed envelope."""
-
-    def __init__(self, client: Client, project: Path) -> None:
-        self.client = client
-        self.root = str(project)
-        self.project_id = project_id_for(str(project.resolve()))
-
-    async def envelope(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        result = await self.client.call_tool(tool, {"project_root": self.root, **arguments})
-        envelope = result.structured_content
-        assert isinstance(envelope, dict)
-        assert json.loads(result.content[0].text) == envelope  # type: ignore[union-attr]
-        assert result.is_error is (not envelope["ok"])
-        assert envelope["operation"] == tool and envelope["schema_version"] == 1
-        return envelope
-
-    async def ok(self, tool: str, arguments: dict[str, Any]) -> Any:
-        envelope = await self.envelope(tool, arguments)
-        assert envelope["ok"] is True, (tool, envelope)
-        assert envelope["project_id"] == self.project_id
-        return envelope["result"]
-
-
-def _source(kind: str, event_id: str) -> dict[str, str]:
-    return {"kind": kind, "event_id": event_id}
-
-
 async def test_every_tool_succeeds_end_to_end(data_root: Path, project: Path) -> None:
-    async with _client(data_root) as client:
-        s = Session(client, project)
+    async with server(data_root) as client:
+        s = Surface(client, project)
         used: set[str] = set()
 
         async def ok(tool: str, arguments: dict[str, Any]) -> Any:
@@ -99,7 +45,7 @@ async def test_every_tool_succeeds_end_to_end(data_root: Path, project: Path) ->
                 **base,
                 "request_id": "r-explicit",
                 "statement": "Ship the CLI before the web UI",
-                "source_ref": _source("user_event", "turn-1"),
+                "source_ref": source("user_event", "turn-1"),
                 "confirmation_reason": "direct_statement",
             },
         )
@@ -110,7 +56,7 @@ async def test_every_tool_succeeds_end_to_end(data_root: Path, project: Path) ->
                 **base,
                 "request_id": "r-inferred",
                 "statement": "The user probably prefers small commits",
-                "source_ref": _source("agent_turn", "turn-2"),
+                "source_ref": source("agent_turn", "turn-2"),
                 "confidence": 0.6,
             },
         )
@@ -121,7 +67,7 @@ async def test_every_tool_succeeds_end_to_end(data_root: Path, project: Path) ->
                 **base,
                 "request_id": "r-evidence",
                 "statement": "The test suite passes on Python 3.11",
-                "source_ref": _source("tool_result", "pytest-1"),
+                "source_ref": source("tool_result", "pytest-1"),
                 "feedback_class": "keep",
             },
         )
@@ -132,7 +78,7 @@ async def test_every_tool_succeeds_end_to_end(data_root: Path, project: Path) ->
                 **base,
                 "request_id": "r-unknown",
                 "statement": "Whether Windows must be supported",
-                "source_ref": _source("agent_turn", "turn-3"),
+                "source_ref": source("agent_turn", "turn-3"),
             },
         )
         assert unknown["epistemic_status"] == "unknown" and "unknown" in unknown["facets"]
@@ -142,7 +88,7 @@ async def test_every_tool_succeeds_end_to_end(data_root: Path, project: Path) ->
                 **base,
                 "request_id": "r-dispute",
                 "statement": "Small commits conflict with shipping the CLI first",
-                "source_ref": _source("agent_turn", "turn-4"),
+                "source_ref": source("agent_turn", "turn-4"),
                 "related_claim_ids": [explicit["claim_id"], inferred["claim_id"]],
             },
         )
@@ -153,7 +99,7 @@ async def test_every_tool_succeeds_end_to_end(data_root: Path, project: Path) ->
                 **base,
                 "request_id": "r-replace",
                 "statement": "The user prefers one commit per feature",
-                "source_ref": _source("agent_turn", "turn-5"),
+                "source_ref": source("agent_turn", "turn-5"),
                 "replacement_kind": "inferred",
                 "supersedes": [inferred["claim_id"]],
                 "confidence": 0.7,
@@ -167,7 +113,7 @@ async def test_every_tool_succeeds_end_to_end(data_root: Path, project: Path) ->
                 "request_id": "r-invalidate",
                 "claim_id": evidence["claim_id"],
                 "reason": "The run used a stale lock file",
-                "source_ref": _source("tool_result", "pytest-2"),
+                "source_ref": source("tool_result", "pytest-2"),
             },
         )
         assert invalidated["claim_id"] == evidence["claim_id"]
@@ -186,7 +132,7 @@ async def test_every_tool_succeeds_end_to_end(data_root: Path, project: Path) ->
 
         mode = await ok("intent_set_mode", {"task_id": task, "request_id": "r-off", "mode": "off"})
         assert mode["mode"] == "off"
-        off = await s.envelope("intent_get_snapshot", {"task_id": task})
+        off = await s.call("intent_get_snapshot", {"task_id": task})
         assert off["ok"] is False and off["error"]["code"] == "MODE_OFF"
         assert (await ok("intent_set_mode", {"task_id": task, "request_id": "r-on", "mode": "on"}))["mode"] == "on"
 
@@ -293,15 +239,15 @@ def _dotted(path: tuple[str, ...]) -> str:
 
 async def test_unknown_keys_and_wrong_types_on_every_tool(data_root: Path, project: Path) -> None:
     failures: list[str] = []
-    async with _client(data_root) as client:
-        s = Session(client, project)
+    async with server(data_root) as client:
+        s = Surface(client, project)
         for tool in TOOL_NAMES:
-            control = await s.envelope(tool, VALID[tool])
+            control = await s.call(tool, VALID[tool])
             if not control["ok"] and control["error"]["code"] == "INVALID_ARGUMENTS":
                 failures.append(f"{tool}: the valid arguments were refused: {control['error']}")
 
             path = UNKNOWN_KEY[tool]
-            envelope = await s.envelope(tool, _with(VALID[tool], path, "bogus_key", 1))
+            envelope = await s.call(tool, _with(VALID[tool], path, "bogus_key", 1))
             message = envelope.get("error", {}).get("message", "")
             if envelope["ok"] or envelope["error"]["code"] != "INVALID_ARGUMENTS" or "`bogus_key`" not in message:
                 failures.append(f"{tool}: unknown key at {_dotted(path)} answered {envelope}")
@@ -309,7 +255,7 @@ async def test_unknown_keys_and_wrong_types_on_every_tool(data_root: Path, proje
                 failures.append(f"{tool}: unknown key message does not name {_dotted(path)}: {message}")
 
             field_path, value = WRONG_TYPE[tool]
-            envelope = await s.envelope(tool, _with(VALID[tool], field_path[:-1], field_path[-1], value))
+            envelope = await s.call(tool, _with(VALID[tool], field_path[:-1], field_path[-1], value))
             message = envelope.get("error", {}).get("message", "")
             if envelope["ok"] or envelope["error"]["code"] != "INVALID_ARGUMENTS":
                 failures.append(f"{tool}: wrong type at {_dotted(field_path)} answered {envelope}")

@@ -8,36 +8,22 @@ variables its ``env_vars`` names; its hooks inherit Codex's whole environment pl
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
 from intentloop.store import ROOT_ENV_VARS, resolve_data_root
 
+from _support import mcp_client as H
+
 REPO = Path(__file__).resolve().parents[2]
 BIN = str(Path(sys.executable).parent)
 #: What Codex passes to every MCP server from its own environment (besides the entry's env and env_vars).
 CODEX_SERVER_BASE = ("HOME", "PATH", "USER", "LANG", "TERM", "TMPDIR")
-
-
-def _load_helpers() -> ModuleType:
-    name = "intentloop_tests_mcp_helpers"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("_mcp_helpers.py"))
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-H = _load_helpers()
 
 
 def _entry() -> dict[str, Any]:

@@ -7,32 +7,17 @@ that drifts from the tools fails here.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
 from intentloop.mcp import TOOL_NAMES
 
+from _support import mcp_client as H
 
-def _load_helpers() -> ModuleType:
-    name = "intentloop_tests_mcp_helpers"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("_mcp_helpers.py"))
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-H = _load_helpers()
-project = H.project  # fixture
 README = Path(__file__).resolve().parents[2] / "README.md"
 ROW = re.compile(r"^\|\s*`(?P<tool>intent_[a-z_]+)`\s*\|\s*`(?P<example>[^`]+)`\s*\|")
 PLACEHOLDER_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -539,7 +539,30 @@ async def measure_lock_faults(work: Path) -> dict[str, Any]:
     finally:
         holder.kill()
         holder.wait()
+    out["hook_stuck_stdin_ms"] = _median([_stuck_stdin_ms(data_root) for _ in range(5)])
+    out["hook_stuck_stdin_deadline_ms"] = STUCK_STDIN_DEADLINE_S * 1000
     return out
+
+
+STUCK_STDIN_DEADLINE_S = 0.6
+
+
+def _stuck_stdin_ms(data_root: Path) -> float:
+    """Spawn → exit of a hook whose stdin never ends, under a 0.6 s deadline (its watchdog answers fail-open)."""
+    env = {**_env(data_root), "INTENT_LOOP_HOOK_DEADLINE_S": str(STUCK_STDIN_DEADLINE_S)}
+    t0 = time.perf_counter()
+    with subprocess.Popen(
+        [INTENTLOOP, "hook"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
+    ) as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(b'{"hook_event_name": "SessionStart"')  # and never close it
+        proc.stdin.flush()
+        answer = proc.stdout.read()
+        proc.wait(timeout=30)
+        elapsed = (time.perf_counter() - t0) * 1000
+    if b'"continue":true' not in answer:
+        raise RuntimeError(f"the stuck hook did not answer fail-open: {answer!r}")
+    return elapsed
 
 
 def _machine() -> str:

@@ -2,41 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import sys
 from collections.abc import Callable
-from pathlib import Path
-from types import ModuleType
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import pytest
 import trio
 
-from intentloop.errors import IntentLoopError
 from intentloop.mcp.server import McpServer, build_server
 
-
-def load_memory_helpers() -> ModuleType:
-    """``tests/unit/mcp/_memory.py``, loaded once by file path."""
-    name = "intentloop_tests_mcp_memory"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("_memory.py"))
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
+from _support.mcp_memory import MemoryTransport, RawSession, fake_canonicalize, raw_session
 
 TASK_ID = "6f1c1a51-8e7b-4b8f-9a3e-2f3c1d2e4b5a"
-
-
-def fake_canonicalize(raw: str) -> str:
-    """What the store's canonicalizer promises: absolute, existing directory, realpath; else PROJECT_ROOT_INVALID."""
-    if not os.path.isabs(raw) or not os.path.isdir(raw):
-        raise IntentLoopError("project root must be an absolute existing directory", code="PROJECT_ROOT_INVALID")
-    return os.path.realpath(raw)
 
 
 class FakeService:
@@ -76,26 +53,12 @@ def server(make_server: Callable[..., McpServer]) -> McpServer:
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    return root
-
-
-@pytest.fixture
-def other_project(tmp_path: Path) -> Path:
-    root = tmp_path / "other"
-    root.mkdir()
-    return root
-
-
-@pytest.fixture
-def raw() -> Callable[..., Any]:
+def raw() -> Callable[..., AbstractAsyncContextManager[RawSession]]:
     """``raw(server)``: an async context manager yielding an initialized raw JSON-RPC session."""
-    return load_memory_helpers().raw_session  # type: ignore[no-any-return]
+    return raw_session
 
 
 @pytest.fixture
-def connect() -> Callable[[McpServer], Any]:
+def connect() -> Callable[[McpServer], MemoryTransport]:
     """``connect(server)``: the transport to hand ``mcp.Client`` to reach ``server`` in memory."""
-    return load_memory_helpers().MemoryTransport  # type: ignore[no-any-return]
+    return MemoryTransport

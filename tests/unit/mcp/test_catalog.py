@@ -210,8 +210,9 @@ def _constraints(schema: Any, defs: dict[str, Any]) -> Any:
 
 @pytest.mark.parametrize("tool", TOOL_NAMES)
 def test_the_published_schema_and_the_argument_struct_agree_field_by_field(tool: str) -> None:
-    # tool_schemas.json is the published source (byte for byte what clients see); the argument structs decode what it
-    # describes. Every field, type, length, pattern, range, enum, item rule and required flag must agree.
+    # tool_schemas.json is generated from the argument structs by our own walk (intentloop/mcp/schemagen.py); msgspec's
+    # schema of the same structs is an independent derivation of what the decoder accepts. Every field, type, length,
+    # pattern, range, enum, item rule and required flag must agree.
     from intentloop.service.args import TOOL_ARGS
 
     (root,), defs = msgspec.json.schema_components([TOOL_ARGS[tool]])

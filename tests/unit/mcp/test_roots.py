@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +11,8 @@ from intentloop.errors import IntentLoopError
 from intentloop.mcp import roots
 from intentloop.model import project_id_for
 
+from _support.mcp_memory import fake_canonicalize
+
 
 def _meta(cwd: Any, key: str = roots.SANDBOX_META_KEY, **siblings: Any) -> dict[str, Any]:
     return {key: {"sandboxCwd": cwd, **siblings}}
@@ -19,13 +20,6 @@ def _meta(cwd: Any, key: str = roots.SANDBOX_META_KEY, **siblings: Any) -> dict[
 
 def _code(exc: pytest.ExceptionInfo[IntentLoopError]) -> str:
     return exc.value.code
-
-
-def fake_canonicalize(raw: str) -> str:
-    """What the store promises: absolute, existing directory, realpath; else PROJECT_ROOT_INVALID."""
-    if not os.path.isabs(raw) or not os.path.isdir(raw):
-        raise IntentLoopError("project root must be an absolute existing directory", code="PROJECT_ROOT_INVALID")
-    return os.path.realpath(raw)
 
 
 @pytest.mark.parametrize(

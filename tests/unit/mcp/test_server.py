@@ -10,6 +10,7 @@ from typing import Any
 import mcp_types as types
 import pytest
 import trio
+import trio.testing
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
@@ -21,30 +22,15 @@ from intentloop.mcp.server import McpServer
 from intentloop.model import project_id_for
 from intentloop.service import decode_arguments
 
+from _support.mcp_client import META_KEY, envelope_of, error_code, roots_callback
+from _support.mcp_memory import fake_canonicalize
+
 ERAS = ["legacy", "auto"]  # "auto" against an in-process server speaks 2026-07-28 (server/discover, no handshake)
-META_KEY = "codex/sandbox-state-meta"
 TASK = "6f1c1a51-8e7b-4b8f-9a3e-2f3c1d2e4b5a"
 
 
-def _roots(*uris: str) -> Callable[[Any], Any]:
-    async def callback(ctx: Any) -> types.ListRootsResult:
-        return types.ListRootsResult(roots=[types.Root(uri=uri) for uri in uris])
-
-    return callback
-
-
 async def _call(client: Client, name: str, arguments: Any = None, meta: Any = None) -> dict[str, Any]:
-    result = await client.call_tool(name, arguments, meta=meta)
-    envelope = result.structured_content
-    assert isinstance(envelope, dict)
-    assert json.loads(result.content[0].text) == envelope  # type: ignore[union-attr]
-    assert result.is_error is (not envelope["ok"])
-    return envelope
-
-
-def _code(envelope: dict[str, Any]) -> str:
-    assert envelope["ok"] is False, envelope
-    return str(envelope["error"]["code"])
+    return envelope_of(await client.call_tool(name, arguments, meta=meta))
 
 
 # ------------------------------------------------------------------------------------------------ capabilities
@@ -141,7 +127,7 @@ async def test_unexpected_exceptions_are_internal_errors_without_details(
     service.raises = RuntimeError("secret detail /home/u/.ssh")
     async with Client(connect(server), mode="legacy") as client:
         envelope = await _call(client, "intent_status", {"project_root": str(project)})
-    assert _code(envelope) == "INTERNAL_ERROR"
+    assert error_code(envelope) == "INTERNAL_ERROR"
     assert "secret" not in json.dumps(envelope) and "Traceback" not in json.dumps(envelope)
     assert "secret detail" in caplog.text  # the operator still finds it in the server log
 
@@ -149,7 +135,7 @@ async def test_unexpected_exceptions_are_internal_errors_without_details(
 async def test_unknown_tool_is_invalid_arguments(server: McpServer, service: Any, project: Path, connect: Any) -> None:
     async with Client(connect(server), mode="legacy") as client:
         envelope = await _call(client, "intent_frobnicate", {"project_root": str(project)})
-        assert _code(envelope) == "INVALID_ARGUMENTS"
+        assert error_code(envelope) == "INVALID_ARGUMENTS"
         assert "intent_frobnicate" in envelope["error"]["message"]
         assert envelope["operation"] == "intent_frobnicate"
         assert service.calls == []
@@ -164,7 +150,7 @@ async def test_arguments_that_are_not_an_object(
         answer = await session.request("tools/call", {"name": "intent_status", "arguments": arguments})
         envelope = answer["result"]["structuredContent"]
         assert answer["result"]["isError"] is True
-        assert _code(envelope) == "INVALID_ARGUMENTS"
+        assert error_code(envelope) == "INVALID_ARGUMENTS"
         assert envelope["error"]["message"].startswith("Expected `object`, got `")
         assert service.calls == []
         # positive control on the same connection: an object goes through
@@ -177,7 +163,7 @@ async def test_arguments_that_are_not_an_object(
 async def test_absent_arguments_count_as_empty(server: McpServer, raw: Any, project: Path) -> None:
     async with raw(server) as session:
         answer = await session.request("tools/call", {"name": "intent_status"})
-        assert _code(answer["result"]["structuredContent"]) == "PROJECT_ROOT_REQUIRED"
+        assert error_code(answer["result"]["structuredContent"]) == "PROJECT_ROOT_REQUIRED"
         meta = {META_KEY: {"sandboxCwd": project.as_uri()}}
         answer = await session.request("tools/call", {"name": "intent_status", "_meta": meta})
         assert answer["result"]["structuredContent"]["ok"] is True
@@ -188,7 +174,7 @@ async def test_unknown_top_level_key_on_every_tool(server: McpServer, service: A
     async with Client(connect(server), mode="legacy") as client:
         # no project root at all: the unknown key is still what gets reported
         envelope = await _call(client, tool, {"definitely_not_a_field": 1})
-        assert _code(envelope) == "INVALID_ARGUMENTS"
+        assert error_code(envelope) == "INVALID_ARGUMENTS"
         assert "`definitely_not_a_field`" in envelope["error"]["message"]
         assert envelope["project_id"] is None
         assert service.calls == []
@@ -199,16 +185,16 @@ async def test_arguments_are_decoded_before_the_root_is_resolved(
     server: McpServer, service: Any, project: Path, mode: str, connect: Any
 ) -> None:
     bad = {"task_id": TASK, "max_characters": "600"}
-    async with Client(connect(server), mode=mode, list_roots_callback=_roots(project.as_uri())) as client:
+    async with Client(connect(server), mode=mode, list_roots_callback=roots_callback(project.as_uri())) as client:
         # neither a missing root, nor malformed metadata, nor a client round trip comes first
         envelope = await _call(client, "intent_get_snapshot", bad)
-        assert _code(envelope) == "INVALID_ARGUMENTS"
+        assert error_code(envelope) == "INVALID_ARGUMENTS"
         assert "`$.max_characters`" in envelope["error"]["message"]
         envelope = await _call(client, "intent_get_snapshot", bad, meta={META_KEY: {"sandboxCwd": 1}})
-        assert _code(envelope) == "INVALID_ARGUMENTS"
+        assert error_code(envelope) == "INVALID_ARGUMENTS"
         nested = {"task_id": TASK, "request_id": "r", "statement": "s", "facets": ["outcome"], "confidence": 0.5}
         envelope = await _call(client, "intent_add_inference", {**nested, "source_ref": {"kind": "x", "event_id": "e"}})
-        assert _code(envelope) == "INVALID_ARGUMENTS" and "`$.source_ref.kind`" in envelope["error"]["message"]
+        assert error_code(envelope) == "INVALID_ARGUMENTS" and "`$.source_ref.kind`" in envelope["error"]["message"]
         assert service.calls == []
         # positive control: the same call with a valid value reaches the service through the client's root
         good = await _call(client, "intent_get_snapshot", {"task_id": TASK, "max_characters": 600})
@@ -226,7 +212,7 @@ async def test_a_custom_decoder_is_used(make_server: Callable[..., McpServer], p
 
     server = make_server(decode=decode)
     async with Client(connect(server), mode="legacy") as client:
-        assert _code(await _call(client, "intent_status", {"veto": 1})) == "INVALID_ARGUMENTS"
+        assert error_code(await _call(client, "intent_status", {"veto": 1})) == "INVALID_ARGUMENTS"
         assert (await _call(client, "intent_status", {"project_root": str(project)}))["ok"] is True
     assert seen == [("intent_status", {"veto": 1}), ("intent_status", {"project_root": str(project)})]
 
@@ -236,7 +222,7 @@ async def test_wrong_project_root_type_on_every_tool(server: McpServer, service:
     async with Client(connect(server), mode="legacy") as client:
         meta = {META_KEY: {"sandboxCwd": "file:///"}}
         envelope = await _call(client, tool, {"project_root": 42}, meta=meta)
-        assert _code(envelope) == "INVALID_ARGUMENTS"
+        assert error_code(envelope) == "INVALID_ARGUMENTS"
         assert "`$.project_root`" in envelope["error"]["message"]
         assert service.calls == []
 
@@ -264,7 +250,7 @@ async def test_malformed_sandbox_metadata_is_refused_before_the_service(
     async with Client(connect(server), mode=mode) as client:
         for bad in ({"sandboxCwd": "relative/dir"}, {"sandboxPolicy": {}}, "file:///x", {"sandboxCwd": 3}):
             envelope = await _call(client, "intent_status", {"project_root": str(project)}, meta={META_KEY: bad})
-            assert _code(envelope) == "PROJECT_ROOT_METADATA_INVALID", bad
+            assert error_code(envelope) == "PROJECT_ROOT_METADATA_INVALID", bad
             assert envelope["project_id"] is None
     assert service.calls == []
 
@@ -276,9 +262,9 @@ async def test_explicit_root_must_match_the_sandbox(
     meta = {META_KEY: {"sandboxCwd": project.as_uri()}}
     async with Client(connect(server), mode=mode) as client:
         mismatch = await _call(client, "intent_status", {"project_root": str(other_project)}, meta=meta)
-        assert _code(mismatch) == "PROJECT_ROOT_MISMATCH"
+        assert error_code(mismatch) == "PROJECT_ROOT_MISMATCH"
         invalid = await _call(client, "intent_status", {"project_root": str(tmp_path / "nope")}, meta=meta)
-        assert _code(invalid) == "PROJECT_ROOT_INVALID"
+        assert error_code(invalid) == "PROJECT_ROOT_INVALID"
         assert service.calls == []
         same = await _call(client, "intent_status", {"project_root": str(project) + "/"}, meta=meta)
         assert same["ok"] is True
@@ -291,15 +277,15 @@ async def test_project_root_argument(
     async with Client(connect(server), mode=mode) as client:
         assert (await _call(client, "intent_status", {"project_root": str(project)}))["ok"] is True
         missing = await _call(client, "intent_status", {"project_root": str(tmp_path / "nope")})
-        assert _code(missing) == "PROJECT_ROOT_INVALID"
+        assert error_code(missing) == "PROJECT_ROOT_INVALID"
         relative = await _call(client, "intent_status", {"project_root": "relative/dir"})
-        assert _code(relative) == "PROJECT_ROOT_INVALID"
+        assert error_code(relative) == "PROJECT_ROOT_INVALID"
     assert len(service.calls) == 1
 
 
 @pytest.mark.parametrize("mode", ERAS)
 async def test_exactly_one_client_root(server: McpServer, service: Any, project: Path, mode: str, connect: Any) -> None:
-    async with Client(connect(server), mode=mode, list_roots_callback=_roots(project.as_uri())) as client:
+    async with Client(connect(server), mode=mode, list_roots_callback=roots_callback(project.as_uri())) as client:
         envelope = await _call(client, "intent_status", {})
     assert envelope["ok"] is True
     assert envelope["project_id"] == project_id_for(str(project.resolve()))
@@ -310,9 +296,9 @@ async def test_exactly_one_client_root(server: McpServer, service: Any, project:
 async def test_two_client_roots_are_ambiguous(
     server: McpServer, service: Any, project: Path, other_project: Path, mode: str, connect: Any
 ) -> None:
-    callback = _roots(project.as_uri(), other_project.as_uri())
+    callback = roots_callback(project.as_uri(), other_project.as_uri())
     async with Client(connect(server), mode=mode, list_roots_callback=callback) as client:
-        assert _code(await _call(client, "intent_status", {})) == "PROJECT_ROOT_REQUIRED"
+        assert error_code(await _call(client, "intent_status", {})) == "PROJECT_ROOT_REQUIRED"
         # the argument still works beside ambiguous roots
         assert (await _call(client, "intent_status", {"project_root": str(other_project)}))["ok"] is True
 
@@ -322,7 +308,7 @@ async def test_sandbox_beats_client_roots(
     server: McpServer, service: Any, project: Path, other_project: Path, mode: str, connect: Any
 ) -> None:
     meta = {META_KEY: {"sandboxCwd": project.as_uri()}}
-    async with Client(connect(server), mode=mode, list_roots_callback=_roots(other_project.as_uri())) as client:
+    async with Client(connect(server), mode=mode, list_roots_callback=roots_callback(other_project.as_uri())) as client:
         envelope = await _call(client, "intent_status", {}, meta=meta)
     assert envelope["project_id"] == project_id_for(str(project.resolve()))
 
@@ -332,7 +318,7 @@ async def test_no_root_anywhere_is_required_and_does_not_wait(server: McpServer,
     async with Client(connect(server), mode=mode) as client:
         with trio.fail_after(1):
             envelope = await _call(client, "intent_status", {})
-    assert _code(envelope) == "PROJECT_ROOT_REQUIRED"
+    assert error_code(envelope) == "PROJECT_ROOT_REQUIRED"
     assert envelope["project_id"] is None
 
 
@@ -347,7 +333,7 @@ async def test_a_client_that_never_answers_roots_is_bounded(
     async with Client(connect(server), mode="legacy", list_roots_callback=never) as client:
         with trio.fail_after(2):
             envelope = await _call(client, "intent_status", {})
-            assert _code(envelope) == "PROJECT_ROOT_REQUIRED"
+            assert error_code(envelope) == "PROJECT_ROOT_REQUIRED"
             # positive control: the same connection still serves an explicit root
             assert (await _call(client, "intent_status", {"project_root": str(project)}))["ok"] is True
 
@@ -357,7 +343,7 @@ async def test_a_client_whose_roots_fail_gets_root_required(server: McpServer, c
         return types.ErrorData(code=-32603, message="no roots here")
 
     async with Client(connect(server), mode="legacy", list_roots_callback=refuse) as client:
-        assert _code(await _call(client, "intent_status", {})) == "PROJECT_ROOT_REQUIRED"
+        assert error_code(await _call(client, "intent_status", {})) == "PROJECT_ROOT_REQUIRED"
 
 
 # ---------------------------------------------------------------------------------------------------- outputs
@@ -403,3 +389,30 @@ async def test_unknown_resource_uri(server: McpServer, connect: Any) -> None:
         with pytest.raises(MCPError) as exc:
             await client.read_resource("intent-loop://skill/other")
         assert exc.value.error.code == -32002
+
+
+class _WarmingService:
+    """A service that records what the server asks it to verify ahead of the first call."""
+
+    def __init__(self) -> None:
+        self.warmed: list[tuple[str, str]] = []
+
+    async def run(self, tool: str, args: Any, *, project_root: str, project_id: str) -> Any:
+        raise AssertionError("no call is made")
+
+    async def warm(self, project_root: str, project_id: str) -> None:
+        self.warmed.append((project_root, project_id))
+
+
+@pytest.mark.parametrize("where", ["project", "missing", "none"])
+async def test_the_working_directorys_project_is_warmed_once_the_service_loads(
+    project: Path, tmp_path: Path, where: str
+) -> None:
+    service = _WarmingService()
+    warm_root = {"project": str(project), "missing": str(tmp_path / "missing"), "none": None}[where]
+    server = McpServer(service, canonicalize=fake_canonicalize, decode=decode_arguments, warm_root=warm_root)
+    server.start_loading()
+    await server.ready()
+    await trio.testing.wait_all_tasks_blocked()
+    expected = [(str(project), project_id_for(str(project)))] if where == "project" else []
+    assert service.warmed == expected  # a directory that is not one warms nothing, and nothing fails

@@ -72,11 +72,6 @@ class Project:
 
 
 @pytest.fixture
-def data_root(tmp_path: Path) -> Path:
-    return tmp_path / "data"
-
-
-@pytest.fixture
 def project(data_root: Path) -> Project:
     return Project(data_root)
 

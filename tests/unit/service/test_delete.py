@@ -11,10 +11,6 @@ from intentloop.service._rules import claim_fingerprint_input, start_fingerprint
 from intentloop.store import ProjectStore
 
 
-def _events(h: Any) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in h.ledger_lines()]
-
-
 async def _delete_claim(h: Any, task: str, claim_id: str) -> dict[str, Any]:
     result: dict[str, Any] = await h.call(
         "intent_delete", task_id=task, target="claim", claim_id=claim_id, confirmation=f"DELETE CLAIM {claim_id}"
@@ -58,7 +54,7 @@ async def test_deleting_a_claim_leaves_no_byte_of_it(h: Any) -> None:
     by_id = {c["claim_id"]: c for c in (await h.call("intent_export", task_id=task))["claims"]}
     assert by_id[dispute["claim_id"]]["related_claim_ids"] == [kept["claim_id"]]
     assert by_id[replacement["claim_id"]]["supersedes"] == []
-    for event in _events(h):
+    for event in h.events():
         if event["event_type"] in ("claim_added", "claim_replaced"):
             claim = event["payload"]["claim"]
             assert event["payload"]["request_fingerprint"] == request_fingerprint(
@@ -78,7 +74,7 @@ async def test_deleting_an_invalidated_claim_removes_its_invalidation(h: Any) ->
         source_ref=h.agent_src(),
     )
     await _delete_claim(h, task, claim["claim_id"])
-    assert [e["event_type"] for e in _events(h)] == ["task_started"]
+    assert [e["event_type"] for e in h.events()] == ["task_started"]
     assert b"not true" not in h.disk_bytes()
 
 
@@ -87,7 +83,7 @@ async def test_deleting_an_initial_claim_recomputes_the_start_fingerprint(h: Any
     task = snap["task_id"]
     goes = next(c for c in snap["active_claims"] if c["statement"] == "goes ZX-91")
     await _delete_claim(h, task, goes["claim_id"])
-    (started,) = _events(h)
+    (started,) = h.events()
     payload = started["payload"]
     assert [c["statement"] for c in payload["initial_claims"]] == ["stays"]
     assert payload["request_fingerprint"] == request_fingerprint(
@@ -105,7 +101,7 @@ async def test_deleting_an_imported_claim_rewrites_the_import(h: Any) -> None:
     snap = await h.call("intent_import", task_id=target, request_id="imp", graph=graph)
     doomed = next(c for c in snap["active_claims"] if c["statement"] == "imported two KV-7")
     await _delete_claim(h, target, doomed["claim_id"])
-    imported = _events(h)[-1]
+    imported = h.events()[-1]
     assert [c["statement"] for c in imported["payload"]["claims"]] == ["imported one"]
     assert imported["payload"]["request_fingerprint"] == request_fingerprint(
         "import_graph_after_delete",
@@ -153,9 +149,13 @@ async def test_deleting_a_claim_of_a_private_task(h: Any) -> None:
     base_claim = (await h.snapshot(task))["active_claims"][0]
     await h.call("intent_set_mode", task_id=task, request_id="p", mode="private")
     private_claim = await h.inferred(task, "private only")
+    durable = h.ledger.stat()
     await _delete_claim(h, task, private_claim["claim_id"])
     assert [c["statement"] for c in (await h.snapshot(task))["active_claims"]] == ["durable base"]
+    after = h.ledger.stat()  # nothing durable held it: the ledger was not rewritten
+    assert (after.st_ino, after.st_mtime_ns) == (durable.st_ino, durable.st_mtime_ns)
     await _delete_claim(h, task, base_claim["claim_id"])
+    assert h.ledger.stat().st_ino != durable.st_ino  # the control: a durable claim's deletion rewrites it
     assert (await h.snapshot(task))["active_claims"] == []
     assert base_claim["claim_id"].encode() not in h.disk_bytes()
     events = h.service._engine.private.get(h.project_id, task)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
 from intentloop.errors import IntentLoopError
 from intentloop.model import EventDraft
@@ -479,15 +480,18 @@ async def test_data_dir_required(h: Any, monkeypatch: pytest.MonkeyPatch) -> Non
     ] == 0
 
 
-async def test_lock_timeout(h: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+async def test_lock_timeout(h: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, autojump_clock: Any) -> None:
+    # The service waits for the lock on trio's clock: the 0.3 s window passes in virtual time.
     task = await h.start()
     monkeypatch.setenv("INTENT_LOOP_LOCK_WAIT_S", "0.3")
     monkeypatch.setenv("INTENT_LOOP_LOCK_CEILING_S", "0.6")
     fresh = h.restarted()
     store = ProjectStore(h.data_root, h.project_id)
     with store.locked():
+        waited_from = trio.current_time()
         error = await fresh.fails("LOCK_TIMEOUT", "intent_mark_unknown", **_unknown(fresh, task))
         assert error.retryable
+        assert trio.current_time() - waited_from >= 0.3  # the wait ran on trio's clock, not on a blocked thread
         assert (await fresh.snapshot(task))["task_id"] == task  # reads never wait for the lock
     assert await fresh.call("intent_mark_unknown", **_unknown(fresh, task))
     assert os.path.isdir(h.project_dir)

@@ -15,10 +15,6 @@ from intentloop.store import ProjectStore
 OLD = "2025-01-01T00:00:00.000Z"
 
 
-def _events(h: Any) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in h.ledger_lines()]
-
-
 def _claim(claim_id: str, statement: str, status: str, role: str, **extra: Any) -> dict[str, Any]:
     return {
         "claim_id": claim_id,
@@ -215,7 +211,7 @@ async def test_mark_bitemporal(h: Any) -> None:
         request_id="imp",
         graph=_graph(_claim("2c3d4e5f-6a7b-4c8d-9e0f-1a2b3c4d5e6f", "valid since 2025", "evidence", "evidence")),
     )
-    events = _events(h)
+    events = h.events()
     added = next(e for e in events if e["event_type"] == "claim_added")
     imported_event = next(e for e in events if e["event_type"] == "graph_imported")
     imported = imported_event["payload"]["claims"][0]
@@ -236,7 +232,7 @@ async def test_mark_bitemporal(h: Any) -> None:
         reason="user withdrew it",
         source_ref=h.user_src(),
     )
-    invalidation = _events(h)[-1]
+    invalidation = h.events()[-1]
     assert invalidation["payload"]["invalidated_at"] and invalidation["occurred_at"]
     graph = await h.call("intent_export", task_id=task)
     kept = {c["statement"]: c for c in graph["claims"]}
@@ -330,7 +326,7 @@ async def test_mark_audit_log(h: Any) -> None:
         source_ref=h.user_src(),
     )
     await h.call("intent_set_mode", task_id=task, request_id="off", mode="off")
-    events = _events(h)
+    events = h.events()
     assert [e["event_type"] for e in events] == [
         "task_started",
         "claim_added",

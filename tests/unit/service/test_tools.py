@@ -33,12 +33,6 @@ SNAPSHOT_KEYS = [
 ]
 
 
-def _events(h: Any) -> list[dict[str, Any]]:
-    import json
-
-    return [json.loads(line) for line in h.ledger_lines()]
-
-
 async def test_status_of_an_empty_project_creates_nothing(h: Any) -> None:
     result = await h.call("intent_status")
     assert result == {
@@ -78,7 +72,7 @@ async def test_start_task_with_initial_claims_in_one_event(h: Any) -> None:
         "sha256": sha256_hex(canonical_bytes({"request_id": "start-1", "index": 0, "statement": first["statement"]})),
     }
     assert first["valid_from"] == first["last_confirmed"]
-    events = _events(h)
+    events = h.events()
     assert [e["event_type"] for e in events] == ["task_started"]
     payload = events[0]["payload"]
     assert payload["label"] == "Refactor the parser"
@@ -112,14 +106,14 @@ async def test_start_without_request_id_generates_one(h: Any) -> None:
     a = await h.call("intent_start_task")
     b = await h.call("intent_start_task")
     assert a["task_id"] != b["task_id"]
-    assert all(e["request_id"].startswith("start:") for e in _events(h))
+    assert all(e["request_id"].startswith("start:") for e in h.events())
 
 
 async def test_start_existing_task_reassociates_with_mode_set(h: Any) -> None:
     task = await h.start("x", host_session_id="session-old")
     snap = await h.call("intent_start_task", task_id=task, request_id="again", host_session_id="session-new")
     assert snap["task_id"] == task
-    last = _events(h)[-1]
+    last = h.events()[-1]
     assert last["event_type"] == "mode_set"
     assert last["payload"]["host_session_hash"] == session_hash("session-new")
     assert last["payload"]["mode"] == "on"
@@ -140,7 +134,7 @@ async def test_add_explicit_returns_the_claim(h: Any) -> None:
     assert set(claim) == CLAIM_KEYS
     assert (claim["role"], claim["epistemic_status"], claim["facets"]) == ("user", "explicit", ["soft_constraint"])
     assert claim["last_confirmed"] == claim["valid_from"]
-    event = _events(h)[-1]
+    event = h.events()[-1]
     assert (event["event_type"], event["actor"], event["payload"]["claim"]) == ("claim_added", "user", claim)
 
 
@@ -156,7 +150,7 @@ async def test_add_inference_claim_and_long_term_candidate(h: Any) -> None:
     assert set(candidate) == {"candidate_id", "candidate_type", "source_ref", "created_at", "summary", "task_ids"}
     assert candidate["candidate_type"] == "long_term_preference"
     assert (candidate["summary"], candidate["task_ids"]) == ("likes dark themes", [task])
-    event = _events(h)[-1]
+    event = h.events()[-1]
     assert event["event_type"] == "candidate_added"
     assert event["payload"]["signal_key"] == "theme"
     assert event["payload"]["eligible_for_confirmation"] is False
@@ -182,7 +176,7 @@ async def test_add_evidence_with_feedback_class(h: Any) -> None:
         "implementation_change",
     )
     assert claim["source_ref"] == {"kind": "tool_result", "sha256": "b" * 64, "excerpt": "bench: 3% slower"}
-    assert _events(h)[-1]["actor"] == "evidence"
+    assert h.events()[-1]["actor"] == "evidence"
 
 
 async def test_mark_unknown_and_dispute(h: Any) -> None:
@@ -236,7 +230,7 @@ async def test_replace_claim_supersedes_and_keeps_history(h: Any) -> None:
     )
     assert new["supersedes"] == [old["claim_id"]]
     assert new["last_confirmed"] == new["valid_from"]
-    assert _events(h)[-1]["event_type"] == "claim_replaced"
+    assert h.events()[-1]["event_type"] == "claim_replaced"
     snap = await h.snapshot(task)
     assert [c["statement"] for c in snap["active_claims"]] == ["use sqlite"]
     export = await h.call("intent_export", task_id=task)
@@ -256,7 +250,7 @@ async def test_invalidate_result_and_event(h: Any) -> None:
     )
     assert set(result) == {"claim_id", "invalidated_at", "reason"}
     assert (result["claim_id"], result["reason"]) == (claim["claim_id"], "user said the opposite")
-    event = _events(h)[-1]
+    event = h.events()[-1]
     assert (event["event_type"], event["actor"]) == ("claim_invalidated", "agent")
     assert event["payload"]["request_fingerprint"] == request_fingerprint(
         "invalidate_claim",
@@ -329,7 +323,7 @@ async def test_import_remaps_ids_and_marks_provenance(h: Any) -> None:
     assert all(
         c["source_ref"]["kind"] == "explicit_import" and set(c["source_ref"]) == {"kind", "sha256"} for c in imported
     )
-    event = _events(h)[-1]
+    event = h.events()[-1]
     assert event["event_type"] == "graph_imported"
     assert event["payload"]["imported_from"]["history_complete"] is False
     assert event["payload"]["imported_from"]["source_identity_sha256"] == sha256_hex(
@@ -380,7 +374,7 @@ async def test_set_mode_on_off_and_status(h: Any) -> None:
     on = await h.call("intent_set_mode", task_id=task, request_id="m2", mode="on")
     assert on == {"mode": "on", "persistence_note": "Structured local persistence is enabled."}
     assert (await h.call("intent_set_mode", task_id=task, request_id="m2", mode="on")) == on
-    event = _events(h)[-1]
+    event = h.events()[-1]
     assert event["payload"] == {
         "mode": "on",
         "request_fingerprint": request_fingerprint("set_mode", {"task_id": task, "mode": "on"}),

@@ -6,6 +6,7 @@ import errno
 import os
 import stat
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -36,7 +37,7 @@ def fd_name(fd: int) -> str:
 
 
 @pytest.fixture
-def store(data_root):
+def store(data_root: Path) -> ProjectStore:
     store = ProjectStore(data_root, PID, config=CONFIG)
     append_once(store, "r-1")
     return store

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -22,7 +23,7 @@ def draft(task: str, request_id: str, **payload) -> EventDraft:
 
 
 @pytest.fixture
-def store(data_root):
+def store(data_root: Path) -> ProjectStore:
     return ProjectStore(data_root, PID, config=FAST)
 
 

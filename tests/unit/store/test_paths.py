@@ -53,7 +53,9 @@ def test_data_root_sources_in_order(tmp_path):
         "CODEX_HOME": "/c",
         "PLUGIN_DATA": "/p",
     }
-    assert locate_data_root(env) == DataRoot(Path("/d"), "INTENT_LOOP_DATA_DIR", "INTENT_LOOP_DATA_DIR is set")
+    assert locate_data_root(env) == DataRoot(
+        path=Path("/d"), source="INTENT_LOOP_DATA_DIR", reason="INTENT_LOOP_DATA_DIR is set"
+    )
     del env["INTENT_LOOP_DATA_DIR"]
     found = locate_data_root(env)
     assert (found.path, found.source) == (Path("/x/intentloop/v1"), "default")
@@ -84,7 +86,9 @@ def test_the_original_plugins_data_is_adopted_in_place_until_the_new_root_exists
     (custom / "plugin-data" / "intent-loop" / "v1" / "projects").mkdir(parents=True)
     assert resolve_data_root({**env, "CODEX_HOME": str(custom)}) == custom / "plugin-data" / "intent-loop" / "v1"
     new.mkdir(parents=True)  # once the new root exists, it wins
-    assert locate_data_root(env) == DataRoot(new, "default", "the per-user default (~/.local/share/intentloop/v1)")
+    assert locate_data_root(env) == DataRoot(
+        path=new, source="default", reason="the per-user default (~/.local/share/intentloop/v1)"
+    )
     assert resolve_data_root({**env, "INTENT_LOOP_DATA_DIR": "/d"}) == Path("/d")  # the override still wins
 
 
@@ -172,7 +176,7 @@ def test_modes_are_0700_and_0600_even_under_umask_000(data_root):
 
 
 @pytest.fixture
-def store(data_root):
+def store(data_root: Path) -> ProjectStore:
     store = ProjectStore(data_root, PID, config=FAST)
     write_one(store)
     return store

@@ -9,9 +9,13 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
 
 import pytest
 import trio
+import trio.testing
 
 from intentloop.errors import StorageError
 from intentloop.model import project_id_for
@@ -23,7 +27,7 @@ PATIENT = LockConfig(heartbeat_s=10, stale_s=60, wait_s=30, ceiling_s=60)  # a d
 
 
 @pytest.fixture
-def held(data_root, ledger_kit):
+def held(data_root: Path, ledger_kit: ModuleType) -> Iterator[None]:
     """The project's lock, planted for a live process (never stolen)."""
     process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     ledger_kit.plant_lock(ProjectStore(data_root, PID).project_dir, ledger_kit.owner_record(process.pid))
@@ -56,10 +60,14 @@ def test_the_store_deadline_bounds_a_trio_wait_in_trio_clock_terms(data_root, he
         async with open_locked_ledger(store):
             pass
 
+    # A virtual clock that starts at 0, far from time.monotonic(): only a deadline converted into the trio clock's
+    # terms gives up after 0.3 virtual seconds (one compared raw would wait out the 30 s window instead).
+    clock = trio.testing.MockClock(autojump_threshold=0)
     started = time.monotonic()
     with pytest.raises(StorageError) as info:
-        trio.run(main)
+        trio.run(main, clock=clock)
     assert info.value.code == "LOCK_TIMEOUT"
+    assert clock.current_time() <= 0.3 + 0.1  # polls overshoot by at most one delay
     assert time.monotonic() - started < 10
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from types import ModuleType
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -12,16 +14,18 @@ from hypothesis import strategies as st
 
 from intentloop.store import verify_ledger_bytes
 
+from fixtures.ledgers import ledger_kit as ledger_kit_module
+
 ROOT = "/work/project"
 
 
 @pytest.fixture
-def pid(ledger_kit):
+def pid(ledger_kit: ModuleType) -> str:
     return ledger_kit.project_id_for(ROOT)
 
 
 @pytest.fixture
-def ledger(ledger_kit, pid):
+def ledger(ledger_kit: ModuleType, pid: str) -> tuple[bytes, list[dict[str, Any]]]:
     data, events = ledger_kit.build_ledger(pid, 5)
     return data, events
 
@@ -231,19 +235,7 @@ def test_ten_thousand_events_verify_with_the_right_head(ledger_kit, pid):
     assert result.head_hash == result.events[-1].event_hash
 
 
-def _load_kit():
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).parents[2] / "fixtures" / "ledgers" / "ledger_kit.py"
-    spec = importlib.util.spec_from_file_location("ledger_kit_for_properties", path)
-    assert spec is not None and spec.loader is not None
-    kit = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(kit)
-    return kit
-
-
-_KIT = _load_kit()
+_KIT = ledger_kit_module
 _FIXTURE = _KIT.fixture_bytes()
 _FIXTURE_PID = _KIT.project_id_for(_KIT.FIXTURE_ROOT)
 

@@ -1,14 +1,15 @@
 """In-memory connections to :class:`~intentloop.mcp.server.McpServer` over its real line framing.
 
-Not a test module: the unit tests of the MCP adapter load it by file path (``--import-mode=importlib`` puts no test
-directory on ``sys.path``), through :func:`load` in their conftest. Two ways in: the official SDK client through
-:class:`MemoryTransport`, and raw JSON-RPC dicts through :class:`RawSession` for payloads the SDK refuses to send.
+Used by the unit tests of the MCP adapter (``tests/unit/mcp``). Two ways in: the official SDK client through
+:class:`MemoryTransport`, and raw JSON-RPC dicts through :class:`RawSession` for payloads the SDK refuses to send;
+:func:`fake_canonicalize` stands in for the store's canonicalizer so no test needs storage.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -19,8 +20,16 @@ import trio
 import trio.testing
 from mcp.shared.message import SessionMessage
 
+from intentloop.errors import IntentLoopError
 from intentloop.mcp.server import McpServer
 from intentloop.mcp.stdio import serve_streams
+
+
+def fake_canonicalize(raw: str) -> str:
+    """What the store's canonicalizer promises: absolute, existing directory, realpath; else PROJECT_ROOT_INVALID."""
+    if not os.path.isabs(raw) or not os.path.isdir(raw):
+        raise IntentLoopError("project root must be an absolute existing directory", code="PROJECT_ROOT_INVALID")
+    return os.path.realpath(raw)
 
 
 @asynccontextmanager

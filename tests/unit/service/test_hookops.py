@@ -4,19 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import os
-import stat
-import subprocess
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from intentloop.errors import IntentLoopError, InvalidInputError, StorageError
+from intentloop.errors import IntentLoopError, InvalidInputError
 from intentloop.model import association_context, private_control_context, redact
-from intentloop.service._hookkey import KEY_BYTES, key_path, load_hook_key, load_or_create_hook_key
+from intentloop.service._hookkey import KEY_BYTES, key_path, load_hook_key
 from intentloop.service.hookops import Observation, record_observation, session_context
 
 SESSION = "session-0001"
@@ -178,7 +173,7 @@ def test_held_lock_spools_the_observation_at_the_deadline(project: Any) -> None:
     with project.store.locked(time.monotonic() + 5):
         started = time.monotonic()
         outcome = record_observation(project.data_root, project.root, obs, deadline=time.monotonic() + 0.3)
-        assert time.monotonic() - started < 1.0
+        assert time.monotonic() - started < 4.0  # the lock is held for 5 s: only ignoring the deadline crosses it
         assert (outcome.recorded, outcome.spooled) == (False, True)
         [entry] = list(project.store.paths.spool_dir.iterdir())
         stored = entry.read_bytes()
@@ -205,56 +200,6 @@ def test_relative_cwd_is_refused(project: Any) -> None:
     assert info.value.code == "PROJECT_ROOT_INVALID"
 
 
-# ------------------------------------------------------------------------------------------------ the digest key
-
-
-def test_key_is_private_and_reused(tmp_path: Path) -> None:
-    assert load_hook_key(tmp_path) is None
-    key = load_or_create_hook_key(tmp_path)
-    assert load_or_create_hook_key(tmp_path) == key == load_hook_key(tmp_path)
-    assert stat.S_IMODE(os.stat(key_path(tmp_path)).st_mode) == 0o600
-    assert stat.S_IMODE(os.stat(key_path(tmp_path).parent).st_mode) == 0o700
-    assert [p.name for p in key_path(tmp_path).parent.iterdir()] == ["hook-digest.key"]
-
-
-def test_symlinked_or_loose_key_is_refused(tmp_path: Path) -> None:
-    load_or_create_hook_key(tmp_path)
-    path = key_path(tmp_path)
-    os.chmod(path, 0o644)
-    with pytest.raises(StorageError) as loose:
-        load_hook_key(tmp_path)
-    assert loose.value.code == "UNSAFE_DATA_FILE"
-    os.chmod(path, 0o600)
-    assert load_hook_key(tmp_path) is not None  # positive control
-    target = tmp_path / "elsewhere.key"
-    target.write_bytes(b"k" * KEY_BYTES)
-    os.chmod(target, 0o600)
-    path.unlink()
-    path.symlink_to(target)
-    with pytest.raises(StorageError) as linked:
-        load_hook_key(tmp_path)
-    assert linked.value.code == "PATH_ESCAPE"
-
-
-def test_wrong_size_key_is_refused(tmp_path: Path) -> None:
-    load_or_create_hook_key(tmp_path)
-    key_path(tmp_path).write_bytes(b"short")
-    with pytest.raises(StorageError):
-        load_hook_key(tmp_path)
-
-
-def test_concurrent_creators_agree_on_one_key(tmp_path: Path) -> None:
-    code = (
-        "import sys; from pathlib import Path;"
-        "from intentloop.service._hookkey import load_or_create_hook_key as f;"
-        "print(f(Path(sys.argv[1])).hex())"
-    )
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE) for _ in range(6)]
-    keys = {p.communicate(timeout=30)[0].strip() for p in procs}
-    assert len(keys) == 1 and all(p.returncode == 0 for p in procs)
-    assert [p.name for p in key_path(tmp_path).parent.iterdir()] == ["hook-digest.key"]
-
-
 @pytest.mark.parametrize("change", ["mode_off", "new_claim"])
 def test_decision_is_taken_again_on_a_ledger_changed_before_the_lock(
     project: Any, monkeypatch: pytest.MonkeyPatch, change: str
@@ -277,6 +222,27 @@ def test_decision_is_taken_again_on_a_ledger_changed_before_the_lock(
     outcome = _record(project, turn_id="turn-race")
     assert outcome.recorded is (change == "new_claim")
     assert len(_hooks(project)) == (1 if change == "new_claim" else 0)
+
+
+# ------------------------------------------------------------------- a turn id that looks like a secret
+@pytest.mark.parametrize(
+    "turn_id",
+    ["xK9mP2qR7vL4nT8wZ3bY6cF1hJ5", "k3j9x2m8q7w1z5v4b6n0p2r8tq", "sk_live_" + "a1B2c3D4e5F6g7H8i9J0k1L2"],
+    ids=["base62", "base36", "stripe"],
+)
+def test_a_secret_looking_turn_id_is_not_stored(project: Any, turn_id: str) -> None:
+    project.start_task(SESSION)
+    assert _record(project, turn_id=turn_id, text="go on").recorded
+    (event,) = [e for e in project.events() if e.request_id.startswith("hook:")]
+    assert "event_id" not in event.payload["candidate"]["source_ref"]
+    assert turn_id.encode() not in project.store.ledger_path.read_bytes()
+
+
+def test_an_ordinary_turn_id_is_stored(project: Any) -> None:  # the positive control
+    project.start_task(SESSION)
+    assert _record(project, turn_id="019a2b3c-4d5e-7f60-8a9b-0c1d2e3f4a5b", text="go on").recorded
+    (event,) = [e for e in project.events() if e.request_id.startswith("hook:")]
+    assert event.payload["candidate"]["source_ref"]["event_id"] == "019a2b3c-4d5e-7f60-8a9b-0c1d2e3f4a5b"
 
 
 @pytest.mark.parametrize("change", [None, "new_claim", "mode_off"])

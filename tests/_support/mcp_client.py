@@ -1,9 +1,10 @@
-"""Shared helpers for the surface tests that drive real ``intentloop serve`` subprocesses with the official MCP client.
+"""The official MCP client against real ``intentloop serve`` subprocesses: how the surface tests start a server and
+check every answer.
 
-Not a test module (the leading underscore keeps pytest from collecting it); test files load it by file path, because
-``--import-mode=importlib`` puts no test directory on ``sys.path``. It generalises the ``Session`` of
-``test_mcp_tools.py`` to any project root, ``_meta``, server environment and expected error; the ``project`` fixtures
-are the ones of ``test_mcp_stdio.py``, shared here (assign them in a test module to use them).
+:func:`server` starts a fresh server for the legacy era, :func:`server_params` gives the parameters for any client
+mode, :class:`Surface` calls tools for one project and checks that each answer is a well-formed envelope, and the
+``ledger_*``/``files_containing`` helpers read what the server stored. The arguments of the claim-adding tools come from
+:mod:`_support.tool_args` (re-exported here).
 """
 
 from __future__ import annotations
@@ -11,15 +12,18 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
+import mcp_types as types
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from intentloop.errors import CODES
 from intentloop.model import project_id_for
+
+from _support.tool_args import evidence, explicit, inference, source, statements
 
 META_KEY = "codex/sandbox-state-meta"
 # ``python -m intentloop.mcp`` and the console script are the same server (test_mcp_stdio proves it); both are used.
@@ -28,30 +32,14 @@ SERVE_SCRIPT = [str(Path(sys.executable).with_name("intentloop")), "serve"]
 _UNSET: Any = object()
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    """An empty project directory (import it into a test module to use it as a fixture)."""
-    root = tmp_path / "project"
-    root.mkdir()
-    return root
-
-
-@pytest.fixture
-def other_project(tmp_path: Path) -> Path:
-    """A second project directory, for isolation checks."""
-    root = tmp_path / "other"
-    root.mkdir()
-    return root
-
-
-def server(
+def server_params(
     data_root: Path | None,
     *,
     command: list[str] | None = None,
     env: dict[str, str] | None = None,
     cwd: Path | None = None,
-) -> Client:
-    """A legacy-era MCP client over stdio to a fresh server subprocess.
+) -> StdioServerParameters:
+    """How to start a fresh server subprocess over stdio (the data root need not exist: the server creates it).
 
     ``data_root=None`` starts the server with no data-root variable at all (the SDK passes only HOME, PATH and a few
     other safe variables of its own, never ``CODEX_HOME`` or ``PLUGIN_DATA``).
@@ -62,53 +50,42 @@ def server(
         full_env["INTENT_LOOP_DATA_DIR"] = str(data_root)
     if cwd is None:
         cwd = data_root.parent if data_root is not None else Path.cwd()
-    params = StdioServerParameters(command=command[0], args=command[1:], env=full_env, cwd=str(cwd))
-    return Client(params, mode="legacy")
+    return StdioServerParameters(command=command[0], args=command[1:], env=full_env, cwd=str(cwd))
 
 
-def source(kind: str, event_id: str) -> dict[str, str]:
-    return {"kind": kind, "event_id": event_id}
+def server(
+    data_root: Path | None,
+    *,
+    command: list[str] | None = None,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+) -> Client:
+    """A legacy-era MCP client over stdio to a fresh server subprocess (see :func:`server_params`)."""
+    return Client(server_params(data_root, command=command, env=env, cwd=cwd), mode="legacy")
 
 
-# Arguments of the three claim-adding tools: a direct user statement, a visible inference, a tool's evidence.
-def explicit(task: str, request_id: str, statement: str, event_id: str = "turn-1", **extra: Any) -> dict[str, Any]:
-    return {
-        "task_id": task,
-        "request_id": request_id,
-        "statement": statement,
-        "source_ref": source("user_event", event_id),
-        "facets": ["hard_constraint"],
-        "confirmation_reason": "direct_statement",
-        **extra,
-    }
+def roots_callback(*uris: str) -> Callable[[Any], Any]:
+    """A client's ``roots/list`` answer listing ``uris``."""
+
+    async def callback(ctx: Any) -> types.ListRootsResult:
+        return types.ListRootsResult(roots=[types.Root(uri=uri) for uri in uris])
+
+    return callback
 
 
-def inference(task: str, request_id: str, statement: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "task_id": task,
-        "request_id": request_id,
-        "statement": statement,
-        "source_ref": source("agent_turn", "turn-2"),
-        "facets": ["soft_constraint"],
-        "confidence": 0.6,
-        **extra,
-    }
+def envelope_of(result: types.CallToolResult) -> dict[str, Any]:
+    """The envelope of a ``tools/call`` result, after checking that the text block and ``isError`` agree with it."""
+    envelope = result.structured_content
+    assert isinstance(envelope, dict), result
+    assert json.loads(result.content[0].text) == envelope  # type: ignore[union-attr]
+    assert result.is_error is (not envelope["ok"]), envelope
+    return envelope
 
 
-def evidence(task: str, request_id: str, statement: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "task_id": task,
-        "request_id": request_id,
-        "statement": statement,
-        "source_ref": source("tool_result", "ci-1"),
-        "facets": ["result_feedback"],
-        **extra,
-    }
-
-
-def statements(snapshot: dict[str, Any]) -> set[str]:
-    """The statements of a snapshot's active claims."""
-    return {claim["statement"] for claim in snapshot["active_claims"]}
+def error_code(envelope: dict[str, Any]) -> str:
+    """The code of a failed envelope (asserts that it failed)."""
+    assert envelope["ok"] is False, envelope
+    return str(envelope["error"]["code"])
 
 
 class Surface:
@@ -130,10 +107,7 @@ class Surface:
             result = await self.client.call_tool(tool, arguments)
         else:
             result = await self.client.call_tool(tool, arguments, meta=meta)
-        envelope = result.structured_content
-        assert isinstance(envelope, dict), result
-        assert json.loads(result.content[0].text) == envelope  # type: ignore[union-attr]
-        assert result.is_error is (not envelope["ok"]), envelope
+        envelope = envelope_of(result)
         assert envelope["operation"] == tool and envelope["schema_version"] == 1, envelope
         return envelope
 
@@ -199,16 +173,18 @@ __all__ = [
     "SERVE_MODULE",
     "SERVE_SCRIPT",
     "Surface",
+    "envelope_of",
+    "error_code",
     "evidence",
     "explicit",
     "files_containing",
     "inference",
     "ledger_events",
     "ledger_path",
-    "other_project",
-    "project",
     "project_dir",
+    "roots_callback",
     "server",
+    "server_params",
     "source",
     "statements",
 ]

@@ -1,6 +1,6 @@
 """Raw JSON-RPC over a real ``intentloop serve`` subprocess: the wire-level driver of the conformance tests.
 
-Not a test module (the leading underscore keeps pytest from collecting it). It speaks newline-delimited JSON-RPC
+It speaks newline-delimited JSON-RPC
 directly, so the tests see the exact bytes the server writes, including answers the official client would refuse to
 send or would hide. :func:`tool_scenario` is the fixed sequence of calls whose answers are compared, byte for byte
 after normalising ids, times and paths, with ``tests/fixtures/mcp/sdk_server_answers.json``: the answers the earlier
@@ -9,7 +9,7 @@ server, built on the official ``mcp`` SDK's ``Server`` (commit f5dbfe5), gives f
 When the service's answers change on purpose (a new optional field, a new result key), re-record the fixture with
 that same SDK-based server in front of the current service, and review the fixture's diff::
 
-    python tests/integration/_mcp_wire.py --record-with-sdk-server
+    python tests/_support/mcp_wire.py --record-with-sdk-server
 
 It checks the server's three modules out of git history (``f5dbfe5:intentloop/mcp/{server,stdio,client_roots}.py``)
 into a temporary package and serves the current service, catalog and envelope through them; nothing of it is
@@ -27,6 +27,11 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+if __package__ in (None, ""):  # run as a script (the recording command): make ``_support`` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _support.tool_args import source
 
 SERVE = [sys.executable, "-m", "intentloop.mcp"]
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "mcp" / "sdk_server_answers.json"
@@ -108,6 +113,13 @@ class Wire:
         answer: dict[str, Any] = json.loads(self.request_raw(method, params))
         return answer
 
+    def take_rest(self) -> bytes:
+        """Every byte the server wrote that was not read yet, to EOF (call it once the server has exited)."""
+        assert self.process.stdout is not None
+        rest = self._buffer + self.process.stdout.read()
+        self._buffer = b""
+        return rest
+
     def close(self, timeout: float = 10.0) -> int:
         if self.process.stdin is not None and not self.process.stdin.closed:
             self.process.stdin.close()
@@ -173,10 +185,6 @@ class Era:
         return answer
 
 
-def _source(kind: str, event_id: str) -> dict[str, str]:
-    return {"kind": kind, "event_id": event_id}
-
-
 def tool_scenario(era: Era, project: Path) -> list[bytes]:
     """The fixed sequence whose raw answers are compared: listings, the resource, and every tool (ok and failing)."""
     root = str(project)
@@ -207,7 +215,7 @@ def tool_scenario(era: Era, project: Path) -> list[bytes]:
         "intent_add_explicit",
         request_id="r2",
         statement="Tests must pass on Python 3.11",
-        source_ref=_source("user_event", "turn-7"),
+        source_ref=source("user_event", "turn-7"),
         facets=["hard_constraint"],
         confirmation_reason="direct_statement",
     )
@@ -216,7 +224,7 @@ def tool_scenario(era: Era, project: Path) -> list[bytes]:
         "intent_add_inference",
         request_id="r3",
         statement="The user prefers small commits",
-        source_ref=_source("agent_turn", "turn-8"),
+        source_ref=source("agent_turn", "turn-8"),
         facets=["soft_constraint"],
         confidence=0.6,
     )
@@ -224,7 +232,7 @@ def tool_scenario(era: Era, project: Path) -> list[bytes]:
         "intent_add_evidence",
         request_id="r4",
         statement="CI failed on test_login",
-        source_ref=_source("tool_result", "ci-91"),
+        source_ref=source("tool_result", "ci-91"),
         facets=["result_feedback"],
         feedback_class="implementation_change",
     )
@@ -232,7 +240,7 @@ def tool_scenario(era: Era, project: Path) -> list[bytes]:
         "intent_mark_unknown",
         request_id="r5",
         statement="Unclear whether SSO users are in scope",
-        source_ref=_source("agent_turn", "turn-9"),
+        source_ref=source("agent_turn", "turn-9"),
         facets=["unknown"],
     )
     other = unknown["result"]["structuredContent"]["result"]["claim_id"]
@@ -240,7 +248,7 @@ def tool_scenario(era: Era, project: Path) -> list[bytes]:
         "intent_mark_dispute",
         request_id="r6",
         statement="Speed vs. readability is unresolved",
-        source_ref=_source("user_event", "turn-10"),
+        source_ref=source("user_event", "turn-10"),
         facets=["tradeoff"],
         related_claim_ids=[claim, other],
     )
@@ -248,7 +256,7 @@ def tool_scenario(era: Era, project: Path) -> list[bytes]:
         "intent_replace_claim",
         request_id="r7",
         statement="Tests must pass on 3.11 and 3.12",
-        source_ref=_source("user_event", "turn-11"),
+        source_ref=source("user_event", "turn-11"),
         facets=["hard_constraint"],
         replacement_kind="explicit",
         confirmation_reason="direct_statement",
@@ -260,7 +268,7 @@ def tool_scenario(era: Era, project: Path) -> list[bytes]:
         request_id="r8",
         claim_id=other,
         reason="The user withdrew it",
-        source_ref=_source("user_event", "turn-12"),
+        source_ref=source("user_event", "turn-12"),
     )
     call("intent_get_snapshot", max_characters=1200)
     call("intent_list_candidates")
@@ -282,7 +290,7 @@ def tool_scenario(era: Era, project: Path) -> list[bytes]:
         "intent_add_explicit",
         request_id="r11",
         statement="x",
-        source_ref=_source("tool_result", "t"),
+        source_ref=source("tool_result", "t"),
         facets=["outcome"],
         confirmation_reason="direct_statement",
     )
@@ -347,7 +355,7 @@ def run_scenario(tmp: Path, modern: bool, command: list[str] | None = None) -> l
 def main() -> None:
     import tempfile
 
-    usage = "usage: python tests/integration/_mcp_wire.py --record-with-sdk-server"
+    usage = "usage: python tests/_support/mcp_wire.py --record-with-sdk-server"
     assert sys.argv[1:] == ["--record-with-sdk-server"], usage
     answers = {}
     for name, modern in (("2025-06-18", False), (MODERN, True)):

@@ -1,0 +1,201 @@
+"""The lean store (a server's): verified views hold offsets into the ledger, not events, and every event read back by
+offset must hash to what was verified."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from intentloop.errors import CorruptLedgerError
+from intentloop.model import EventDraft, event_line, project_id_for, seal
+from intentloop.store import LineEvents, LockConfig, ProjectStore, _lines, _project
+
+PID = project_id_for("/lean/view")
+TASKS = [str(uuid.uuid4()) for _ in range(3)]
+CONFIG = LockConfig(heartbeat_s=10, stale_s=30, wait_s=1, ceiling_s=2)
+
+
+def draft(task: str, request_id: str, kind: str = "claim_added") -> EventDraft:
+    return EventDraft(event_type=kind, task_id=task, actor="user", request_id=request_id, payload={"n": request_id})
+
+
+def forget(store: ProjectStore) -> None:
+    _project._cache.drop(str(store.ledger_path))
+
+
+@pytest.fixture(autouse=True)
+def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_lines, "CHUNK_BYTES", 700)  # a few lines per chunk: the chain crosses many chunks
+
+
+@pytest.fixture
+def whole(data_root: Path) -> ProjectStore:
+    store = ProjectStore(data_root, PID, config=CONFIG)
+    with store.locked() as ledger:
+        ledger.append([draft(t, f"start-{i}", "task_started") for i, t in enumerate(TASKS)])
+        ledger.append([draft(TASKS[i % 3], f"r-{i}") for i in range(40)])
+    forget(store)
+    return store
+
+
+@pytest.fixture
+def lean(data_root: Path) -> ProjectStore:
+    return ProjectStore(data_root, PID, config=CONFIG, lean=True)
+
+
+def test_a_lean_read_answers_as_a_whole_read(whole: ProjectStore, lean: ProjectStore) -> None:
+    expected = whole.read()
+    forget(whole)
+    view = lean.read()
+    assert isinstance(view.events, LineEvents)
+    assert isinstance(expected.events, tuple)  # the control: an ordinary store holds the events
+    assert list(view.events) == list(expected.events)
+    assert (view.head_hash, view.byte_length, len(view)) == (expected.head_hash, expected.byte_length, len(expected))
+    assert view.events[0] == expected.events[0] and view.events[-1] == expected.events[-1]
+    assert view.events[5:9] == list(expected.events[5:9])
+    assert view.task_ids() == expected.task_ids()
+    for task in TASKS:
+        assert view.by_task(task) == expected.by_task(task)
+    assert view.find_request(TASKS[1], "r-4") == expected.find_request(TASKS[1], "r-4") is not None
+    assert view.find_request(TASKS[1], "r-5") is None  # r-5 belongs to another task
+    starts = [e for e in expected.events if e.event_type == "task_started"]
+    assert view.of_types({"task_started"}) == expected.of_types({"task_started"}) == starts
+    assert view.of_types({"mode_set"}) == []
+    assert [view.events.task_at(i) for i in range(len(view))] == [e.task_id for e in expected.events]
+    assert lean.verify().ok and len(lean.verify().events) == len(expected)
+
+
+def test_appends_extend_the_lean_view(lean: ProjectStore, whole: ProjectStore) -> None:
+    before = lean.read()
+    with lean.locked() as ledger:
+        ledger.append([draft(TASKS[0], "later-1"), draft(TASKS[2], "later-2")])
+    after = lean.read()
+    assert isinstance(after.events, LineEvents)
+    forget(lean)
+    assert list(after.events) == list(whole.read().events)
+    assert len(before) == len(after) - 2 and before.by_task(TASKS[0])[-1].request_id == "r-39"  # the older view
+    assert after.by_task(TASKS[0])[-1].request_id == "later-1"
+    assert after.find_request(TASKS[2], "later-2") is not None
+
+
+def test_a_new_ledger_and_a_rewritten_one_are_read_back_lean(data_root: Path) -> None:
+    store = ProjectStore(data_root, PID, config=CONFIG, lean=True)
+    with store.locked() as ledger:
+        ledger.append([draft(TASKS[0], "first", "task_started")])
+    assert isinstance(store.read().events, LineEvents)  # not the decoded view the first append left
+    with store.locked() as ledger:
+        ledger.append([draft(TASKS[0], "second")])
+        ledger.rewrite(ledger.view.events[:1])
+    view = store.read()
+    assert isinstance(view.events, LineEvents) and [e.request_id for e in view.events] == ["first"]
+
+
+def test_bytes_changed_after_verification_are_corrupt_ledger(whole: ProjectStore, lean: ProjectStore) -> None:
+    view = lean.read()
+    data = whole.ledger_path.read_bytes()
+    target = event_line(view.by_task(TASKS[1])[3])
+    at = data.index(target) + target.index(b'"n":"r-') + 6
+    with open(whole.ledger_path, "r+b") as fh:  # same size, in place: the verified inode itself
+        fh.seek(at)
+        fh.write(b"R")
+    assert [e.request_id for e in view.by_task(TASKS[0])][-1] == "r-39"  # control: untouched lines still read
+    with pytest.raises(CorruptLedgerError) as caught:
+        view.by_task(TASKS[1])
+    assert caught.value.code == "CORRUPT_LEDGER"
+    with pytest.raises(CorruptLedgerError) as again:
+        list(view.events)
+    assert again.value.code == "CORRUPT_LEDGER"
+    with pytest.raises(CorruptLedgerError):  # and a fresh read verifies the file again
+        lean.read()
+
+
+def test_a_view_reads_the_inode_it_verified(whole: ProjectStore, lean: ProjectStore, data_root: Path) -> None:
+    view = lean.read()
+    expected = list(view.events)
+    other = Path(data_root) / "other.jsonl"
+    event = seal(draft(TASKS[0], "elsewhere", "task_started"), project_id=PID, prev_hash=None)
+    other.write_bytes(event_line(event))
+    os.replace(other, whole.ledger_path)  # a rewrite renames another file over the path
+    assert list(view.events) == expected
+    assert [e.request_id for e in lean.read().events] == ["elsewhere"]
+
+
+@pytest.mark.parametrize("damage", ["middle", "torn"])
+def test_damage_is_reported_as_a_whole_read_reports_it(whole: ProjectStore, lean: ProjectStore, damage: str) -> None:
+    data = whole.ledger_path.read_bytes()
+    if damage == "middle":
+        cut = data.index(b"\n", len(data) // 2) + 1
+        data = data[:cut] + b" " + data[cut:]  # a line that is no longer canonical
+    else:
+        data += b'{"actor":"us'
+    whole.ledger_path.write_bytes(data)
+    expected = whole.verify()
+    forget(whole)
+    got = lean.verify()
+    assert expected.error is not None and got.error is not None
+    assert (got.error.code, got.error.line, got.byte_length, got.damage) == (
+        expected.error.code,
+        expected.error.line,
+        expected.byte_length,
+        expected.damage,
+    )
+    with pytest.raises(CorruptLedgerError):
+        lean.read()
+
+
+def test_a_second_extension_of_the_same_view_copies_its_records(lean: ProjectStore, whole: ProjectStore) -> None:
+    view = lean.read()
+    count = len(view)
+    new_task = str(uuid.uuid4())
+    one = seal(draft(TASKS[0], "one"), project_id=PID, prev_hash=view.head_hash)
+    other = seal(draft(new_task, "other", "task_started"), project_id=PID, prev_hash=view.head_hash)
+    first = view.extended([one], view.byte_length + len(event_line(one)))
+    second = view.extended([other], view.byte_length + len(event_line(other)))  # a branch: the records are copied
+    assert (len(view), len(first), len(second)) == (count, count + 1, count + 1)
+    assert new_task in second.task_ids() and new_task not in first.task_ids() and new_task not in view.task_ids()
+    assert list(first.events.positions(TASKS[0]))[-1] == count  # type: ignore[attr-defined]
+    assert list(second.events.positions(TASKS[0])) == list(view.events.positions(TASKS[0]))  # type: ignore[attr-defined]
+    assert second.events.task_at(count) == new_task and first.events.task_at(count) == TASKS[0]  # type: ignore[attr-defined]
+    assert second.events.of_types({"task_started"}) == [0, 1, 2, count]  # type: ignore[attr-defined]
+    assert first.events.of_types({"task_started"}) == [0, 1, 2]  # type: ignore[attr-defined]
+
+
+def test_is_cached_says_whether_a_read_would_touch_the_ledger(data_root: Path, whole: ProjectStore) -> None:
+    lean = ProjectStore(data_root, PID, config=CONFIG, lean=True)
+    assert not lean.is_cached()  # never read in this process
+    lean.read()
+    assert lean.is_cached()
+    with whole.ledger_path.open("ab") as fh:  # a foreign append: the file is no longer what was verified
+        fh.write(b"")
+    os.utime(whole.ledger_path)
+    assert not lean.is_cached()
+    lean.read()
+    assert lean.is_cached()
+    assert ProjectStore(data_root, project_id_for("/no/ledger/here"), config=CONFIG, lean=True).is_cached()
+
+
+def test_the_task_index_rebuilt_from_a_lean_view_is_the_one_the_events_give(
+    whole: ProjectStore, lean: ProjectStore
+) -> None:
+    from intentloop.store._index import count_bindings, rebuild_index
+
+    with whole.locked() as ledger:  # a binding event in the middle, so the bindings file has more than the starts
+        ledger.append([draft(TASKS[1], "mode", "mode_set"), draft(TASKS[2], "r-last")])
+    decoded = whole.read()
+    forget(whole)
+    view = lean.read()
+    assert isinstance(view.events, LineEvents) and isinstance(decoded.events, tuple)
+
+    def index_of(events: Any) -> dict[str, bytes]:
+        name = rebuild_index(whole.paths, events)
+        assert name is not None
+        return {p.name: p.read_bytes() for p in (whole.project_dir / name).iterdir()}
+
+    expected = index_of(decoded.events)
+    assert len(expected) == len(TASKS) + 2  # a file per task, the bindings and the counts
+    assert index_of(view.events) == expected
+    assert count_bindings(view.events) == count_bindings(decoded.events) == len(TASKS) + 1
