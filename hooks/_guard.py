@@ -230,7 +230,13 @@ def _read_line(fd: int, fire_at: float) -> bytes | None:
 
 
 def _wait_until(pid: int, fire_at: float) -> None:
-    """Reap the child once it has run ``after``; give up (it finishes on its own) at ``fire_at``."""
+    """Reap the child once it has run ``after``; give up (it finishes on its own) at ``fire_at``.
+
+    Where Linux gives a process descriptor (``pidfd_open``), the parent sleeps on it until the child exits; else
+    it polls every 2 ms (which added 1 ms to a hook's wall time on average, up to 2 ms).
+    """
+    if _wait_on_pidfd(pid, fire_at):
+        return
     while True:
         try:
             done, _status = os.waitpid(pid, os.WNOHANG)
@@ -239,6 +245,28 @@ def _wait_until(pid: int, fire_at: float) -> None:
         if done or time.monotonic() >= fire_at:
             return
         time.sleep(0.002)
+
+
+def _wait_on_pidfd(pid: int, fire_at: float) -> bool:
+    """Wait for ``pid`` to exit (or ``fire_at``) on its process descriptor and reap it; ``False`` when there is no
+    such descriptor here, and the caller polls instead."""
+    pidfd_open = getattr(os, "pidfd_open", None)
+    if pidfd_open is None:
+        return False
+    try:
+        fd = pidfd_open(pid)
+    except OSError:
+        return False
+    import select
+
+    try:
+        with contextlib.suppress(OSError, ValueError):
+            select.select([fd], [], [], max(0.0, fire_at - time.monotonic()))
+        with contextlib.suppress(OSError):
+            os.waitpid(pid, os.WNOHANG)
+    finally:
+        os.close(fd)
+    return True
 
 
 def _kill(pid: int) -> None:

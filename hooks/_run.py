@@ -12,7 +12,7 @@ import os
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from typing import BinaryIO
+from typing import BinaryIO, NoReturn
 
 from hooks._guard import (
     FAIL_OPEN_LINE,
@@ -83,27 +83,33 @@ def handle(argv: Sequence[str], stdin: BinaryIO, env: Mapping[str, str], *, lock
     return dispatch(payload, env, lock_deadline=lock_deadline, debug=debug)
 
 
-def run_hook(argv: list[str]) -> int:
-    """The ``intentloop hook`` process body: always prints exactly one JSON line and returns 0.
+def run_hook(argv: list[str]) -> NoReturn:
+    """The ``intentloop hook`` process body: always prints exactly one JSON line and ends the process with status 0.
 
     The budget (``INTENT_LOOP_HOOK_DEADLINE_S``, default 2.5 s) counts from process start; lock waits end
     ``WRITE_RESERVE_S`` before it. The handler runs in a forked child; at the deadline the parent answers fail-open
     itself and kills the child, even when the child is stuck in C code holding the GIL (without ``fork``: inline,
     with a watchdog thread). Nothing reaches stderr unless ``INTENT_LOOP_DEBUG=1``.
 
-    The cyclic garbage collector stays off while the hook runs (a bounded, short-lived process: the verified ledger's
-    fresh objects would otherwise be traversed again and again) and everything alive is frozen after the answer, so
-    the interpreter's final collection has nothing to scan (at 10,000 events that collection costs ~50 ms).
+    The cyclic garbage collector stays off for the hook's whole life (a bounded, short-lived process: the verified
+    ledger's fresh objects would otherwise be traversed again and again), and once the answer has left (written
+    straight to file descriptor 1, unbuffered) the process ends with ``os._exit``: the interpreter's finalization —
+    a final collection (~50 ms at 10,000 events before the collector was kept off) and tearing down every module — is
+    on the host's wait and protects nothing here: the lock is released and every file closed before the answer is
+    written. Measured on the loaded 2-core development machine, 25 interleaved runs: a process that imported what the
+    hook's parent imports took 97 ms to exit normally and 76 ms with ``os._exit``.
     """
     started = time.monotonic()
-    gc_was_enabled = gc.isenabled()
     gc.disable()
-    try:
-        return _run(argv, started)
-    finally:
-        gc.freeze()
-        if gc_was_enabled:
-            gc.enable()
+    _end_process(_run(argv, started))
+
+
+def _end_process(code: int) -> NoReturn:
+    """Flush Python's own stdout and stderr buffers (the answer itself never passes through them) and end now."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 def _run(argv: list[str], started: float) -> int:

@@ -46,6 +46,8 @@ import math
 import re
 from collections import Counter
 
+from intentloop.model._lazyre import LazyPattern
+
 MIN_LENGTH = 24
 MIN_ALNUM = 20
 MIN_WORD_RATIO = 0.33
@@ -58,21 +60,21 @@ MIN_SINGLE_CASE_RUN_RATIO = 0.1
 #: … and this much of log2(32) bits per character (32 draws from 36 symbols give 0.84 ± 0.04).
 MIN_SINGLE_CASE_ENTROPY_RATIO = 0.72
 
-_RUN = re.compile(r"[A-Za-z0-9+/_-]+=*", re.ASCII)
+_RUN = LazyPattern(r"[A-Za-z0-9+/_-]+=*", re.ASCII)
 # A ULID (Crockford base32, 48-bit time first): an identifier, never a secret.
-_ULID_SHAPE = re.compile(r"[0-7][0-9A-HJKMNP-TV-Z]{25}|[0-7][0-9a-hjkmnp-tv-z]{25}", re.ASCII)
+_ULID_SHAPE = LazyPattern(r"[0-7][0-9A-HJKMNP-TV-Z]{25}|[0-7][0-9a-hjkmnp-tv-z]{25}", re.ASCII)
 # A Subresource Integrity digest (package locks, HTML): ``sha512-<base64>``, a digest like a hex one.
-_SRI_DIGEST = re.compile(r"sha(?:1|256|384|512)-[A-Za-z0-9+/]+=*", re.ASCII)
-_HEX_SHAPE = re.compile(r"(?:0[xX])?[0-9a-fA-F]+(?:-[0-9a-fA-F]+)*", re.ASCII)
-_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+", re.ASCII)
-_SPOKEN = re.compile(r"[A-Z]?[a-z]{2,}", re.ASCII)
-_VOWEL = re.compile(r"[aeiouyAEIOUY]", re.ASCII)
-_LETTER_RUN = re.compile(r"[a-z]+", re.ASCII)
-_CONSONANTS = re.compile(r"[b-df-hj-np-tv-xz]{4}", re.ASCII)
-_NON_ALNUM = re.compile(r"[^A-Za-z0-9]", re.ASCII)
-_PARTS = re.compile(r"[_-]", re.ASCII)
+_SRI_DIGEST = LazyPattern(r"sha(?:1|256|384|512)-[A-Za-z0-9+/]+=*", re.ASCII)
+_HEX_SHAPE = LazyPattern(r"(?:0[xX])?[0-9a-fA-F]+(?:-[0-9a-fA-F]+)*", re.ASCII)
+_WORD = LazyPattern(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+", re.ASCII)
+_SPOKEN = LazyPattern(r"[A-Z]?[a-z]{2,}", re.ASCII)
+_VOWEL = LazyPattern(r"[aeiouyAEIOUY]", re.ASCII)
+_LETTER_RUN = LazyPattern(r"[a-z]+", re.ASCII)
+_CONSONANTS = LazyPattern(r"[b-df-hj-np-tv-xz]{4}", re.ASCII)
+_NON_ALNUM = LazyPattern(r"[^A-Za-z0-9]", re.ASCII)
+_PARTS = LazyPattern(r"[_-]", re.ASCII)
 # Unambiguous on purpose (each repetition starts with a separator or a capital): no catastrophic backtracking.
-_NAME_SEGMENT = re.compile(
+_NAME_SEGMENT = LazyPattern(
     r"[a-z][a-z0-9]*(?:[_-][a-z0-9]+)*|[A-Z]?[a-z]{2,}(?:(?:[_-][A-Z]?|[A-Z])[a-z]{2,})*[0-9]*", re.ASCII
 )
 _PATH_PREFIXES = ("/", "./", "../", "~/")
@@ -186,6 +188,8 @@ def _slashed_spans(token: str, offset: int, padding: int) -> list[tuple[int, int
 def high_entropy_spans(text: str) -> list[tuple[int, int]]:
     """Half-open ``(start, end)`` spans of ``text`` to replace, in order, non-overlapping."""
     spans: list[tuple[int, int]] = []
+    if len(text) < MIN_LENGTH:  # no run can be long enough (and the patterns stay uncompiled)
+        return spans
     for match in _RUN.finditer(text):
         run = match.group()
         if len(run) < MIN_LENGTH or _SRI_DIGEST.fullmatch(run):

@@ -14,6 +14,7 @@ from typing import Final
 
 import msgspec
 
+from intentloop.model._lazyre import LazyPattern
 from intentloop.model.claims import FEEDBACK_CLASSES
 
 #: The verbs the prompt hook runs itself.
@@ -35,11 +36,12 @@ LAST: Final = "last"
 #: A claim-id prefix as the user types it: at least 4 characters of a UUID.
 MIN_PREFIX: Final = 4
 
-_HEAD = re.compile("(?:" + "|".join(map(re.escape, COMMAND_WORDS)) + r")(?=\s|$)", re.IGNORECASE)
-_WORD = re.compile(r"(\S+)")
-_PREFIX = re.compile(r"[0-9a-f][0-9a-f-]{" + str(MIN_PREFIX - 1) + ",35}")
-_FACET_PREFIX = re.compile("(" + "|".join(REMEMBER_FACETS) + r"):[ \t]*", re.IGNORECASE)
-_FEEDBACK = re.compile(r"([A-Za-z_]+)[ \t]*:[ \t]*(.*)", re.DOTALL)
+_COMMAND_STARTS: Final = tuple({word[0] for word in COMMAND_WORDS})
+_HEAD = LazyPattern("(?:" + "|".join(map(re.escape, COMMAND_WORDS)) + r")(?=\s|$)", re.IGNORECASE)
+_WORD = LazyPattern(r"(\S+)")
+_PREFIX = LazyPattern(r"[0-9a-f][0-9a-f-]{" + str(MIN_PREFIX - 1) + ",35}")
+_FACET_PREFIX = LazyPattern("(" + "|".join(REMEMBER_FACETS) + r"):[ \t]*", re.IGNORECASE)
+_FEEDBACK = LazyPattern(r"([A-Za-z_]+)[ \t]*:[ \t]*(.*)", re.DOTALL)
 _ARROW = "=>"
 
 
@@ -89,6 +91,8 @@ def parse_intent_command(prompt: str) -> IntentCommand | None:
     rejects it: a claim is one line).
     """
     text = prompt.strip()
+    if not text.startswith(_COMMAND_STARTS):  # what every command word starts with: most prompts compile nothing
+        return None
     head = _HEAD.match(text)
     if head is None:
         return None

@@ -8,18 +8,18 @@ silently ignored, so a damaged control can never let a hook write what should ha
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 import msgspec
 
 from intentloop.errors import InvalidInputError, StorageError
+from intentloop.model._lazyre import LazyPattern
 from intentloop.model.canonical import canonical_bytes
 from intentloop.model.ids import HEX64_RE, RFC3339_UTC_RE, UUID_RE
 from intentloop.store._fs import read_regular, storage_error
 from intentloop.store._paths import ProjectPaths
 
-_CONTROL_NAME_RE = re.compile(r"^([a-f0-9]{64})\.json$")
+_CONTROL_NAME_RE = LazyPattern(r"^([a-f0-9]{64})\.json$")
 
 
 class PrivateControl(msgspec.Struct, frozen=True, kw_only=True):

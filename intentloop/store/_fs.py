@@ -35,6 +35,7 @@ _READ_FLAGS = os.O_RDONLY | _NOFOLLOW | _CLOEXEC | _NONBLOCK
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
 _APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | _NOFOLLOW | _CLOEXEC
 _TRUNCATE_FLAGS = os.O_WRONLY | _NOFOLLOW | _CLOEXEC
+_DIR_OPEN_FLAGS = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC
 
 
 def storage_error(exc: OSError, action: str, *, code: ErrorCode) -> StorageError:
@@ -611,13 +612,41 @@ def remove_tree_quietly(path: Path) -> None:
     except OSError:
         return
     if stat.S_ISDIR(st.st_mode):
-        import shutil  # here: only cleanup needs it, and it costs a reader ~2 ms of start-up
+        if _remove_flat_dir(path):
+            return
+        import shutil  # here: only a tree with subdirectories needs it, and it costs ~2 ms of start-up
 
         with contextlib.suppress(OSError):  # rmtree's own fstat can still raise with ignore_errors
             shutil.rmtree(path, ignore_errors=True)
     else:
         with contextlib.suppress(OSError):
             os.unlink(path)
+
+
+def _remove_flat_dir(path: Path) -> bool:
+    """Remove a directory that holds no directory (a released lock: ``owner.json``, perhaps ``reclaim.json``) by
+    its descriptor, so no name inside is resolved through a symlink; ``False`` when it holds a directory or anything
+    failed, and :func:`shutil.rmtree` removes what is left (importing ``shutil`` costs a writing hook ~2 ms)."""
+    try:
+        fd = os.open(path, _DIR_OPEN_FLAGS)
+    except OSError:
+        return False
+    try:
+        with os.scandir(fd) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    return False
+                os.unlink(entry.name, dir_fd=fd)
+    except OSError:
+        return False
+    finally:
+        with contextlib.suppress(OSError):  # "quietly": a failed close is not a failed removal
+            os.close(fd)
+    try:
+        os.rmdir(path)
+    except OSError:
+        return False
+    return True
 
 
 def unlink_quietly(path: str | Path, *, dir_fd: int | None = None) -> None:

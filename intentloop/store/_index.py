@@ -19,13 +19,13 @@ index that grows with the ledger), and a hook reads the binding records and its 
 from __future__ import annotations
 
 import os
-import re
 import uuid
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import msgspec
 
+from intentloop.model._lazyre import LazyPattern
 from intentloop.model.events import Event, event_line
 from intentloop.model.projection import BINDING_EVENTS  # what decides a session binding: named by the fold
 from intentloop.store._fs import (
@@ -41,11 +41,11 @@ from intentloop.store._lines import LineEvents
 from intentloop.store._paths import ProjectPaths
 from intentloop.store._verify import verify_continuation
 
-INDEX_DIR_RE = re.compile(r"^index-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+INDEX_DIR_RE = LazyPattern(r"^index-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 BINDINGS = "bindings"
 COUNTS = "counts.json"  # file name → how many records it holds: a file cut short or removed is noticed
 _RECORD = 12
-_TASK_RE = re.compile(r"^[0-9a-fA-F-]{36}$")
+_TASK_RE = LazyPattern(r"^[0-9a-fA-F-]{36}$")
 
 
 def new_index_name() -> str:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Final
 
 from intentloop.errors import ErrorCode, StorageError
+from intentloop.model._lazyre import LazyPattern
 from intentloop.store._fs import rename_noreplace
 
 KEY_DIR: Final = "keys"
@@ -46,7 +47,7 @@ class KeyFile:
         self.name = name
         self.size = size
         self.label = label
-        self.temp_re = re.compile(rf"^\.{re.escape(name)}\.[0-9a-f]{{32}}\.tmp$")
+        self.temp_re = LazyPattern(rf"^\.{re.escape(name)}\.[0-9a-f]{{32}}\.tmp$")
 
     def path(self, data_root: Path) -> Path:
         return data_root / KEY_DIR / self.name

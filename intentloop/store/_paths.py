@@ -7,7 +7,6 @@ Reads only ``lstat`` and never create; :meth:`ProjectPaths.ensure` is the single
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Final, Literal
@@ -15,9 +14,10 @@ from typing import Final, Literal
 import msgspec
 
 from intentloop.errors import InvalidInputError, StorageError
+from intentloop.model._lazyre import LazyPattern
 from intentloop.store._fs import check_dir, make_dir
 
-PROJECT_ID_RE = re.compile(r"^[a-f0-9]{64}$")
+PROJECT_ID_RE = LazyPattern(r"^[a-f0-9]{64}$")
 
 #: The variable that overrides every other source of the data root.
 DATA_DIR_ENV: Final = "INTENT_LOOP_DATA_DIR"

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import time
 import uuid
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 import msgspec
 
 from intentloop.errors import StorageError
+from intentloop.model._lazyre import LazyPattern
 from intentloop.model.events import OBSERVATION_EVENT_TYPES, EventDraft
 from intentloop.store._fs import create_exclusive, fsync_dir, read_regular, storage_error, unlink_quietly
 from intentloop.store._paths import ProjectPaths
@@ -30,8 +30,8 @@ from intentloop.store._paths import ProjectPaths
 SPOOL_MAX_ENTRIES = 512
 SPOOL_MAX_ENTRY_BYTES = 8192
 _UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-SPOOL_ENTRY_RE = re.compile(rf"^obs-{_UUID}\.json$")
-SPOOL_TEMP_RE = re.compile(rf"^obs-{_UUID}\.tmp$")
+SPOOL_ENTRY_RE = LazyPattern(rf"^obs-{_UUID}\.json$")
+SPOOL_TEMP_RE = LazyPattern(rf"^obs-{_UUID}\.tmp$")
 _FIELDS = ("event_type", "task_id", "actor", "request_id", "payload", "occurred_at")
 _encoder = msgspec.json.Encoder(order="sorted")
 

@@ -10,13 +10,13 @@ minus its ``,"event_hash":"<64 hex>"`` segment, which sits right after the ``act
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Sequence
 from typing import Any
 
 import msgspec
 
 from intentloop.errors import CorruptLedgerError
+from intentloop.model._lazyre import LazyPattern
 from intentloop.model.canonical import canonical_bytes
 from intentloop.model.events import ACTORS, EVENT_TYPES, Event
 from intentloop.model.ids import HEX64_RE, RFC3339_UTC_RE
@@ -50,7 +50,7 @@ _DIGIT_TO_D = str.maketrans(dict.fromkeys("0123456789", "d"))
 _TIME_SHAPE = "dddd-dd-ddTdd:dd:dd.dddZ"
 _FIELDS = frozenset(Event.__struct_fields__)
 # Any 8-4-4-4-12 hex UUID, as the original's JSON schema ("format": "uuid") accepts.
-_UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}\Z")
+_UUID_RE = LazyPattern(r"^[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}\Z")
 _DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 #: The longest line a ledger may hold (64 MiB; the largest the service writes, a graph import of 1000 claims and 1000
 #: candidates of maximal, fully escaped text, is ~40 MB). A longer line is damage, and the store streams past it

@@ -7,6 +7,11 @@ process, each committing through the store's lock and write path and recording a
 commit returned. At each of 8 cuts, taken at a random fsync across three concurrent writers, the surviving ledger must
 verify and hold every acknowledged event. The mutation controls remove one fsync of the append path (the file's, or
 the directory's when the append creates the file) and show that the same test then loses acknowledged events.
+
+The same cuts run with the writers as separate processes (``power_writer.py``): each records what its fsyncs made
+durable in a log shared under ``flock``, the fsync that reaches the cut kills its process and marks the cut, the test
+kills the others at once, and the state the cut left is replayed from the log. The thread version stays beside it:
+it cuts in the middle of the other writers' system calls without a kill's timing, and runs in a fraction of the time.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import os
 import random
 import stat
+import subprocess
 import sys
 import threading
 import time
@@ -21,6 +27,10 @@ import uuid
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from power_writer import CUT, replay
 
 from intentloop.errors import IntentLoopError
 from intentloop.model import EventDraft, project_id_for
@@ -157,5 +167,55 @@ def test_mutation_control_the_same_cuts_lose_events_without_an_fsync(tmp_path, m
     losses = 0
     for seed in range(8):
         data, acked = run_cut(tmp_path / f"cut-{seed}", seed, skip, monkeypatch)
+        losses += bool(lost(data, acked))
+    assert losses > 0
+
+
+WRITER = str(Path(__file__).resolve().parent / "power_writer.py")
+
+
+def run_cut_in_processes(root: Path, seed: int, skip: str | None) -> tuple[bytes | None, list[str]]:
+    """:func:`run_cut` with three writer processes; the cut kills them all."""
+    store = ProjectStore(root, PID, config=CONFIG)
+    store.paths.ensure()
+    state = root / "power-state"
+    state.mkdir()
+    cut_after = random.Random(seed).randint(4, 40)
+    go_at = time.time() + 1.5  # every writer imported and waiting: they start writing together
+    options = ["--cut-after", str(cut_after), "--go-at", str(go_at), *(["--skip", skip] if skip else [])]
+    writers = [
+        subprocess.Popen([sys.executable, WRITER, str(root), PID, TASK, str(state), f"w{i}", *options])
+        for i in range(3)
+    ]
+    try:
+        limit = time.monotonic() + 90
+        while not (state / CUT).exists() and any(w.poll() is None for w in writers) and time.monotonic() < limit:
+            time.sleep(0.002)
+    finally:
+        for writer in writers:  # the power cut: everyone still running dies at once
+            writer.kill()
+            writer.wait()
+    assert (state / CUT).exists(), "the cut never came"
+    data, acked, fsyncs = replay(state)
+    assert fsyncs == cut_after  # the log holds exactly the fsyncs up to the cut
+    return data, acked
+
+
+@pytest.mark.slow
+def test_eight_cuts_across_concurrent_writer_processes_lose_no_acknowledged_event(tmp_path):
+    acknowledged = 0
+    for seed in range(8):
+        data, acked = run_cut_in_processes(tmp_path / f"cut-{seed}", seed, None)
+        assert lost(data, acked) == [], seed
+        acknowledged += len(acked)
+    assert acknowledged > 8  # the cuts came after real acknowledged writes
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("skip", ["file", "dir"], ids=["without-file-fsync", "without-dir-fsync-on-create"])
+def test_mutation_control_writer_processes_lose_events_without_an_fsync(tmp_path, skip):
+    losses = 0
+    for seed in range(8):
+        data, acked = run_cut_in_processes(tmp_path / f"cut-{seed}", seed, skip)
         losses += bool(lost(data, acked))
     assert losses > 0

@@ -28,10 +28,13 @@ def _old_rules(path: str) -> dict[str, Any]:
     spec.loader.exec_module(module)
     rules: dict[str, Any] = {}
     for rule in module._PATTERN_RULES:
-        rules[rule[0]] = rule[-1]
+        if isinstance(rule, tuple):
+            rules[rule[0]] = rule[-1]
+        else:  # versions whose rules are objects with a lazily compiled pattern
+            rules[rule.name] = rule.pattern.compiled
     names = ("credential-quoted", "credential-bare")
     for name, rule in zip(names, module._CREDENTIAL_RULES, strict=True):
-        rules[name] = rule[-1]
+        rules[name] = rule[-1] if isinstance(rule, tuple) else rule.pattern.compiled
     return rules
 
 

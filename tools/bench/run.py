@@ -242,6 +242,27 @@ def _spawn_answers(data_root: Path, lines: list[bytes], answers: int) -> tuple[l
     return times, exit_ms
 
 
+#: Floors of ``prompt_hook_ms``, measured in its rounds: a bare interpreter (``-S``: no ``site``), the interpreter with
+#: ``site`` as this installation runs it (an editable install adds its finder, ~13 ms here, which a user's install
+#: does not have), and the libraries a writing hook cannot do without: msgspec (imported as the hook imports it),
+#: hashlib, pathlib, ctypes (``renameat2`` for the lock) and cryptography's Ed25519 (the signed head).
+PROMPT_FLOORS: dict[str, list[str]] = {
+    "python_bare_ms": ["-S", "-c", "pass"],
+    "python_site_ms": ["-c", "pass"],
+    "hook_libraries_ms": [
+        "-c",
+        "from hooks._run import import_msgspec_alone; import_msgspec_alone(); import hashlib, pathlib, ctypes; "
+        "import cryptography.hazmat.primitives.asymmetric.ed25519",
+    ],
+}
+
+
+def _process_ms(args: list[str]) -> float:
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, *args], check=True)
+    return (time.perf_counter() - t0) * 1000
+
+
 def _floor_ms() -> float:
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-c", "import trio, msgspec"], check=True)
@@ -365,12 +386,19 @@ async def measure_size(n: int, work: Path, repeats: int) -> dict[str, Any]:
             raise RuntimeError(f"SessionStart did not link the seeded task: {out}")
         hooks.append(ms)
     row["hook_ms"] = _median(hooks)
-    prompts = []
-    for i in range(max(7, repeats // 2)):
+    prompts: list[float] = []
+    floors: dict[str, list[float]] = {name: [] for name in PROMPT_FLOORS}
+    for i in range(max(15, repeats)):
         payload = {**base, "hook_event_name": "UserPromptSubmit", "turn_id": f"turn-{n}-{i}", "prompt": "go on"}
-        ms, _ = _hook(data_root, payload)
+        ms, out = _hook(data_root, payload)
+        if task_ids[0] not in json.dumps(out):
+            raise RuntimeError(f"UserPromptSubmit did not answer with the linked task: {out}")
         prompts.append(ms)
+        for name, code in PROMPT_FLOORS.items():  # interleaved: the same load as the hook beside them
+            floors[name].append(_process_ms(code))
     row["prompt_hook_ms"] = _median(prompts)
+    for name, values in floors.items():
+        row[name] = _median(values)
     verifies = []
     verified = True
     for _ in range(3):
@@ -385,7 +413,15 @@ async def measure_size(n: int, work: Path, repeats: int) -> dict[str, Any]:
     return row
 
 
-FIGURES = ["add_ms", "snapshot_ms", "hook_ms", "prompt_hook_ms", "peak_rss_mb", "verify_s"]
+FIGURES = [
+    "add_ms",
+    "snapshot_ms",
+    "hook_ms",
+    "prompt_hook_ms",
+    *PROMPT_FLOORS,
+    "peak_rss_mb",
+    "verify_s",
+]
 
 
 def ratios(rows: list[dict[str, Any]]) -> dict[str, float | None]:

@@ -62,18 +62,19 @@ def test_both_project_options_are_refused_before_anything_is_read(
 
 
 def test_hook_path_never_imports_typer_rich_or_mcp(tmp_path: Path) -> None:
-    probe = (
-        "import sys, io\n"
-        "report = sys.argv[1]\n"
+    probe = (  # the hook process ends with os._exit once it has answered: the report is written there
+        "import sys, io, os\n"
+        "report, parent, real_exit = sys.argv[1], os.getpid(), os._exit\n"
+        "def report_and_exit(code):\n"
+        "    if os.getpid() == parent:\n"
+        "        heavy = sorted(m for m in ('typer', 'rich', 'mcp', 'pydantic') if m in sys.modules)\n"
+        "        open(report, 'w').write(f'{code} {heavy}')\n"
+        "    real_exit(code)\n"
+        "os._exit = report_and_exit\n"
         "sys.argv = ['intentloop', 'hook']\n"
         "sys.stdin = io.TextIOWrapper(io.BytesIO(b'{}'))\n"
         "from cli.entry import main\n"
-        "try:\n"
-        "    main()\n"
-        "except SystemExit as exc:\n"
-        "    code = exc.code\n"
-        "heavy = sorted(m for m in ('typer', 'rich', 'mcp', 'pydantic') if m in sys.modules)\n"
-        "open(report, 'w').write(f'{code} {heavy}')\n"
+        "main()\n"
     )
     report = tmp_path / "report.txt"
     done = subprocess.run(
@@ -93,3 +94,36 @@ def test_hook_path_never_imports_typer_rich_or_mcp(tmp_path: Path) -> None:
         timeout=30,
     )
     assert admin.stdout.strip() == "True"
+
+
+def test_verify_says_it_is_the_one_o_n_command(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["verify", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "The one O(n) command" in out and "checkpoint" in out
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_verify_restores_the_garbage_collector_it_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], enabled: bool
+) -> None:
+    """The collector is off only while the command runs (its process), and restored in a process that runs the app
+    in-process, also when the command fails."""
+    import gc
+
+    from cli.verify import without_cyclic_gc
+
+    seen: list[bool] = []
+    monkeypatch.setenv("INTENT_LOOP_DATA_DIR", str(tmp_path / "nowhere"))
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        assert without_cyclic_gc(lambda: seen.append(gc.isenabled()) or 0) == 0
+        assert seen == [False] and gc.isenabled() is enabled
+        assert run(["verify", "--project-id", "0" * 64, "--json"]) != 0  # a failing verify (no such project)
+        assert gc.isenabled() is enabled
+        with pytest.raises(RuntimeError):
+            without_cyclic_gc(lambda: (_ for _ in ()).throw(RuntimeError("boom")))
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable() if was else gc.disable()
+    capsys.readouterr()

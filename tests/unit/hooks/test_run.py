@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -32,3 +33,15 @@ def test_a_msgspec_that_needs_typing_extensions_is_still_imported(tmp_path: Path
         "True",
         "False",
     ]
+
+
+def test_the_process_end_flushes_python_buffers_and_keeps_the_status() -> None:
+    """The hook ends with os._exit once it has answered: what Python still buffers must not be lost with it."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # buffered, as a host starts us
+    code = "import sys; from hooks._run import _end_process; sys.stdout.write('buffered'); _end_process(3)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert (done.returncode, done.stdout) == (3, "buffered")
+    # control: os._exit alone loses the buffered text (what _end_process guards against)
+    raw = "import sys, os; sys.stdout.write('buffered'); os._exit(3)"
+    lost = subprocess.run([sys.executable, "-c", raw], capture_output=True, text=True, env=env)
+    assert (lost.returncode, lost.stdout) == (3, "")

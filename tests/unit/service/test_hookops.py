@@ -243,3 +243,36 @@ def test_an_ordinary_turn_id_is_stored(project: Any) -> None:  # the positive co
     assert _record(project, turn_id="019a2b3c-4d5e-7f60-8a9b-0c1d2e3f4a5b", text="go on").recorded
     (event,) = [e for e in project.events() if e.request_id.startswith("hook:")]
     assert event.payload["candidate"]["source_ref"]["event_id"] == "019a2b3c-4d5e-7f60-8a9b-0c1d2e3f4a5b"
+
+
+@pytest.mark.parametrize("change", [None, "new_claim", "mode_off"])
+def test_the_locked_decision_reads_the_task_again_only_when_the_ledger_changed(
+    project: Any, monkeypatch: pytest.MonkeyPatch, change: str | None
+) -> None:
+    """Through the index, an unchanged ledger is not read twice; any commit between the reads makes the locked
+    decision read again (and see a task switched off)."""
+    from intentloop.store import ProjectStore
+    from intentloop.store._index import IndexedLedger
+
+    task = project.start_task(SESSION, claims=["Use PostgreSQL only"])
+    _record(project, turn_id="turn-warm")  # the first write of this store builds the checkpoint and the index
+    reads: list[str] = []
+    real_task_events = IndexedLedger.task_events
+    monkeypatch.setattr(IndexedLedger, "task_events", lambda self, t: reads.append(t) or real_task_events(self, t))
+    real_locked = ProjectStore.locked
+
+    def locked_after_a_change(self: ProjectStore, *args: Any, **kwargs: Any) -> Any:
+        monkeypatch.setattr(ProjectStore, "locked", real_locked)  # once: the change itself takes the lock
+        if change == "mode_off":
+            project.set_mode(task, "off")
+        elif change == "new_claim":
+            project.add_claim(task, project.claim("Keep the public API stable"))
+        reads.append("lock")
+        return real_locked(self, *args, **kwargs)
+
+    monkeypatch.setattr(ProjectStore, "locked", locked_after_a_change)
+    outcome = _record(project, turn_id="turn-race")
+    assert outcome.recorded is (change != "mode_off")
+    assert reads[0] == task and "lock" in reads  # the lock-free decision went through the index
+    assert reads.count(task) == (1 if change is None else 2)
+    assert len(_hooks(project)) == (1 if change == "mode_off" else 2)

@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -329,3 +330,69 @@ def test_no_heartbeat_thread_for_a_deadline_below_the_heartbeat_interval(data_ro
         assert not any(t.name == "intentloop-lock-heartbeat" for t in threading.enumerate())
     with store.locked():  # control: no deadline, heartbeat thread running
         assert any(t.name == "intentloop-lock-heartbeat" for t in threading.enumerate())
+
+
+def test_a_released_lock_is_removed_without_following_a_symlink_inside(tmp_path):
+    """The release removes the flat lock directory by its descriptor; a symlink in it goes, its target stays."""
+    from intentloop.store._fs import remove_tree_quietly
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("kept")
+    released = tmp_path / "ledger.lock.release-x"
+    released.mkdir()
+    (released / "owner.json").write_text("{}")
+    (released / "reclaim.json").write_text("{}")
+    os.symlink(outside, released / "link")
+    remove_tree_quietly(released)
+    assert not os.path.lexists(released)
+    assert (outside / "keep.txt").read_text() == "kept"
+
+
+def test_a_directory_with_subdirectories_is_still_removed_whole(tmp_path):  # the rmtree fallback
+    from intentloop.store._fs import remove_tree_quietly
+
+    tree = tmp_path / "tree"
+    (tree / "sub" / "deeper").mkdir(parents=True)
+    (tree / "sub" / "deeper" / "f").write_text("x")
+    (tree / "g").write_text("y")
+    remove_tree_quietly(tree)
+    assert not os.path.lexists(tree)
+
+
+def test_poll_jitter_stays_within_its_bounds():
+    from intentloop.store._lock import _token, _uniform
+
+    draws = [_uniform(0.01, 0.05) for _ in range(2000)]
+    assert all(0.01 <= d < 0.05 for d in draws)
+    assert min(draws) < 0.015 and max(draws) > 0.045  # spread over the interval, not a constant
+    tokens = {_token() for _ in range(100)}
+    assert len(tokens) == 100 and all(len(t) == 32 and int(t, 16) >= 0 for t in tokens)
+
+
+def test_the_orphan_prefilter_holds_for_every_leftover_pattern():
+    """``remove_orphans`` skips names without ``.tmp`` or ``ledger.lock.`` before matching: proven from the parsed
+    patterns that every name they match holds one of the two (so the skip never keeps a leftover)."""
+    from re import _parser
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "model"))
+    from test_redaction_prefilter import _mandatory
+
+    from intentloop.store import _names
+    from intentloop.store._checkpoint import CHECKPOINT_TEMP_RE
+
+    patterns = [
+        _names.LEDGER_TEMP_RE,
+        _names.HEAD_SIG_TEMP_RE,
+        CHECKPOINT_TEMP_RE,
+        _names.STALE_LOCK_RE,
+        _names.RELEASED_LOCK_RE,
+        _names.QUARANTINE_TEMP_RE,
+        _names.STAGED_LOCK_RE,
+    ]
+    literals = (".tmp", _names._LOCK_PREFIX)
+    for pattern in patterns:
+        assert _mandatory(list(_parser.parse(pattern.source, pattern.flags)), literals, False), pattern.source
+    assert not _mandatory(list(_parser.parse(r"^ledger\.jsonl$", 0)), literals, False)  # control
+    names = [_names.ledger_temp_name("append"), _names.stale_lock_name(), _names.staged_lock_name()]
+    assert all(any(p.match(n) for p in patterns) and any(lit in n for lit in literals) for n in names)
