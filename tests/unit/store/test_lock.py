@@ -198,7 +198,8 @@ def test_waiter_keeps_waiting_while_the_owner_makes_progress_until_the_ceiling(d
         stop.set()
         beater.join()
     assert info.value.code == "LOCK_TIMEOUT"
-    assert config.ceiling_s <= time.monotonic() - started < config.ceiling_s + 0.5  # not after wait_s: progress
+    # Not after wait_s (the owner made progress); the upper bound only a wait that ignores the ceiling crosses.
+    assert config.ceiling_s <= time.monotonic() - started < config.ceiling_s + 5
 
 
 def test_a_progressing_queue_of_owners_is_not_a_stuck_lock(data_root, ledger_kit):
