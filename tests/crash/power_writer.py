@@ -35,6 +35,16 @@ LOCK = "lock"
 COUNT = "fsyncs"
 
 
+def from_append() -> bool:
+    """Whether the fsync being simulated was called by the store's append (``append_durably``), at any depth."""
+    frame = sys._getframe(2)  # 0: this function, 1: the fsync stand-in, 2: its caller
+    while frame is not None:
+        if frame.f_code.co_name == "append_durably":
+            return True
+        frame = frame.f_back
+    return False
+
+
 class SharedDurability:
     def __init__(self, state: Path, directory: Path, cut_after: int, skip: str | None) -> None:
         self.state = state
@@ -52,18 +62,10 @@ class SharedDurability:
         if (self.state / CUT).exists():
             os.kill(os.getpid(), signal.SIGKILL)
 
-    def _from_append(self) -> bool:
-        frame = sys._getframe(2)
-        while frame is not None:
-            if frame.f_code.co_name == "append_durably":
-                return True
-            frame = frame.f_back
-        return False
-
     def fsync(self, fd: int) -> None:
         self._real(fd)
         st = os.fstat(fd)
-        skipped = self.skip is not None and self._from_append()
+        skipped = self.skip is not None and from_append()
         fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
         try:
             self._die_if_cut()

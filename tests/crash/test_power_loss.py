@@ -30,7 +30,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from power_writer import CUT, replay
+from power_writer import CUT, from_append, replay
 
 from intentloop.errors import IntentLoopError
 from intentloop.model import EventDraft, project_id_for
@@ -64,21 +64,13 @@ class Durability:
         with self.mutex:
             self.acked.append(request_id)
 
-    def _from_append(self) -> bool:
-        frame = sys._getframe(2)
-        while frame is not None:
-            if frame.f_code.co_name == "append_durably":
-                return True
-            frame = frame.f_back
-        return False
-
     def fsync(self, fd: int) -> None:
         self._real(fd)
         st = os.fstat(fd)
         with self.mutex:
             if self.snapshot is not None:
                 raise Cut()
-            skipped = self.skip is not None and self._from_append()
+            skipped = self.skip is not None and from_append()
             if stat.S_ISDIR(st.st_mode):
                 if os.readlink(f"/proc/self/fd/{fd}") == str(self.directory) and not (skipped and self.skip == "dir"):
                     self.entries = {
