@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from functools import cached_property
 from pathlib import Path
 from typing import Final, Literal
 
@@ -140,9 +141,10 @@ def validate_project_id(project_id: object) -> str:
     return project_id
 
 
-class ProjectPaths(msgspec.Struct, frozen=True):
+class ProjectPaths(msgspec.Struct, frozen=True, dict=True):
     """The paths of one project under a data root; constructing it touches nothing (a frozen struct, not a dataclass:
-    the hook never imports dataclasses).
+    the hook never imports dataclasses). Each path is built once (``dict=True`` lets ``cached_property`` keep it): a
+    write asked for ``project_dir`` 42 times, ~3 µs a time.
 
     Raises:
         StorageError: ``INVALID_PROJECT_ID``.
@@ -155,35 +157,35 @@ class ProjectPaths(msgspec.Struct, frozen=True):
         validate_project_id(self.project_id)
         msgspec.structs.force_setattr(self, "data_root", Path(os.path.abspath(self.data_root)))
 
-    @property
+    @cached_property
     def projects_dir(self) -> Path:
         return self.data_root / "projects"
 
-    @property
+    @cached_property
     def project_dir(self) -> Path:
         return self.projects_dir / self.project_id
 
-    @property
+    @cached_property
     def ledger_path(self) -> Path:
         return self.project_dir / "ledger.jsonl"
 
-    @property
+    @cached_property
     def lock_path(self) -> Path:
         return self.project_dir / "ledger.lock"
 
-    @property
+    @cached_property
     def private_dir(self) -> Path:
         return self.project_dir / "private-sessions"
 
-    @property
+    @cached_property
     def quarantine_dir(self) -> Path:
         return self.project_dir / "quarantine"
 
-    @property
+    @cached_property
     def spool_dir(self) -> Path:
         return self.project_dir / "spool"
 
-    @property
+    @cached_property
     def tombstones_path(self) -> Path:
         """Keyed digests of the requests whose claims were deleted (no claim id, no text)."""
         return self.project_dir / "deleted-requests.json"
