@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from intentloop.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from cli._output import Output
 
 
 def stdin_is_terminal() -> bool:
@@ -33,4 +38,14 @@ def confirm(question: str, *, what: str) -> bool:
     return ask(f"{question} [y/N] ", what=what).lower() in ("y", "yes")
 
 
-__all__ = ["ask", "confirm", "stdin_is_terminal"]
+def declined(out: Output, fields: Mapping[str, object], *, exit_code: int) -> int:
+    """Report that the user did not confirm (nothing was changed) and return ``exit_code``."""
+    error = InvalidInputError("not confirmed: nothing was changed", code="CONFIRMATION_REQUIRED")
+    if out.json_mode:
+        out.json_object({**fields, "action": "cancelled"}, exit_code=exit_code, error=error)
+    else:
+        sys.stderr.write("cancelled: nothing was changed\n")
+    return exit_code
+
+
+__all__ = ["ask", "confirm", "declined", "stdin_is_terminal"]

@@ -15,11 +15,11 @@ from typing import Annotated
 
 import typer
 
+from cli._confirm import declined
 from cli._exit import DAMAGED, OK
 from cli._options import JsonOption, ProjectIdOption, ProjectRootOption
 from cli._output import Output, key_value_table
 from cli._select import plural
-from intentloop.errors import InvalidInputError
 
 YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
 SummaryOnlyOption = Annotated[
@@ -107,12 +107,7 @@ def _run(
                 )
             )
         if not yes and not _confirm(setting_aside, report.events):
-            declined = InvalidInputError("not confirmed: nothing was changed", code="CONFIRMATION_REQUIRED")
-            if out.json_mode:
-                out.json_object({**target.fields(), "action": "cancelled"}, exit_code=DAMAGED, error=declined)
-            else:
-                sys.stderr.write("cancelled: nothing was changed\n")
-            return DAMAGED
+            return declined(out, target.fields(), exit_code=DAMAGED)
     with out.progress("Quarantining under the ledger lock"):
         result = quarantine_damaged_suffix(
             target.store,

@@ -6,7 +6,6 @@ through the store's one write path. Running it again changes nothing.
 
 from __future__ import annotations
 
-import sys
 import time
 
 from cli._exit import DAMAGED, OK
@@ -14,7 +13,6 @@ from cli._options import JsonOption, ProjectIdOption, ProjectRootOption
 from cli._output import Output, key_value_table
 from cli._select import plural
 from cli.recover_quarantine import WaitOption, YesOption
-from intentloop.errors import InvalidInputError
 
 
 def salvage(
@@ -35,7 +33,7 @@ def salvage(
 
 
 def _run(out: Output, project_root: str | None, project_id: str | None, *, yes: bool, wait: float) -> int:
-    from cli._confirm import confirm
+    from cli._confirm import confirm, declined
     from cli._target import resolve_target
     from recovery import salvage as run_salvage
 
@@ -57,12 +55,7 @@ def _run(out: Output, project_root: str | None, project_id: str | None, *, yes: 
     if not yes and not confirm(
         f"Re-append {plural(len(plan.appended), 'intact event')} to the ledger?", what="salvage changes the ledger"
     ):
-        declined = InvalidInputError("not confirmed: nothing was changed", code="CONFIRMATION_REQUIRED")
-        if out.json_mode:
-            out.json_object({**target.fields(), "action": "cancelled"}, exit_code=DAMAGED, error=declined)
-        else:
-            sys.stderr.write("cancelled: nothing was changed\n")
-        return DAMAGED
+        return declined(out, target.fields(), exit_code=DAMAGED)
     with out.progress("Appending under the ledger lock"):
         result = run_salvage(target.store, deadline=time.monotonic() + wait)
     action = "salvaged" if result.appended else "none"

@@ -11,7 +11,6 @@ ledger emptied.
 from __future__ import annotations
 
 import os
-import sys
 import time
 from typing import Annotated, Any
 
@@ -78,7 +77,7 @@ def old_project_id(value: str) -> str:
 
 
 def _run(out: Output, from_: str, to: str, *, merge: bool, yes: bool, wait: float) -> int:
-    from cli._confirm import confirm
+    from cli._confirm import confirm, declined
     from cli._select import project_state, select_project
     from cli._target import Target
     from intentloop.errors import StorageError
@@ -128,12 +127,7 @@ def _run(out: Output, from_: str, to: str, *, merge: bool, yes: bool, wait: floa
             )
         )
     if not yes and not confirm("Move this memory?", what="relink changes two ledgers"):
-        declined = InvalidInputError("not confirmed: nothing was changed", code="CONFIRMATION_REQUIRED")
-        if out.json_mode:
-            out.json_object({**fields, "action": "cancelled"}, exit_code=DAMAGED, error=declined)
-        else:
-            sys.stderr.write("cancelled: nothing was changed\n")
-        return DAMAGED
+        return declined(out, fields, exit_code=DAMAGED)
     deadline = time.monotonic() + wait
     if target_events:
         result = _merge(out, old, new, tasks, old_view.head_hash, deadline)
