@@ -23,6 +23,8 @@ from intentloop.model import Claim, EventDraft, TaskState, project, project_id_f
 from intentloop.model.commands import REMEMBER_FACETS
 from intentloop.store import ProjectStore, canonicalize_project_root
 
+from _support.lock_holder import holding_lock
+
 SESSION = "019a2b3c-4d5e-7f60-8a9b-0c1d2e3f4a5b"
 _SCRIPT = Path(sys.executable).with_name("intentloop")
 HOOK = [*([str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "cli.entry"]), "hook"]
@@ -400,28 +402,11 @@ def test_text_that_only_mentions_intent_is_no_command(hosts: Hosts, prompt: str)
 # ------------------------------------------------------------------------------------------------ the deadline
 
 
-_HOLDER = """
-import sys, time
-from intentloop.store import ProjectStore
-store = ProjectStore(sys.argv[1], sys.argv[2])
-with store.locked(time.monotonic() + 10):
-    print("locked", flush=True)
-    sys.stdin.read()
-"""
-
-
 @pytest.fixture
 def lock_holder(hosts: Hosts) -> Iterator[subprocess.Popen[bytes]]:
     hosts.prompt("/intent remember Keep it simple")
-    with subprocess.Popen(
-        [sys.executable, "-c", _HOLDER, str(hosts.data), hosts.store.project_id],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-    ) as holder:
-        assert holder.stdout is not None and holder.stdout.readline() == b"locked\n"
+    with holding_lock(hosts.data, hosts.store.project_id) as holder:
         yield holder
-        if holder.poll() is None:
-            holder.kill()
 
 
 def test_a_held_lock_is_not_recorded_inside_the_deadline(hosts: Hosts, lock_holder: subprocess.Popen[bytes]) -> None:

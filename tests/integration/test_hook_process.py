@@ -23,6 +23,8 @@ from hooks._problems import LOG_NAME
 from intentloop.model import EventDraft, association_context, new_uuid, project_id_for, session_hash, utc_now
 from intentloop.store import ProjectStore, canonicalize_project_root
 
+from _support.lock_holder import holding_lock
+
 SESSION = "019a2b3c-4d5e-7f60-8a9b-0c1d2e3f4a5b"
 FAIL_OPEN = b'{"continue":true,"suppressOutput":true}\n'
 # Only a hook that waits forever (for stdin, for the lock) crosses it; how close to its deadline a hook answers on a
@@ -333,28 +335,11 @@ def test_torn_tail_fails_open_without_repairing(env: Env) -> None:
     assert after == before and [p["code"] for p in problems] == ["CORRUPT_TRAILING_EVENT"] * 2
 
 
-_HOLDER = """
-import sys, time
-from intentloop.store import ProjectStore
-store = ProjectStore(sys.argv[1], sys.argv[2])
-with store.locked(time.monotonic() + 10):
-    print("locked", flush=True)
-    sys.stdin.read()
-"""
-
-
 @pytest.fixture
 def lock_holder(env: Env) -> Iterator[subprocess.Popen[bytes]]:
     env.link()
-    with subprocess.Popen(
-        [sys.executable, "-c", _HOLDER, str(env.data), env.store.project_id],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-    ) as holder:
-        assert holder.stdout is not None and holder.stdout.readline() == b"locked\n"
+    with holding_lock(env.data, env.store.project_id) as holder:
         yield holder
-        if holder.poll() is None:
-            holder.kill()
 
 
 def test_lock_held_by_a_live_process_spools_before_the_deadline(env: Env, lock_holder: subprocess.Popen[bytes]) -> None:

@@ -19,19 +19,12 @@ import pytest
 from intentloop.model import EventDraft, new_uuid, project_id_for, session_hash, utc_now
 from intentloop.store import ProjectStore, canonicalize_project_root
 
+from _support.lock_holder import holding_lock
+
 SESSION = "019a2b3c-4d5e-7f60-8a9b-0c1d2e3f4a5b"
 _SCRIPT = Path(sys.executable).with_name("intentloop")
 HOOK = [*([str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "cli.entry"]), "hook"]
 PROMPTS, STOPS = 16, 8
-
-_HOLDER = """
-import sys, time
-from intentloop.store import ProjectStore
-store = ProjectStore(sys.argv[1], sys.argv[2])
-with store.locked():
-    print("locked", flush=True)
-    sys.stdin.read()
-"""
 
 
 def _link(store: ProjectStore) -> str:
@@ -73,10 +66,7 @@ def test_concurrent_hooks_behind_a_held_lock_are_all_recorded_once_by_the_next_w
     payloads += [
         _payload(repo, "Stop", last_assistant_message=f"finished step {n} of the walrus") for n in range(STOPS)
     ]
-    with subprocess.Popen(
-        [sys.executable, "-c", _HOLDER, str(data), store.project_id], stdin=subprocess.PIPE, stdout=subprocess.PIPE
-    ) as holder:
-        assert holder.stdout is not None and holder.stdout.readline() == b"locked\n"
+    with holding_lock(data, store.project_id) as holder:
         started = time.monotonic()
         hooks = [
             subprocess.Popen(HOOK, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)

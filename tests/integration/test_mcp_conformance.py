@@ -27,6 +27,7 @@ from intentloop.mcp import TOOL_NAMES
 from intentloop.store import ProjectStore
 
 from _support import mcp_wire as W
+from _support.lock_holder import start_holder
 
 HANG_BOUND_S = 10.0  # only a server that never exits crosses it; the real figure is the benchmark's exit_ms
 FIELDS = {
@@ -305,16 +306,6 @@ def test_resource_not_found_has_each_eras_code(wire: Any, modern: bool, code: in
 # ---------------------------------------------------------------------------------------- cancellation and shutdown
 
 
-_HOLDER = """
-import sys, time
-from intentloop.store import ProjectStore
-store = ProjectStore(sys.argv[1], sys.argv[2])
-with store.locked(time.monotonic() + 60):
-    print("locked", flush=True)
-    sys.stdin.read()
-"""
-
-
 class _LockHolder:
     """Another process holding the project's write lock until released."""
 
@@ -324,12 +315,7 @@ class _LockHolder:
 
         self.project_id = project_id_for(canonicalize_project_root(str(project)))
         self.store = ProjectStore(data_root, self.project_id)
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", _HOLDER, str(data_root), self.project_id],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-        )
-        assert self.process.stdout is not None and self.process.stdout.readline() == b"locked\n"
+        self.process = start_holder(data_root, self.project_id)
 
     def release(self) -> None:
         assert self.process.stdin is not None
