@@ -23,6 +23,7 @@ from intentloop.model import Claim, EventDraft, TaskState, project, project_id_f
 from intentloop.model.commands import REMEMBER_FACETS
 from intentloop.store import ProjectStore, canonicalize_project_root
 
+from _support.linked_task import linked_task_payload
 from _support.lock_holder import holding_lock
 
 SESSION = "019a2b3c-4d5e-7f60-8a9b-0c1d2e3f4a5b"
@@ -103,30 +104,7 @@ class Hosts:
     def seed(self, claim_ids: list[str], statements: list[str]) -> str:
         """A task bound to the session with direct user-explicit claims of the given ids (as a tool would start it)."""
         task_id = "0d3f2f46-8f0c-4f55-9b8e-5d0c9f3b7a11"
-        now = utc_now()
-        claims = [
-            {
-                "claim_id": cid,
-                "statement": text,
-                "role": "user",
-                "epistemic_status": "explicit",
-                "source_ref": {"kind": "user_event", "event_id": f"start-{i}"},
-                "scope": "task",
-                "valid_from": now,
-                "last_confirmed": now,
-                "supersedes": [],
-                "facets": ["hard_constraint"],
-                "related_claim_ids": [],
-            }
-            for i, (cid, text) in enumerate(zip(claim_ids, statements, strict=True))
-        ]
-        payload = {
-            "mode": "on",
-            "label": None,
-            "host_session_hash": session_hash(SESSION),
-            "initial_claims": claims,
-            "request_fingerprint": "0" * 64,
-        }
+        payload = linked_task_payload(SESSION, statements, claim_ids)
         draft = EventDraft(
             event_type="task_started", task_id=task_id, actor="user", request_id="start:1", payload=payload
         )

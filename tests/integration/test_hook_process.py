@@ -20,9 +20,10 @@ from typing import Any
 import pytest
 
 from hooks._problems import LOG_NAME
-from intentloop.model import EventDraft, association_context, new_uuid, project_id_for, session_hash, utc_now
+from intentloop.model import EventDraft, association_context, new_uuid, project_id_for
 from intentloop.store import ProjectStore, canonicalize_project_root
 
+from _support.linked_task import linked_task_payload
 from _support.lock_holder import holding_lock
 
 SESSION = "019a2b3c-4d5e-7f60-8a9b-0c1d2e3f4a5b"
@@ -92,30 +93,7 @@ class Env:
 
     def link(self, statements: tuple[str, ...] = ("Use PostgreSQL only",)) -> str:
         task_id = new_uuid()
-        now = utc_now()
-        claims = [
-            {
-                "claim_id": new_uuid(),
-                "statement": s,
-                "role": "user",
-                "epistemic_status": "explicit",
-                "source_ref": {"kind": "user_event", "event_id": f"start-{i}"},
-                "scope": "task",
-                "valid_from": now,
-                "last_confirmed": now,
-                "supersedes": [],
-                "facets": ["hard_constraint"],
-                "related_claim_ids": [],
-            }
-            for i, s in enumerate(statements)
-        ]
-        payload = {
-            "mode": "on",
-            "label": None,
-            "host_session_hash": session_hash(SESSION),
-            "initial_claims": claims,
-            "request_fingerprint": "0" * 64,
-        }
+        payload = linked_task_payload(SESSION, statements)
         self.append(
             [
                 EventDraft(

@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
-from intentloop.model import EventDraft, new_uuid, project_id_for, session_hash, utc_now
+from intentloop.model import EventDraft, new_uuid, project_id_for
 from intentloop.store import ProjectStore, canonicalize_project_root
 
+from _support.linked_task import linked_task_payload
 from _support.lock_holder import holding_lock
 
 SESSION = "019a2b3c-4d5e-7f60-8a9b-0c1d2e3f4a5b"
@@ -29,16 +30,7 @@ PROMPTS, STOPS = 16, 8
 
 def _link(store: ProjectStore) -> str:
     task = new_uuid()
-    now = utc_now()
-    claim = {
-        "claim_id": new_uuid(), "statement": "Use PostgreSQL only", "role": "user", "epistemic_status": "explicit",
-        "source_ref": {"kind": "user_event", "event_id": "start-0"}, "scope": "task", "valid_from": now,
-        "last_confirmed": now, "supersedes": [], "facets": ["hard_constraint"], "related_claim_ids": [],
-    }  # fmt: skip
-    payload = {
-        "mode": "on", "label": None, "host_session_hash": session_hash(SESSION), "initial_claims": [claim],
-        "request_fingerprint": "0" * 64,
-    }  # fmt: skip
+    payload = linked_task_payload(SESSION, ["Use PostgreSQL only"])
     with store.locked() as ledger:
         ledger.append(
             [EventDraft(event_type="task_started", task_id=task, actor="user", request_id="start", payload=payload)]

@@ -19,8 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from intentloop.model import EventDraft, new_uuid, project_id_for, session_hash, utc_now
+from intentloop.model import EventDraft, new_uuid, project_id_for
 from intentloop.store import ProjectStore, canonicalize_project_root
+
+from _support.linked_task import linked_task_payload
 
 WRITER = Path(__file__).parents[1] / "crash" / "ledger_writer.py"
 _SCRIPTS = Path(sys.executable).parent
@@ -54,25 +56,6 @@ print(json.dumps({"outcomes": outcomes, "versions": len(versions)}))
 """
 
 
-def _claims() -> list[dict[str, object]]:
-    now = utc_now()
-    return [
-        {
-            "claim_id": new_uuid(),
-            "statement": STATEMENT,
-            "role": "user",
-            "epistemic_status": "explicit",
-            "source_ref": {"kind": "user_event", "event_id": "start-0"},
-            "scope": "task",
-            "valid_from": now,
-            "last_confirmed": now,
-            "supersedes": [],
-            "facets": ["hard_constraint"],
-            "related_claim_ids": [],
-        }
-    ]
-
-
 @pytest.fixture
 def world(tmp_path: Path) -> Iterator[tuple[Path, Path, ProjectStore, str]]:
     """A linked task in a ~1.5 MB ledger (reads take long enough to overlap renames), and writers keep writing."""
@@ -80,13 +63,7 @@ def world(tmp_path: Path) -> Iterator[tuple[Path, Path, ProjectStore, str]]:
     repo.mkdir()
     store = ProjectStore(data, project_id_for(canonicalize_project_root(str(repo))))
     task = new_uuid()
-    payload = {
-        "mode": "on",
-        "label": None,
-        "host_session_hash": session_hash(SESSION),
-        "initial_claims": _claims(),
-        "request_fingerprint": "0" * 64,
-    }
+    payload = linked_task_payload(SESSION, [STATEMENT])
     filler = [
         EventDraft(
             event_type="claim_added",
