@@ -48,6 +48,22 @@ def _tool_results(events: list[dict[str, Any]]) -> dict[str, str]:
     return results
 
 
+def scripted_env(home: Path, config_dir: Path, port: int, **extra: str) -> dict[str, str]:
+    """Claude Code's environment against the scripted model on ``port``, offline, with ``extra`` variables."""
+    return base_env(
+        home,
+        {
+            "CLAUDE_CONFIG_DIR": str(config_dir),
+            "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}",
+            "ANTHROPIC_API_KEY": "sk-ant-e2e-dummy",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            **extra,
+        },
+    )
+
+
 def run_claude(
     report: Report, base: Path, claude: str, intentloop: str, route: str, pass_root: bool, blocking: bool
 ) -> None:
@@ -63,17 +79,7 @@ def run_claude(
         d.mkdir(parents=True, exist_ok=True)
     os.symlink(intentloop, bindir / "intentloop")  # the plugin route starts `intentloop` from PATH
     with FakeModel(logs / "model-requests.jsonl", str(project) if pass_root else None) as model:
-        env = base_env(
-            home,
-            {
-                "CLAUDE_CONFIG_DIR": str(config_dir),
-                "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{model.port}",
-                "ANTHROPIC_API_KEY": "sk-ant-e2e-dummy",
-                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-                "DISABLE_TELEMETRY": "1",
-                "DISABLE_AUTOUPDATER": "1",
-            },
-        )
+        env = scripted_env(home, config_dir, model.port)
         env["PATH"] = f"{bindir}:{env['PATH']}"
         if route == "plugin":
             env["XDG_DATA_HOME"] = str(xdg)

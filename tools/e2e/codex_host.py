@@ -165,6 +165,17 @@ def install_plugin(report: Report, host: str, codex: str, env: dict[str, str], b
     return ok
 
 
+def write_scripted_config(codex_home: Path, port: int, grace_ms: int | None = None) -> None:
+    """The user's own Codex configuration before intentloop: the scripted model provider on ``port``."""
+    (codex_home / "config.toml").write_text(
+        'model = "e2e-scripted"\nmodel_provider = "fake"\n'
+        + (f"mcp_optional_startup_grace_ms = {grace_ms}\n" if grace_ms is not None else "")
+        + '\n[model_providers.fake]\nname = "fake"\n'
+        f'base_url = "http://127.0.0.1:{port}/v1"\nwire_api = "responses"\nenv_key = "FAKE_MODEL_KEY"\n',
+        encoding="utf-8",
+    )
+
+
 def run_codex(
     report: Report,
     base: Path,
@@ -189,13 +200,7 @@ def run_codex(
     os.symlink(intentloop, bindir / "intentloop")
     with FakeModel(logs / "model-requests.jsonl", str(project) if pass_root else None) as model:
         # The user's own configuration before intentloop: the scripted provider (the e2e README explains the grace).
-        (codex_home / "config.toml").write_text(
-            'model = "e2e-scripted"\nmodel_provider = "fake"\n'
-            + (f"mcp_optional_startup_grace_ms = {grace_ms}\n" if grace_ms is not None else "")
-            + '\n[model_providers.fake]\nname = "fake"\n'
-            f'base_url = "http://127.0.0.1:{model.port}/v1"\nwire_api = "responses"\nenv_key = "FAKE_MODEL_KEY"\n',
-            encoding="utf-8",
-        )
+        write_scripted_config(codex_home, model.port, grace_ms)
         env = base_env(home, {"CODEX_HOME": str(codex_home), "FAKE_MODEL_KEY": "dummy"})
         env["PATH"] = f"{bindir}:{env['PATH']}"
         if route == "plugin":

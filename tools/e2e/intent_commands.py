@@ -254,7 +254,7 @@ def _check_every_command(report: Report, host: str, send: Send, model: FakeModel
 
 def run_codex_commands(report: Report, base: Path, codex: str, intentloop: str) -> None:
     """Codex CLI (``codex exec``): install, trust the hooks as ``/hooks`` would, send the command prompts."""
-    from codex_host import trust_hooks
+    from codex_host import trust_hooks, write_scripted_config
 
     host = "codex"
     home, project, logs = base / "home", base / "project", base / "logs"
@@ -263,11 +263,7 @@ def run_codex_commands(report: Report, base: Path, codex: str, intentloop: str) 
     for d in (codex_home, project, logs, base / "tmp"):
         d.mkdir(parents=True, exist_ok=True)
     with FakeModel(logs / "model-requests.jsonl") as model:
-        (codex_home / "config.toml").write_text(
-            'model = "e2e-scripted"\nmodel_provider = "fake"\n\n[model_providers.fake]\nname = "fake"\n'
-            f'base_url = "http://127.0.0.1:{model.port}/v1"\nwire_api = "responses"\nenv_key = "FAKE_MODEL_KEY"\n',
-            encoding="utf-8",
-        )
+        write_scripted_config(codex_home, model.port)
         env = base_env(home, {"CODEX_HOME": str(codex_home), "FAKE_MODEL_KEY": "dummy"})
         inst = run(
             report,
@@ -300,6 +296,8 @@ def run_codex_commands(report: Report, base: Path, codex: str, intentloop: str) 
 
 def run_claude_commands(report: Report, base: Path, claude: str, intentloop: str) -> None:
     """Claude Code (``claude -p``): install, send the command prompts."""
+    from claude_host import scripted_env
+
     host = "claude"
     home, project, logs = base / "home", base / "project", base / "logs"
     data = home / ".local" / "share" / "intentloop" / "v1"  # the per-user default root the installer pins
@@ -307,18 +305,7 @@ def run_claude_commands(report: Report, base: Path, claude: str, intentloop: str
     for d in (config_dir, project, logs, base / "tmp"):
         d.mkdir(parents=True, exist_ok=True)
     with FakeModel(logs / "model-requests.jsonl") as model:
-        env = base_env(
-            home,
-            {
-                "CLAUDE_CONFIG_DIR": str(config_dir),
-                "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{model.port}",
-                "ANTHROPIC_API_KEY": "sk-ant-e2e-dummy",
-                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-                "DISABLE_TELEMETRY": "1",
-                "DISABLE_AUTOUPDATER": "1",
-                "MCP_CONNECTION_NONBLOCKING": "0",
-            },
-        )
+        env = scripted_env(home, config_dir, model.port, MCP_CONNECTION_NONBLOCKING="0")
         inst = run(
             report,
             host,
