@@ -68,9 +68,21 @@ def _append_file(path: Path, data: bytes) -> None:
         os.close(fd)
 
 
-def _entries(events: Sequence[Event], start: int) -> dict[str, list[tuple[int, int]]]:
-    """File name → (offset, length) of each event's line, the events' lines starting at byte ``start`` (a lean view's
-    lines, from its records: they are the verified lines, so nothing needs decoding or encoding)."""
+#: Measures the lines of decoded events in bulk: a verified line is the sorted encoding of its event, except for the
+#: rare float that JavaScript writes differently (``_entries`` notices those by the total and measures one by one).
+_BULK = msgspec.json.Encoder(order="sorted")
+_BULK_CHUNK = 256
+
+
+def _entries(events: Sequence[Event], start: int, end: int) -> dict[str, list[tuple[int, int]]]:
+    """File name → (offset, length) of each event's line, the events' lines filling bytes ``start`` to ``end``.
+
+    A lean view's lines come from its records (nothing is decoded or encoded). Decoded events are measured by their
+    bulk sorted encoding, 256 at a time; only when those lengths do not add up to ``end - start`` is each event encoded
+    canonically on its own. Why: after a read without a checkpoint (a hook's first write on a ledger) this index is
+    rebuilt from the whole decoded ledger, and encoding 100,000 events one by one through ``canonical_bytes`` took
+    1.1 s here, more than verifying them (0.8 s); in bulk it takes ~0.1 s.
+    """
     files: dict[str, list[tuple[int, int]]] = {}
     if isinstance(events, LineEvents) and start == 0:
         for task_id, event_type, offset, length in events.spans():
@@ -78,14 +90,26 @@ def _entries(events: Sequence[Event], start: int) -> dict[str, list[tuple[int, i
             if event_type in BINDING_EVENTS:
                 files.setdefault(BINDINGS, []).append((offset, length))
         return files
+    lengths = _bulk_lengths(events)
+    if start + sum(lengths) != end:
+        lengths = [len(event_line(event)) for event in events]  # a verified line is its canonical encoding
     offset = start
-    for event in events:
-        length = len(event_line(event))  # a verified line is byte-identical with its canonical encoding
+    for event, length in zip(events, lengths, strict=True):
         files.setdefault(_task_file(event.task_id), []).append((offset, length))
         if event.event_type in BINDING_EVENTS:
             files.setdefault(BINDINGS, []).append((offset, length))
         offset += length
     return files
+
+
+def _bulk_lengths(events: Sequence[Event]) -> list[int]:
+    """The length of each event's sorted encoding with its newline."""
+    lengths: list[int] = []
+    for index in range(0, len(events), _BULK_CHUNK):
+        lines = _BULK.encode_lines(events[index : index + _BULK_CHUNK]).split(b"\n")
+        lines.pop()  # the empty piece after the last newline
+        lengths += [len(line) + 1 for line in lines]
+    return lengths
 
 
 def count_bindings(events: Sequence[Event]) -> int:
@@ -120,14 +144,15 @@ def _write_counts(directory: Path, counts: dict[str, int]) -> None:
         raise
 
 
-def extend_index(paths: ProjectPaths, name: str, events: Sequence[Event], start: int) -> bool:
-    """Add the records of ``events`` (whose lines start at byte ``start``) to index ``name``; ``False`` when the index
-    is not whole (a file whose size differs from its recorded count) or on failure: the caller then rebuilds it."""
+def extend_index(paths: ProjectPaths, name: str, events: Sequence[Event], start: int, end: int) -> bool:
+    """Add the records of ``events`` (whose lines fill bytes ``start`` to ``end``) to index ``name``; ``False`` when
+    the index is not whole (a file whose size differs from its recorded count) or on failure: the caller then rebuilds
+    it."""
     directory = paths.project_dir / name
     counts = _read_counts(directory)
     if counts is None:
         return False
-    entries = _entries(events, start)
+    entries = _entries(events, start, end)
     try:
         for file in entries:
             try:
@@ -145,14 +170,14 @@ def extend_index(paths: ProjectPaths, name: str, events: Sequence[Event], start:
     return True
 
 
-def rebuild_index(paths: ProjectPaths, events: Sequence[Event], keep: str | None = None) -> str | None:
-    """Write a new index of ``events`` (the whole verified ledger) and remove every other one; returns its name or
-    ``None`` (no index: readers read the ledger)."""
+def rebuild_index(paths: ProjectPaths, events: Sequence[Event], end: int) -> str | None:
+    """Write a new index of ``events`` (the whole verified ledger, ``end`` bytes) and remove every other one; returns
+    its name or ``None`` (no index: readers read the ledger)."""
     name = new_index_name()
     directory = paths.project_dir / name
     try:
         make_dir(directory)
-        entries = _entries(events, 0)
+        entries = _entries(events, 0, end)
         for file, spans in entries.items():
             _append_file(directory / file, _records(spans))
         _write_counts(directory, {file: len(spans) for file, spans in entries.items()})

@@ -523,13 +523,14 @@ class LockedLedger:
         readers a full read and makes the next writer with a view rebuild it."""
         from intentloop.store._index import count_bindings, extend_index, rebuild_index
 
-        if self._index is not None and kind == "append" and extend_index(self._paths, self._index, events, start):
+        end = self._head[2]  # the ledger's length after this commit
+        if self._index is not None and kind == "append" and extend_index(self._paths, self._index, events, start, end):
             self._bindings += count_bindings(events)
             return
         if view is None:
             self._index, self._bindings = None, 0
             return
-        self._index = rebuild_index(self._paths, view.events)
+        self._index = rebuild_index(self._paths, view.events, view.byte_length)
         self._bindings = count_bindings(view.events)
 
     def _check_replaceable(self, target: Path) -> bool:

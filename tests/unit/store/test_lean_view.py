@@ -191,7 +191,7 @@ def test_the_task_index_rebuilt_from_a_lean_view_is_the_one_the_events_give(
     assert isinstance(view.events, LineEvents) and isinstance(decoded.events, tuple)
 
     def index_of(events: Any) -> dict[str, bytes]:
-        name = rebuild_index(whole.paths, events)
+        name = rebuild_index(whole.paths, events, decoded.byte_length)
         assert name is not None
         return {p.name: p.read_bytes() for p in (whole.project_dir / name).iterdir()}
 
