@@ -8,11 +8,12 @@ answered with its receipt, in the context and as a ``systemMessage`` for the use
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 
 import msgspec
 
-from hooks._guard import FAIL_OPEN_LINE, debug_log
+from hooks._guard import BACKGROUND_LIMIT_S, FAIL_OPEN_LINE, Detach, debug_log
 from hooks._payload import HookPayload
 from intentloop.service.hookops import Observation, record_observation, session_context
 from intentloop.store import resolve_data_root
@@ -53,8 +54,14 @@ def command_line(payload: HookPayload, env: Mapping[str, str], *, lock_deadline:
     return answer_line(payload.event, answer.additional_context, answer.receipt)
 
 
-def dispatch(payload: HookPayload, env: Mapping[str, str], *, lock_deadline: float, debug: bool) -> bytes:
+def dispatch(
+    payload: HookPayload, env: Mapping[str, str], *, lock_deadline: float, debug: bool, detach: Detach | None = None
+) -> bytes:
     """Run the handler for ``payload.event`` and return the stdout line.
+
+    An observation that needs a whole read of a large ledger first (``hookops.SLOW_READ_BYTES``: its checkpoint does
+    not vouch for the file) answers fail-open at once through ``detach`` and is recorded in the background, waiting
+    for the lock until half of ``BACKGROUND_LIMIT_S``; that write leaves the checkpoint and the index for the next hook.
 
     Raises:
         IntentLoopError: no data root, an invalid ``cwd``, a damaged ledger, a held lock … (the caller answers
@@ -67,12 +74,19 @@ def dispatch(payload: HookPayload, env: Mapping[str, str], *, lock_deadline: flo
     if payload.event == "SessionStart":
         context = session_context(data_root, payload.cwd, payload.session_id, payload.source)
         return answer_line(payload.event, context)
+
+    def background() -> float | None:
+        if detach is None or not detach(FAIL_OPEN_LINE):
+            return None
+        return time.monotonic() + BACKGROUND_LIMIT_S / 2
+
     outcome = record_observation(
         data_root,
         payload.cwd,
         Observation(event=payload.event, session_id=payload.session_id, turn_id=payload.turn_id, text=payload.text),
         deadline=lock_deadline,
         with_context=payload.event == "UserPromptSubmit",
+        background=background,
     )
     state = "recorded" if outcome.recorded else "spooled for the next writer" if outcome.spooled else "not recorded"
     debug_log(debug, f"{payload.event}: observation {state}")

@@ -32,6 +32,15 @@ MAX_DEADLINE_S: Final = 60.0
 WATCHDOG_MARGIN_S: Final = 0.05
 #: Time kept after a lock wait for the write itself (temp file, fsync, rename) and the answer.
 WRITE_RESERVE_S: Final = 0.45
+#: How long a child that answered early (:data:`Detach`) may go on working after the host has its answer; then the
+#: kernel ends it (``SIGALRM``, default action), even when it is stuck in C code.
+BACKGROUND_LIMIT_S: Final = 60
+#: Starts what a child sends when it answered early and goes on working: never part of a JSON line.
+_EARLY: Final = b"\x1e"
+
+#: Given to the work of :func:`answer_in_child`: ``detach(line)`` answers the host with ``line`` now and lets the work
+#: go on in the background (``BACKGROUND_LIMIT_S`` at most); ``False`` where it cannot (no fork: the work runs inline).
+Detach = Callable[[bytes], bool]
 
 
 def deadline_seconds(env: Mapping[str, str]) -> float:
@@ -148,7 +157,7 @@ class Watchdog:
 
 
 def answer_in_child(
-    work: Callable[[], bytes],
+    work: Callable[[Detach], bytes],
     fire_at: float,
     *,
     send: Callable[[bytes], object],
@@ -162,6 +171,10 @@ def answer_in_child(
     hold the host's pipe open. The parent hands the line to ``send`` as soon as the child has closed the pipe; the
     child then runs ``after`` (work that must not delay the answer, such as the problem log) and ends with
     ``os._exit``, skipping interpreter shutdown. The parent waits for that only until ``fire_at``.
+
+    ``work`` may instead answer early with the ``Detach`` it is given: the parent then returns at once without
+    waiting for the child, which points its stdin and stderr at ``/dev/null`` too (nothing of ours holds the host's
+    pipes) and goes on for at most ``BACKGROUND_LIMIT_S``.
     """
     fork = getattr(os, "fork", None)
     if fork is None:
@@ -180,27 +193,48 @@ def answer_in_child(
         _child(work, read_fd, write_fd, after)
     os.close(write_fd)
     try:
-        line = _read_line(read_fd, fire_at)
+        data = _read_all(read_fd, fire_at)
     finally:
         os.close(read_fd)
-    if line is None:
+    if data is None:
         _kill(pid)
         send(FAIL_OPEN_LINE)
         return FAIL_OPEN_LINE
+    early = data.startswith(_EARLY)
+    line = _one_line(data[len(_EARLY) :] if early else data)
     send(line)
-    _wait_until(pid, fire_at)
+    if not early:
+        _wait_until(pid, fire_at)
     return line
 
 
-def _child(work: Callable[[], bytes], read_fd: int, write_fd: int, after: Callable[[], None] | None) -> NoReturn:
+def _child(work: Callable[[Detach], bytes], read_fd: int, write_fd: int, after: Callable[[], None] | None) -> NoReturn:
     code = 1
+    detached = False
+
+    def detach(line: bytes) -> bool:
+        nonlocal detached
+        if detached:
+            return False
+        detached = True
+        with contextlib.suppress(OSError):  # a parent that is gone has answered fail-open at its deadline
+            _write_all(write_fd, _EARLY + line)
+        os.close(write_fd)
+        _leave_host_pipes()
+        import signal
+
+        signal.alarm(BACKGROUND_LIMIT_S)
+        return True
+
     try:
         os.close(read_fd)
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, 1)
         os.close(devnull)
-        _write_all(write_fd, work())
-        os.close(write_fd)
+        line = work(detach)
+        if not detached:
+            _write_all(write_fd, line)
+            os.close(write_fd)
         code = 0
         if after is not None:
             after()
@@ -208,9 +242,19 @@ def _child(work: Callable[[], bytes], read_fd: int, write_fd: int, after: Callab
         os._exit(code)
 
 
-def _read_line(fd: int, fire_at: float) -> bytes | None:
-    """The child's whole output once it closes the pipe, as one answer line (fail-open when it is not exactly one
-    line); ``None`` when ``fire_at`` came first."""
+def _leave_host_pipes() -> None:
+    """Point stdin and stderr at ``/dev/null`` (stdout already is): a host that waits for our pipes to close is not
+    kept waiting by a child that goes on after its answer."""
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 2):
+            with contextlib.suppress(OSError):
+                os.dup2(devnull, fd)
+        os.close(devnull)
+
+
+def _read_all(fd: int, fire_at: float) -> bytes | None:
+    """Everything the child wrote once it closes the pipe; ``None`` when ``fire_at`` came first."""
     import select
 
     chunks: list[bytes] = []
@@ -223,9 +267,12 @@ def _read_line(fd: int, fire_at: float) -> bytes | None:
             return None
         chunk = os.read(fd, 65536)
         if not chunk:
-            break
+            return b"".join(chunks)
         chunks.append(chunk)
-    data = b"".join(chunks)
+
+
+def _one_line(data: bytes) -> bytes:
+    """``data`` as the answer line: the fail-open line unless it is exactly one line."""
     return data if data.endswith(b"\n") and data.count(b"\n") == 1 else FAIL_OPEN_LINE
 
 
@@ -280,6 +327,7 @@ def _kill(pid: int) -> None:
 
 
 __all__ = [
+    "BACKGROUND_LIMIT_S",
     "DEADLINE_ENV",
     "DEBUG_ENV",
     "DEFAULT_DEADLINE_S",
@@ -287,6 +335,7 @@ __all__ = [
     "WATCHDOG_MARGIN_S",
     "WRITE_RESERVE_S",
     "Answer",
+    "Detach",
     "Watchdog",
     "answer_in_child",
     "deadline_seconds",

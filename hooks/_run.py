@@ -19,6 +19,7 @@ from hooks._guard import (
     WATCHDOG_MARGIN_S,
     WRITE_RESERVE_S,
     Answer,
+    Detach,
     Watchdog,
     answer_in_child,
     deadline_seconds,
@@ -61,8 +62,16 @@ def parse_args(argv: Sequence[str]) -> tuple[str | None, str | None]:
     return event, data_dir
 
 
-def handle(argv: Sequence[str], stdin: BinaryIO, env: Mapping[str, str], *, lock_deadline: float, debug: bool) -> bytes:
-    """Everything a hook does, as a function: returns the one stdout line.
+def handle(
+    argv: Sequence[str],
+    stdin: BinaryIO,
+    env: Mapping[str, str],
+    *,
+    lock_deadline: float,
+    debug: bool,
+    detach: Detach | None = None,
+) -> bytes:
+    """Everything a hook does, as a function: returns the one stdout line (unless it answered early with ``detach``).
 
     Raises:
         Exception: anything; :func:`run_hook` turns every failure into the fail-open line.
@@ -80,7 +89,7 @@ def handle(argv: Sequence[str], stdin: BinaryIO, env: Mapping[str, str], *, lock
     if data_dir is not None:
         env = {**env, "INTENT_LOOP_DATA_DIR": data_dir}
     payload = parse_payload(read_payload_bytes(stdin), forced)
-    return dispatch(payload, env, lock_deadline=lock_deadline, debug=debug)
+    return dispatch(payload, env, lock_deadline=lock_deadline, debug=debug, detach=detach)
 
 
 def run_hook(argv: list[str]) -> NoReturn:
@@ -121,8 +130,8 @@ def _run(argv: list[str], started: float) -> int:
     answer = Answer(1)
     problems: list[Exception] = []
 
-    def work() -> bytes:
-        line, problem = _handled(argv, env, end, debug)
+    def work(detach: Detach) -> bytes:
+        line, problem = _handled(argv, env, end, debug, detach)
         if problem is not None:
             problems.append(problem)
         return line
@@ -135,17 +144,20 @@ def _run(argv: list[str], started: float) -> int:
     if answer_in_child(work, end - WATCHDOG_MARGIN_S, send=answer.send, after=after_answer) is None:
         # no fork here: run inline, with the watchdog thread as the last resort
         watchdog = Watchdog(answer, end - WATCHDOG_MARGIN_S).start()
-        answer.send(work())
+        answer.send(work(lambda _line: False))  # inline, nothing can go on after the answer
         after_answer()
         watchdog.cancel()
     debug_log(debug, f"answered in {1000 * (time.monotonic() - started):.1f} ms")
     return 0
 
 
-def _handled(argv: Sequence[str], env: Mapping[str, str], end: float, debug: bool) -> tuple[bytes, Exception | None]:
+def _handled(
+    argv: Sequence[str], env: Mapping[str, str], end: float, debug: bool, detach: Detach
+) -> tuple[bytes, Exception | None]:
     """:func:`handle`, with every failure turned into the fail-open line (and returned beside it, for the log)."""
     try:
-        return handle(argv, sys.stdin.buffer, env, lock_deadline=end - WRITE_RESERVE_S, debug=debug), None
+        line = handle(argv, sys.stdin.buffer, env, lock_deadline=end - WRITE_RESERVE_S, debug=debug, detach=detach)
+        return line, None
     except Exception as exc:  # the hook's single catch-all: every failure is the fail-open answer
         if debug:
             import traceback

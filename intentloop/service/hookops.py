@@ -45,6 +45,13 @@ _OBSERVATIONS: Final[dict[str, tuple[str, str, str, str, bool]]] = {
 }
 #: The hook redacts and digests at most this many characters of a prompt or message (the rest is only counted).
 MAX_OBSERVED_CHARS: Final = 65_536
+#: A ledger this large, when its checkpoint does not vouch for it (written before checkpoints existed, extended by
+#: another program, or a writer killed between append and checkpoint), takes an observation to the background
+#: (:func:`record_observation`'s ``background``). Why 16 MiB: a whole read with verification, then the rebuild of the
+#: checkpoint and index under the lock, took ~14 ms per MiB here (1.4 s for 100,000 events, 97 MiB), so 16 MiB costs the
+#: host ~0.25 s once, and ~0.75 s on a machine three times as busy, within the 2.5 s budget; past it, the hook used to
+#: spend its whole budget, be killed before the checkpoint was written, and do the same at the next prompt.
+SLOW_READ_BYTES: Final = 16 * 1024 * 1024
 
 
 class Observation(msgspec.Struct, frozen=True, kw_only=True):
@@ -131,12 +138,18 @@ def _ledger_stamp(store: ProjectStore) -> tuple[int, int, int, int, int] | None:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def _bound_task(store: ProjectStore, shash: str) -> tuple[TaskState | None, LedgerView | None]:
-    """The session's bound task, through the index when it can answer (then no view), else from the whole ledger."""
+def _bound_task(
+    store: ProjectStore, shash: str, before_whole_read: Callable[[int], None] | None = None
+) -> tuple[TaskState | None, LedgerView | None]:
+    """The session's bound task, through the index when it can answer (then no view), else from the whole ledger
+    (``before_whole_read`` is told its size first)."""
     found = _indexed_session_task(store, shash)
     if found is not _UNKNOWN:
         assert found is None or isinstance(found, TaskState)
         return found, None
+    if before_whole_read is not None:
+        stamp = _ledger_stamp(store)
+        before_whole_read(0 if stamp is None else stamp[2])
     view = store.read()
     return _session_task(view, shash), view
 
@@ -249,7 +262,13 @@ def _draft(obs: Observation, task_id: str, identity: Identity) -> EventDraft:
 
 
 def record_observation(
-    data_root: Path, cwd: str, obs: Observation, *, deadline: float | None, with_context: bool = False
+    data_root: Path,
+    cwd: str,
+    obs: Observation,
+    *,
+    deadline: float | None,
+    with_context: bool = False,
+    background: Callable[[], float | None] | None = None,
 ) -> HookOutcome:
     """Append one hook observation for the task bound to the session, unless private, off, unlinked or a repeat.
 
@@ -260,6 +279,9 @@ def record_observation(
 
     Args:
         with_context: also return the context text (UserPromptSubmit answers with SessionStart's context).
+        background: called once, before a whole read of a ledger larger than :data:`SLOW_READ_BYTES`; when it
+            returns a deadline the host has had its answer (the outcome is then nobody's answer) and the observation
+            is recorded by that deadline instead, else (``None``) everything goes on as before.
 
     Raises:
         InvalidInputError: ``PROJECT_ROOT_INVALID``, or an event that records nothing.
@@ -275,7 +297,13 @@ def record_observation(
             recorded=False, context=_if(with_context, private_control_context(control.task_id, obs.session_id))
         )
     stamp = _ledger_stamp(store)  # before the read: a commit after it changes the stamp
-    bound, view = _bound_task(store, shash)
+
+    def before_whole_read(size: int) -> None:
+        nonlocal deadline
+        if background is not None and size > SLOW_READ_BYTES and (later := background()) is not None:
+            deadline = later
+
+    bound, view = _bound_task(store, shash, before_whole_read)
     task, context = _decide(bound, store.read_controls(), None, obs.session_id)
     if task is None:
         return HookOutcome(recorded=False, context=_if(with_context, context))
@@ -351,6 +379,7 @@ def _if(wanted: bool, text: str) -> str | None:
 __all__ = [
     "COMPACT_SOURCE",
     "MAX_OBSERVED_CHARS",
+    "SLOW_READ_BYTES",
     "HookOutcome",
     "Observation",
     "record_observation",

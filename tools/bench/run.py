@@ -38,6 +38,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from intentloop.model import canonical_bytes, event_line, project_id_for, seal, session_hash, sha256_hex
 from intentloop.model.events import EventDraft
+from intentloop.store import CHECKPOINT_NAME
 
 INTENTLOOP = shutil.which("intentloop") or str(Path(sys.executable).with_name("intentloop"))
 SESSION_ID = "bench-session-0001"
@@ -399,6 +400,23 @@ async def measure_size(n: int, work: Path, repeats: int) -> dict[str, Any]:
     row["prompt_hook_ms"] = _median(prompts)
     for name, values in floors.items():
         row[name] = _median(values)
+    # The first prompt after the checkpoint is gone (written before checkpoints existed, a foreign append, a writer
+    # killed before it): how long the host waits, and how long until the checkpoint vouches for the file again.
+    checkpoint = data_root / "projects" / project_id / CHECKPOINT_NAME
+    colds, rebuilt, answered = [], [], []
+    for i in range(3):
+        checkpoint.unlink()
+        payload = {**base, "hook_event_name": "UserPromptSubmit", "turn_id": f"turn-{n}-cold-{i}", "prompt": "go on"}
+        t0 = time.perf_counter()
+        ms, out = _hook(data_root, payload)
+        while not checkpoint.exists() and time.perf_counter() - t0 < 120:
+            time.sleep(0.005)
+        colds.append(ms)
+        rebuilt.append(time.perf_counter() - t0)
+        answered.append(task_ids[0] in json.dumps(out))
+    row["cold_prompt_hook_ms"] = _median(colds)
+    row["cold_rebuilt_s"] = round(statistics.median(rebuilt), 3)
+    row["cold_prompt_with_context"] = sum(answered)
     verifies = []
     verified = True
     for _ in range(3):
@@ -419,6 +437,8 @@ FIGURES = [
     "hook_ms",
     "prompt_hook_ms",
     *PROMPT_FLOORS,
+    "cold_prompt_hook_ms",
+    "cold_rebuilt_s",
     "peak_rss_mb",
     "verify_s",
 ]

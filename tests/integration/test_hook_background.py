@@ -1,0 +1,135 @@
+"""A writing hook facing a large ledger its checkpoint does not vouch for answers at once and records in the
+background, leaving the checkpoint and the index for the next hook (before, it spent its whole budget verifying,
+was killed before the checkpoint was written, and the next prompt did the same)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from intentloop.model import project_id_for
+from intentloop.model.events import EventDraft
+from intentloop.service import hookops
+from intentloop.service.intent_service import IntentService
+from intentloop.store import CHECKPOINT_NAME, ProjectStore, canonicalize_project_root
+
+from _support.lock_holder import holding_lock
+
+SESSION = "6f0c2a9e-5b3d-4c8e-9a10-2b3c4d5e6f72"
+_SCRIPT = Path(sys.executable).with_name("intentloop")
+HOOK = [*([str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "cli.entry"]), "hook"]
+RULE = "Ship the migration behind a flag"
+PAD = 64 * 1024
+
+
+class World:
+    def __init__(self, tmp: Path) -> None:
+        self.data = tmp / "data"
+        repo = tmp / "repo"
+        repo.mkdir()
+        self.root = canonicalize_project_root(str(repo))
+        self.pid = project_id_for(self.root)
+        self.service = IntentService(lambda: self.data)
+        self.store = ProjectStore(self.data, self.pid)
+
+    async def call(self, tool: str, **arguments: Any) -> Any:
+        return await self.service.dispatch(tool, arguments, project_root=self.root, project_id=self.pid)
+
+    def grow(self, size: int) -> None:
+        """Pad the ledger to about ``size`` bytes with another task's events, then drop the checkpoint (as after a
+        foreign append or an upgrade)."""
+        other = json.loads(self.store.ledger_path.read_bytes().splitlines()[0])["task_id"]
+        drafts = [
+            EventDraft(
+                event_type="claim_added", task_id=other, actor="agent", request_id=f"pad-{i}", payload={"p": "x" * PAD}
+            )
+            for i in range(size // PAD + 1)
+        ]
+        with self.store.locked() as ledger:
+            ledger.append(drafts)
+        (self.store.project_dir / CHECKPOINT_NAME).unlink()
+
+    def prompt(self, turn: str, *, timeout: float = 20) -> dict[str, Any]:
+        payload = {
+            "session_id": SESSION,
+            "cwd": self.root,
+            "hook_event_name": "UserPromptSubmit",
+            "transcript_path": "/t",
+            "turn_id": turn,
+            "prompt": "go on",
+        }
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "INTENT_LOOP_DATA_DIR": str(self.data),
+            "INTENT_LOOP_HOOK_DEADLINE_S": "20",  # room for the lock-free read and a whole lock wait before answering
+        }
+        proc = subprocess.run(HOOK, input=json.dumps(payload).encode(), capture_output=True, env=env, timeout=timeout)
+        assert proc.returncode == 0 and proc.stderr == b""
+        answer: dict[str, Any] = json.loads(proc.stdout)
+        assert answer["continue"] is True
+        return answer
+
+    def observed(self) -> list[str]:
+        lines = self.store.ledger_path.read_bytes().splitlines()
+        return [
+            event["source_ref_id"]
+            for event in (_observation(json.loads(line)) for line in lines[-20:])
+            if event is not None
+        ]
+
+
+def _observation(event: dict[str, Any]) -> dict[str, Any] | None:
+    if event["event_type"] != "source_observed":
+        return None
+    return {"source_ref_id": event["payload"]["candidate"]["source_ref"]["event_id"]}
+
+
+def _context(answer: dict[str, Any]) -> str:
+    return str(answer.get("hookSpecificOutput", {}).get("additionalContext", ""))
+
+
+def _eventually(check: Any, seconds: float = 60.0) -> bool:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if check():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.fixture
+async def world(tmp_path: Path) -> World:
+    world = World(tmp_path)
+    await world.call("intent_start_task", label="other", initial_explicit=["other rule"])
+    await world.call("intent_start_task", host_session_id=SESSION, label="mine", initial_explicit=[RULE])
+    return world
+
+
+async def test_a_large_unvouched_ledger_is_recorded_in_the_background(world: World) -> None:
+    world.grow(hookops.SLOW_READ_BYTES + PAD)
+    with holding_lock(world.data, world.pid) as holder:
+        # The lock is held: a hook that read the ledger and waited for the lock before answering would answer with
+        # the context after its lock wait (5 s without progress) and spool the observation.
+        answer = world.prompt("turn-background-0001", timeout=10)
+        assert answer == {"continue": True, "suppressOutput": True}  # fail-open: no context read in time
+        assert holder.poll() is None and world.observed() == []
+    assert _eventually(lambda: world.observed() == ["turn-background-0001"])  # recorded once the lock was free
+    assert _eventually(lambda: (world.store.project_dir / CHECKPOINT_NAME).exists())
+    assert world.store.indexed() is not None  # the checkpoint and the index now vouch for the file
+    assert RULE in _context(world.prompt("turn-background-0002"))  # so the next prompt is answered in time
+    assert world.observed() == ["turn-background-0001", "turn-background-0002"]
+
+
+async def test_a_small_unvouched_ledger_is_read_in_time_and_answered(world: World) -> None:
+    world.grow(hookops.SLOW_READ_BYTES // 4)  # control: below the threshold the hook reads it all and answers
+    answer = world.prompt("turn-inline-0001")
+    assert RULE in _context(answer)
+    assert world.observed() == ["turn-inline-0001"]  # recorded before the process ended
+    assert (world.store.project_dir / CHECKPOINT_NAME).exists()
