@@ -39,12 +39,13 @@ from intentloop.store._fs import (
 )
 from intentloop.store._lines import LineEvents
 from intentloop.store._paths import ProjectPaths
-from intentloop.store._verify import verify_continuation
+from intentloop.store._verify import verify_continuation, verify_lines
 
 INDEX_DIR_RE = LazyPattern(r"^index-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 BINDINGS = "bindings"
 COUNTS = "counts.json"  # file name → how many records it holds: a file cut short or removed is noticed
 _RECORD = 12
+_READ_GAP = 64 * 1024  # lines of a task closer than this are read in one ``pread`` with what lies between them
 _TASK_RE = LazyPattern(r"^[0-9a-fA-F-]{36}$")
 
 
@@ -244,7 +245,7 @@ class IndexedLedger:
             return None
         if task_id is None and len(data) // _RECORD != self._bindings:
             return None
-        events: list[Event] = []
+        spans: list[tuple[int, int]] = []
         last = -1
         for at in range(0, len(data), _RECORD):
             offset = int.from_bytes(data[at : at + 8], "big")
@@ -252,10 +253,50 @@ class IndexedLedger:
             if offset + length > self._size or offset <= last or length == 0:
                 return None  # a record the checkpoint does not vouch for: the index is not this ledger's
             last = offset
-            event = self._line(offset, length)
-            if event is None or (task_id is not None and event.task_id != task_id):
-                return None
-            events.append(event)
+            spans.append((offset, length))
+        events = self._bulk(spans)
+        if events is None:  # something unusual or wrong: line by line, which tells which
+            events = []
+            for offset, length in spans:
+                event = self._line(offset, length)
+                if event is None:
+                    return None
+                events.append(event)
+        if task_id is not None and any(event.task_id != task_id for event in events):
+            return None
+        return events
+
+    def _bulk(self, spans: list[tuple[int, int]]) -> list[Event] | None:
+        """The lines of ``spans`` read in as few reads as their gaps allow and verified in one pass (every check of
+        :meth:`_line` at once); ``None`` when that cannot vouch for each of them. Why: every prompt adds a line to the
+        session's task and each hook reads the whole task; one read and one verification per line cost ~40 µs a line
+        (14 ms for a 300-line task, in a fresh process), this ~5 µs."""
+        if not spans:
+            return []
+        lines: list[bytes] = []
+        index = 0
+        try:
+            while index < len(spans):
+                start = spans[index][0]
+                end = start + spans[index][1]
+                stop = index + 1
+                while stop < len(spans) and spans[stop][0] - end <= _READ_GAP:
+                    end = spans[stop][0] + spans[stop][1]
+                    stop += 1
+                block = os.pread(self._fd, end - start, start)
+                if len(block) != end - start:
+                    return None
+                for offset, length in spans[index:stop]:
+                    line = block[offset - start : offset - start + length]
+                    if not line.endswith(b"\n"):
+                        return None
+                    lines.append(line)
+                index = stop
+        except OSError:
+            return None
+        events = verify_lines(b"".join(lines), project_id=self._paths.project_id)
+        if events is None or len(events) != len(spans):  # a record spanning two lines decodes to more events
+            return None
         return events
 
     def _line(self, offset: int, length: int) -> Event | None:

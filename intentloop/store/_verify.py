@@ -143,6 +143,16 @@ def verify_continuation(data: bytes, *, project_id: str, prev_hash: str | None, 
     )
 
 
+def verify_lines(body: bytes, *, project_id: str) -> list[Event] | None:
+    """The events of ``body``, whole ledger lines that need not follow each other in the chain (a task's lines read
+    through the index), when every line is canonical, a well-formed v1 event of ``project_id`` and hashes to its own
+    ``event_hash`` — every check of a verified line but the link to its predecessor. ``None`` when anything is unusual
+    or wrong: the caller then checks line by line with :func:`verify_continuation`."""
+    if not body.endswith(b"\n"):
+        return None
+    return _verify_batch(body, project_id, None, chained=False)
+
+
 def trailing_error(line_no: int) -> CorruptLedgerError:
     """``CORRUPT_TRAILING_EVENT`` for a last line ``line_no`` without its newline."""
     return CorruptLedgerError(
@@ -162,8 +172,9 @@ def _verify_intact(body: bytes, project_id: str, prev: str | None) -> list[Event
     return _verify_batch(body, project_id, prev)
 
 
-def _verify_batch(body: bytes, project_id: str, prev: str | None) -> list[Event] | None:
+def _verify_batch(body: bytes, project_id: str, prev: str | None, *, chained: bool = True) -> list[Event] | None:
     """The bulk path over ``body`` (whole lines, each ending in ``"\\n"``); ``None`` when anything is unusual.
+    ``chained``: the lines are consecutive, the first following ``prev`` (else each line is checked on its own).
 
     ``encode_lines(decode_lines(body)) == body`` proves that every line is the canonical encoding of the event
     decoded from it (an encoded event holds no raw newline, so the lines correspond one to one). Each check below
@@ -194,7 +205,7 @@ def _verify_batch(body: bytes, project_id: str, prev: str | None) -> list[Event]
     if "".join(times).translate(_DIGIT_TO_D) != _TIME_SHAPE * len(times):
         return None
     hashes = [e.event_hash for e in events]
-    if [e.prev_hash for e in events] != [prev, *hashes[:-1]]:
+    if chained and [e.prev_hash for e in events] != [prev, *hashes[:-1]]:
         return None
     if not _encodes_as(events, body):
         return None
@@ -347,4 +358,5 @@ __all__ = [
     "trailing_error",
     "verify_continuation",
     "verify_ledger_bytes",
+    "verify_lines",
 ]
