@@ -174,7 +174,7 @@ def answer_in_child(
 
     ``work`` may instead answer early with the ``Detach`` it is given: the parent then returns at once without
     waiting for the child, which points its stdin and stderr at ``/dev/null`` too (nothing of ours holds the host's
-    pipes) and goes on for at most ``BACKGROUND_LIMIT_S``.
+    pipes), moves to a session of its own and goes on for at most ``BACKGROUND_LIMIT_S``.
     """
     fork = getattr(os, "fork", None)
     if fork is None:
@@ -221,6 +221,8 @@ def _child(work: Callable[[Detach], bytes], read_fd: int, write_fd: int, after: 
             _write_all(write_fd, _EARLY + line)
         os.close(write_fd)
         _leave_host_pipes()
+        with contextlib.suppress(OSError):  # its own session: a host that ends our process group once we have
+            os.setsid()  # answered (some do, to reclaim a hook's descendants) leaves this bounded work be
         import signal
 
         signal.alarm(BACKGROUND_LIMIT_S)

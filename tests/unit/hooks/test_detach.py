@@ -23,7 +23,7 @@ guard.BACKGROUND_LIMIT_S = 2 if mode == "stuck" else 60
 def work(detach):
     if mode != "inline":
         detach(b'{"early":true}\\n')
-    (where / "pid").write_text(str(os.getpid()))
+    (where / "pid").write_text(f"{os.getpid()} {os.getpgrp()} {os.getsid(0)}")
     started = time.monotonic()
     while not (where / "go").exists() and time.monotonic() - started < 30:
         time.sleep(0.02)
@@ -64,6 +64,8 @@ def test_an_early_answer_returns_at_once_and_the_work_goes_on(tmp_path: Path) ->
     done = _run("early", tmp_path)  # returns although the child waits for "go": it holds none of our pipes
     assert (done.returncode, done.stdout, done.stderr) == (0, b'{"early":true}\n', b"")
     assert _wait_for(tmp_path / "pid")
+    pid, group, session = map(int, (tmp_path / "pid").read_text().split())
+    assert group == session == pid != os.getsid(0)  # its own session: ending the host's group leaves it be
     assert not (tmp_path / "done").exists()  # the work is still going on
     (tmp_path / "go").write_text("")
     assert _wait_for(tmp_path / "done")  # and finishes after the host had its answer
@@ -73,7 +75,8 @@ def test_without_an_early_answer_the_parent_answers_at_its_deadline_and_ends_the
     done = _run("inline", tmp_path)  # control: the child never answers, so the parent waits for its deadline (1 s)
     assert (done.returncode, done.stdout) == (0, b'{"continue":true,"suppressOutput":true}\n')
     (tmp_path / "go").write_text("")
-    pid = int((tmp_path / "pid").read_text())
+    pid, group, _session = map(int, (tmp_path / "pid").read_text().split())
+    assert group != pid  # control: a child that did not answer early stays in the process group
     assert _wait_for_gone(pid)
     assert not (tmp_path / "done").exists()  # killed at the deadline: it never finished
 
@@ -82,7 +85,7 @@ def test_a_child_that_goes_on_is_ended_after_the_background_limit(tmp_path: Path
     done = _run("stuck", tmp_path)
     assert done.stdout == b'{"early":true}\n'
     (tmp_path / "go").write_text("")
-    pid = int((tmp_path / "pid").read_text()) if _wait_for(tmp_path / "pid") else -1
+    pid = int((tmp_path / "pid").read_text().split()[0]) if _wait_for(tmp_path / "pid") else -1
     assert _wait_for_gone(pid, 30.0)  # SIGALRM after 2 s, although it sleeps for 60
     assert not (tmp_path / "done").exists()
 
