@@ -269,8 +269,8 @@ class IndexedLedger:
     def _bulk(self, spans: list[tuple[int, int]]) -> list[Event] | None:
         """The lines of ``spans`` read in as few reads as their gaps allow and verified in one pass (every check of
         :meth:`_line` at once); ``None`` when that cannot vouch for each of them. Why: every prompt adds a line to the
-        session's task and each hook reads the whole task; one read and one verification per line cost ~40 µs a line
-        (14 ms for a 300-line task, in a fresh process), this ~5 µs."""
+        session's task and each hook reads the whole task; one read and one verification per line took 15 µs a line
+        in a fresh process (a 318-line task: 4.7 ms), this 8 µs (2.5 ms)."""
         if not spans:
             return []
         lines: list[bytes] = []
