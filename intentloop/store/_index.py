@@ -45,7 +45,10 @@ INDEX_DIR_RE = LazyPattern(r"^index-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]
 BINDINGS = "bindings"
 COUNTS = "counts.json"  # file name → how many records it holds: a file cut short or removed is noticed
 _RECORD = 12
-_READ_GAP = 64 * 1024  # lines of a task closer than this are read in one ``pread`` with what lies between them
+#: Lines of a task at most this far apart are read in one ``pread`` with what lies between them (a few lines of other
+#: tasks: reading them from the page cache costs less than a system call each), in blocks of at most ``_READ_BLOCK``.
+_READ_GAP = 8 * 1024
+_READ_BLOCK = 1024 * 1024
 _TASK_RE = LazyPattern(r"^[0-9a-fA-F-]{36}$")
 
 
@@ -280,7 +283,11 @@ class IndexedLedger:
                 start = spans[index][0]
                 end = start + spans[index][1]
                 stop = index + 1
-                while stop < len(spans) and spans[stop][0] - end <= _READ_GAP:
+                while (
+                    stop < len(spans)
+                    and spans[stop][0] - end <= _READ_GAP
+                    and spans[stop][0] + spans[stop][1] - start <= _READ_BLOCK
+                ):
                     end = spans[stop][0] + spans[stop][1]
                     stop += 1
                 block = os.pread(self._fd, end - start, start)

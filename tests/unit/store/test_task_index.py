@@ -149,3 +149,27 @@ def test_records_that_do_not_name_the_tasks_lines_cost_a_full_read(store: Projec
         assert indexed.task_events(TASKS[1]) is None
     finally:
         indexed.close()
+
+
+def test_a_task_read_does_not_read_much_more_than_the_tasks_lines(
+    data_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lines close together are read in one ``pread``; what lies between them is read too, so that gap is bounded:
+    a task whose lines alternate with another task's 20 KB lines must not read the other task."""
+    store = ProjectStore(data_root, PID, config=CONFIG)
+    with store.locked() as ledger:
+        ledger.append([draft(t, f"start-{i}", "task_started") for i, t in enumerate(TASKS[:2])])
+        for i in range(40):
+            ledger.append([draft(TASKS[0], f"mine-{i}"), draft(TASKS[1], f"big-{i}", payload={"p": "x" * 20_000})])
+    view = store.read()
+    mine = sum(
+        len(line)
+        for line, e in zip(store.ledger_path.read_bytes().splitlines(True), view.events, strict=True)
+        if e.task_id == TASKS[0]
+    )
+    read: list[int] = []
+    real = _index.os.pread
+    monkeypatch.setattr(_index.os, "pread", lambda fd, n, at: read.append(n) or real(fd, n, at))
+    events = _indexed_task(store, TASKS[0])
+    assert events is not None and len(events) == 41
+    assert sum(read) <= 2 * mine  # with 64 KiB gaps it read every 20 KB line of the other task between them
