@@ -243,13 +243,18 @@ def _spawn_answers(data_root: Path, lines: list[bytes], answers: int) -> tuple[l
     return times, exit_ms
 
 
-#: Floors of ``prompt_hook_ms``, measured in its rounds: a bare interpreter (``-S``: no ``site``), the interpreter with
-#: ``site`` as this installation runs it (an editable install adds its finder, ~13 ms here, which a user's install
-#: does not have), and the libraries a writing hook cannot do without: msgspec (imported as the hook imports it),
-#: hashlib, pathlib, ctypes (``renameat2`` for the lock) and cryptography's Ed25519 (the signed head).
+#: Floors of the hook figures, measured in the rounds of ``prompt_hook_ms``: a bare interpreter (``-S``: no ``site``),
+#: the interpreter with ``site`` as this installation runs it (an editable install adds its finder, ~13 ms here, which
+#: a user's install does not have), the libraries a reading hook (SessionStart) cannot do without — msgspec (imported
+#: as the hook imports it), hashlib and pathlib — and those a writing hook cannot do without: the same, ctypes
+#: (``renameat2`` for the lock) and cryptography's Ed25519 (the signed head).
 PROMPT_FLOORS: dict[str, list[str]] = {
     "python_bare_ms": ["-S", "-c", "pass"],
     "python_site_ms": ["-c", "pass"],
+    "read_libraries_ms": [
+        "-c",
+        "from hooks._run import import_msgspec_alone; import_msgspec_alone(); import hashlib, pathlib",
+    ],
     "hook_libraries_ms": [
         "-c",
         "from hooks._run import import_msgspec_alone; import_msgspec_alone(); import hashlib, pathlib, ctypes; "
