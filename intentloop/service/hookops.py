@@ -13,6 +13,7 @@ input (the high-entropy rule, linear but in Python) against a 2.5 s budget; 64 K
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -281,7 +282,8 @@ def record_observation(
         with_context: also return the context text (UserPromptSubmit answers with SessionStart's context).
         background: called once, before a whole read of a ledger larger than :data:`SLOW_READ_BYTES`; when it
             returns a deadline the host has had its answer (the outcome is then nobody's answer) and the observation
-            is recorded by that deadline instead, else (``None``) everything goes on as before.
+            is recorded by that deadline instead, the lock waited for until then even without owner progress; else
+            (``None``) everything goes on as before.
 
     Raises:
         InvalidInputError: ``PROJECT_ROOT_INVALID``, or an event that records nothing.
@@ -299,9 +301,10 @@ def record_observation(
     stamp = _ledger_stamp(store)  # before the read: a commit after it changes the stamp
 
     def before_whole_read(size: int) -> None:
-        nonlocal deadline
+        nonlocal deadline, store
         if background is not None and size > SLOW_READ_BYTES and (later := background()) is not None:
             deadline = later
+            store = _patient(store, later - time.monotonic())
 
     bound, view = _bound_task(store, shash, before_whole_read)
     task, context = _decide(bound, store.read_controls(), None, obs.session_id)
@@ -370,6 +373,16 @@ def _record_locked(
             return HookOutcome(recorded=False, context=_if(with_context, context))
         ledger.append([_draft(obs, task.task_id, identity)])
     return HookOutcome(recorded=True, context=_if(with_context, context))
+
+
+def _patient(store: ProjectStore, seconds: float) -> ProjectStore:
+    """The same project, whose lock waiter keeps waiting for ``seconds`` even without owner progress: in the
+    background nobody waits for the hook, and a waiter that gave up would leave the checkpoint unbuilt (the
+    observation itself would go to the spool)."""
+    config = msgspec.structs.replace(
+        store.config, wait_s=max(store.config.wait_s, seconds), ceiling_s=max(store.config.ceiling_s, seconds)
+    )
+    return ProjectStore(store.data_root, store.project_id, config=config)
 
 
 def _if(wanted: bool, text: str) -> str | None:

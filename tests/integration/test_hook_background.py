@@ -56,7 +56,7 @@ class World:
             ledger.append(drafts)
         (self.store.project_dir / CHECKPOINT_NAME).unlink()
 
-    def prompt(self, turn: str, *, timeout: float = 20) -> dict[str, Any]:
+    def prompt(self, turn: str, *, timeout: float = 20, **extra: str) -> dict[str, Any]:
         payload = {
             "session_id": SESSION,
             "cwd": self.root,
@@ -69,6 +69,7 @@ class World:
             "PATH": os.environ.get("PATH", ""),
             "INTENT_LOOP_DATA_DIR": str(self.data),
             "INTENT_LOOP_HOOK_DEADLINE_S": "20",  # room for the lock-free read and a whole lock wait before answering
+            **extra,
         }
         proc = subprocess.run(HOOK, input=json.dumps(payload).encode(), capture_output=True, env=env, timeout=timeout)
         assert proc.returncode == 0 and proc.stderr == b""
@@ -117,9 +118,12 @@ async def test_a_large_unvouched_ledger_is_recorded_in_the_background(world: Wor
     with holding_lock(world.data, world.pid) as holder:
         # The lock is held: a hook that read the ledger and waited for the lock before answering would answer with
         # the context after its lock wait (5 s without progress) and spool the observation.
-        answer = world.prompt("turn-background-0001", timeout=10)
+        # An ordinary waiter gives up after INTENT_LOOP_LOCK_WAIT_S without owner progress; in the background, with
+        # nobody waiting for it, the hook keeps waiting (until half of its background limit).
+        answer = world.prompt("turn-background-0001", timeout=10, INTENT_LOOP_LOCK_WAIT_S="0.3")
         assert answer == {"continue": True, "suppressOutput": True}  # fail-open: no context read in time
         assert holder.poll() is None and world.observed() == []
+        time.sleep(1.5)  # five times the lock wait, the lock still held
     assert _eventually(lambda: world.observed() == ["turn-background-0001"])  # recorded once the lock was free
     assert _eventually(lambda: (world.store.project_dir / CHECKPOINT_NAME).exists())
     assert world.store.indexed() is not None  # the checkpoint and the index now vouch for the file

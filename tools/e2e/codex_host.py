@@ -21,7 +21,17 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from e2e_common import Report, base_env, ledger_checks, ledger_events, run, verify
+from e2e_common import (
+    Report,
+    background_checks,
+    base_env,
+    holding_lock,
+    ledger_checks,
+    ledger_events,
+    pad_unvouched,
+    run,
+    verify,
+)
 from fake_model import STATEMENT, FakeModel
 
 HOST = "codex"
@@ -307,8 +317,23 @@ def run_codex(
         )
         if not hooks_trusted:
             report.note(host, "hooks were not trusted, so the hook checks are expected to fail")
-    ledger_checks(report, host, ledger_events(data, project), task_id)
-    verify(report, host, intentloop, data, project, logs, env)
+        ledger_checks(report, host, ledger_events(data, project), task_id)
+        verify(report, host, intentloop, data, project, logs, env)
+        if route == "installer":  # one more turn, on a large ledger the checkpoint does not vouch for (docs/HOOKS.md)
+            prompts = pad_unvouched(data, project)
+            with holding_lock(data, project):
+                third = run(
+                    report,
+                    host,
+                    "codex exec resume (turn 3, large unvouched ledger, lock held)",
+                    [codex, "exec", "resume", *common[:-2], thread or "--last", "E2E-THIRD carry on"],
+                    env=env,
+                    cwd=project,
+                    log_dir=logs,
+                )
+            report.check(host, "codex exec resume (turn 3): exit 0", third.rc == 0, f"rc={third.rc}")
+            background_checks(report, host, data, project, prompts)
+            verify(report, host, intentloop, data, project, logs, env)
     if route == "installer":
         uninstall(report, host, env, intentloop, codex_home, logs)
 

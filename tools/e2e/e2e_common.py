@@ -11,7 +11,8 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -206,6 +207,81 @@ def ledger_checks(report: Report, host: str, events: list[dict[str, Any]], task_
         host,
         "ledger: result_signal_observed (Stop hook on the linked session)",
         "result_signal_observed" in types,
+    )
+
+
+def pad_unvouched(data_root: Path, root: Path) -> int:
+    """Grow the project's ledger past the hook's background threshold (``hookops.SLOW_READ_BYTES``) with events of a
+    task of its own, through the store, then remove the checkpoint, as an upgrade or another program's append leaves
+    it; returns how many UserPromptSubmit observations the ledger holds."""
+    from intentloop.model import EventDraft, new_uuid
+    from intentloop.service.hookops import SLOW_READ_BYTES
+    from intentloop.store import CHECKPOINT_NAME, ProjectStore
+
+    store = ProjectStore(data_root, project_id(root))
+    pad = 64 * 1024
+    other = new_uuid()
+    drafts = [EventDraft(event_type="task_started", task_id=other, actor="user", request_id="e2e-pad", payload={})]
+    drafts += [
+        EventDraft(
+            event_type="claim_added", task_id=other, actor="agent", request_id=f"e2e-pad-{i}", payload={"p": "x" * pad}
+        )
+        for i in range(SLOW_READ_BYTES // pad + 1)
+    ]
+    with store.locked() as ledger:
+        ledger.append(drafts)
+    (store.project_dir / CHECKPOINT_NAME).unlink()
+    return ledger_labels(ledger_events(data_root, root)).count("UserPromptSubmit")
+
+
+_HOLDER = """
+import sys
+from intentloop.store import ProjectStore
+with ProjectStore(sys.argv[1], sys.argv[2]).locked():
+    print("locked", flush=True)
+    sys.stdin.read()
+"""
+
+
+@contextmanager
+def holding_lock(data_root: Path, root: Path) -> Iterator[None]:
+    """Hold the project's ledger lock in another process while the body runs (then release it): a hook that waited
+    for the lock before answering would give up at its deadline and leave its observation to the spool."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(data_root), project_id(root)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"locked\n", "the lock holder did not start"
+        yield
+    finally:
+        if holder.stdin is not None:
+            holder.stdin.close()
+        try:
+            holder.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            holder.kill()
+            holder.wait()
+
+
+def background_checks(report: Report, host: str, data_root: Path, root: Path, prompts_before: int) -> None:
+    """After a turn on a ledger padded by :func:`pad_unvouched`, run while :func:`holding_lock` held the lock: its
+    prompt was recorded by the hook's background child once the lock was free (the host had long exited), and the
+    checkpoint vouches for the file again. A hook that read and waited before answering would have spooled the
+    observation, and with no later writer it would not be in the ledger."""
+    checkpoint = data_root / "projects" / project_id(root) / "ledger.checkpoint.json"
+    deadline = time.monotonic() + 60
+    prompts = prompts_before
+    while time.monotonic() < deadline:
+        prompts = ledger_labels(ledger_events(data_root, root)).count("UserPromptSubmit")
+        if prompts > prompts_before and checkpoint.exists():
+            break
+        time.sleep(0.1)
+    report.check(
+        host,
+        "turn on a ledger past 16 MiB that no checkpoint vouched for: the prompt recorded in the background, the "
+        "checkpoint back",
+        prompts == prompts_before + 1 and checkpoint.exists(),
+        f"UserPromptSubmit observations {prompts_before} -> {prompts}, checkpoint {checkpoint.exists()}",
     )
 
 

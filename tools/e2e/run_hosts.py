@@ -13,7 +13,9 @@ Each host and route gets its own temporary HOME (with CODEX_HOME / CLAUDE_CONFIG
 and no data-root variable: route "installer" runs ``intentloop install codex|claude``, route "plugin" installs this
 repository as a Codex plugin (``codex plugin marketplace add`` + ``codex plugin add``) or loads it as a Claude Code
 plugin (``--plugin-dir``). The model calls ``intent_start_task`` and ``intent_add_explicit``; a resumed second turn
-shows whether the hooks linked the session. Checks: the hosts' JSON output, the requests the model received, the
+shows whether the hooks linked the session; in the installer route a third turn runs on the ledger padded past the
+hooks' background threshold with its checkpoint removed and the lock held by another process, whose prompt must be
+recorded in the background once the lock is free. Checks: the hosts' JSON output, the requests the model received, the
 ledger under the per-user default root and a bare ``intentloop verify --json``. Prints PASS/FAIL per host, route and
 check; exits 0 only when every check passed.
 
