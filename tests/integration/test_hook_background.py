@@ -5,42 +5,27 @@ was killed before the checkpoint was written, and the next prompt did the same).
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from intentloop.model import project_id_for
 from intentloop.model.events import EventDraft
 from intentloop.service import hookops
-from intentloop.service.intent_service import IntentService
-from intentloop.store import CHECKPOINT_NAME, ProjectStore, canonicalize_project_root
+from intentloop.store import CHECKPOINT_NAME
 
+from _support.hook_world import HookWorld
 from _support.lock_holder import holding_lock
 
 SESSION = "6f0c2a9e-5b3d-4c8e-9a10-2b3c4d5e6f72"
-_SCRIPT = Path(sys.executable).with_name("intentloop")
-HOOK = [*([str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "cli.entry"]), "hook"]
 RULE = "Ship the migration behind a flag"
 PAD = 64 * 1024
 
 
-class World:
+class World(HookWorld):
     def __init__(self, tmp: Path) -> None:
-        self.data = tmp / "data"
-        repo = tmp / "repo"
-        repo.mkdir()
-        self.root = canonicalize_project_root(str(repo))
-        self.pid = project_id_for(self.root)
-        self.service = IntentService(lambda: self.data)
-        self.store = ProjectStore(self.data, self.pid)
-
-    async def call(self, tool: str, **arguments: Any) -> Any:
-        return await self.service.dispatch(tool, arguments, project_root=self.root, project_id=self.pid)
+        super().__init__(tmp, SESSION)
 
     def grow(self, size: int) -> None:
         """Pad the ledger to about ``size`` bytes with another task's events, then drop the checkpoint (as after a
@@ -57,25 +42,9 @@ class World:
         (self.store.project_dir / CHECKPOINT_NAME).unlink()
 
     def prompt(self, turn: str, *, timeout: float = 20, **extra: str) -> dict[str, Any]:
-        payload = {
-            "session_id": SESSION,
-            "cwd": self.root,
-            "hook_event_name": "UserPromptSubmit",
-            "transcript_path": "/t",
-            "turn_id": turn,
-            "prompt": "go on",
-        }
-        env = {
-            "PATH": os.environ.get("PATH", ""),
-            "INTENT_LOOP_DATA_DIR": str(self.data),
-            "INTENT_LOOP_HOOK_DEADLINE_S": "20",  # room for the lock-free read and a whole lock wait before answering
-            **extra,
-        }
-        proc = subprocess.run(HOOK, input=json.dumps(payload).encode(), capture_output=True, env=env, timeout=timeout)
-        assert proc.returncode == 0 and proc.stderr == b""
-        answer: dict[str, Any] = json.loads(proc.stdout)
-        assert answer["continue"] is True
-        return answer
+        # A deadline with room for the lock-free read and a whole lock wait before answering.
+        env = {"INTENT_LOOP_HOOK_DEADLINE_S": "20", **extra}
+        return self.hook("UserPromptSubmit", timeout=timeout, env=env, turn_id=turn, prompt="go on")
 
     def observed(self) -> list[str]:
         lines = self.store.ledger_path.read_bytes().splitlines()

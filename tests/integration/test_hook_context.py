@@ -8,25 +8,18 @@ prompts with nothing to redact), no file under the data root holds the prompt, t
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import stat
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from intentloop.model import project_id_for, redact
-from intentloop.service.intent_service import IntentService
-from intentloop.store import canonicalize_project_root
+from intentloop.model import redact
 
+from _support.hook_world import HookWorld
 from _support.tool_args import source
 
 SESSION = "7f1c2a9e-5b3d-4c8e-9a10-2b3c4d5e6f70"
-_SCRIPT = Path(sys.executable).with_name("intentloop")
-HOOK = [*([str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "cli.entry"]), "hook"]
 
 DIRECT = ["Use PostgreSQL only", "Never touch the billing module"]
 HOSTILE = {
@@ -40,26 +33,9 @@ HOSTILE = {
 }
 
 
-class World:
+class World(HookWorld):
     def __init__(self, tmp: Path) -> None:
-        self.data = tmp / "data"
-        repo = tmp / "repo"
-        repo.mkdir()
-        self.root = canonicalize_project_root(str(repo))
-        self.pid = project_id_for(self.root)
-        self.service = IntentService(lambda: self.data)
-
-    async def call(self, tool: str, **arguments: Any) -> Any:
-        return await self.service.dispatch(tool, arguments, project_root=self.root, project_id=self.pid)
-
-    def hook(self, event: str, **fields: Any) -> dict[str, Any]:
-        payload = {"session_id": SESSION, "cwd": self.root, "hook_event_name": event, "transcript_path": "/t", **fields}
-        env = {"PATH": os.environ.get("PATH", ""), "INTENT_LOOP_DATA_DIR": str(self.data)}
-        proc = subprocess.run(HOOK, input=json.dumps(payload).encode(), capture_output=True, env=env, timeout=10)
-        assert (proc.returncode, proc.stderr) == (0, b"")
-        answer: dict[str, Any] = json.loads(proc.stdout)
-        assert answer["continue"] is True
-        return answer
+        super().__init__(tmp, SESSION)
 
     def context(self, event: str = "SessionStart", **fields: Any) -> str:
         spec = self.hook(event, **fields)["hookSpecificOutput"]

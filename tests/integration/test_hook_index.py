@@ -5,53 +5,31 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
 
-from intentloop.model import event_line, project_id_for, seal
+from intentloop.model import event_line, seal
 from intentloop.model.events import EventDraft
 from intentloop.service import hookops
-from intentloop.service.intent_service import IntentService
 from intentloop.store import (
     CHECKPOINT_NAME,
     INDEX_DIR_RE,
     ProjectStore,
-    canonicalize_project_root,
     verify_ledger_bytes,
 )
 
+from _support.hook_world import HookWorld
+
 SESSION = "3a1c2a9e-5b3d-4c8e-9a10-2b3c4d5e6f71"
-_SCRIPT = Path(sys.executable).with_name("intentloop")
-HOOK = [*([str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "cli.entry"]), "hook"]
 RULE = "Keep the public API stable"
 
 
-class World:
+class World(HookWorld):
     def __init__(self, tmp: Path) -> None:
-        self.data = tmp / "data"
-        repo = tmp / "repo"
-        repo.mkdir()
-        self.root = canonicalize_project_root(str(repo))
-        self.pid = project_id_for(self.root)
-        self.service = IntentService(lambda: self.data)
-        self.store = ProjectStore(self.data, self.pid)
-
-    async def call(self, tool: str, **arguments: Any) -> Any:
-        return await self.service.dispatch(tool, arguments, project_root=self.root, project_id=self.pid)
-
-    def hook(self, event: str = "SessionStart", **fields: Any) -> dict[str, Any]:
-        payload = {"session_id": SESSION, "cwd": self.root, "hook_event_name": event, "transcript_path": "/t", **fields}
-        env = {"PATH": os.environ.get("PATH", ""), "INTENT_LOOP_DATA_DIR": str(self.data)}
-        proc = subprocess.run(HOOK, input=json.dumps(payload).encode(), capture_output=True, env=env, timeout=20)
-        assert proc.returncode == 0
-        answer: dict[str, Any] = json.loads(proc.stdout)
-        assert answer["continue"] is True
-        return answer
+        super().__init__(tmp, SESSION)
 
     def context(self) -> str:
         return str(self.hook().get("hookSpecificOutput", {}).get("additionalContext", ""))

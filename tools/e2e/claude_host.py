@@ -14,17 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from e2e_common import (
-    Report,
-    background_checks,
-    base_env,
-    holding_lock,
-    ledger_checks,
-    ledger_events,
-    pad_unvouched,
-    run,
-    verify,
-)
+from e2e_common import Report, background_turn, base_env, ledger_checks, ledger_events, run, verify
 from fake_model import STATEMENT, FakeModel
 
 REPO = Path(__file__).resolve().parents[2]
@@ -191,17 +181,14 @@ def run_claude(
         ledger_checks(report, host, ledger_events(data, project), task_id)
         verify(report, host, intentloop, data, project, logs, env)
         if route == "installer":  # one more turn, on a large ledger the checkpoint does not vouch for (docs/HOOKS.md)
-            prompts = pad_unvouched(data, project)
-            with holding_lock(data, project):
-                third = run(
-                    report,
-                    host,
-                    "claude -p --resume (turn 3, large unvouched ledger, lock held)",
-                    [claude, "-p", "--resume", str(session), "E2E-THIRD carry on", *common],
-                    env=env,
-                    cwd=project,
-                    log_dir=logs,
-                )
-            report.check(host, "claude -p --resume (turn 3): exit 0", third.rc == 0, f"rc={third.rc}")
-            background_checks(report, host, data, project, prompts)
-            verify(report, host, intentloop, data, project, logs, env)
+            background_turn(
+                report,
+                host,
+                "claude -p --resume (turn 3)",
+                [claude, "-p", "--resume", str(session), "E2E-THIRD carry on", *common],
+                intentloop=intentloop,
+                data_root=data,
+                root=project,
+                env=env,
+                log_dir=logs,
+            )

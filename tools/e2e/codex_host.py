@@ -21,17 +21,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from e2e_common import (
-    Report,
-    background_checks,
-    base_env,
-    holding_lock,
-    ledger_checks,
-    ledger_events,
-    pad_unvouched,
-    run,
-    verify,
-)
+from e2e_common import Report, background_turn, base_env, ledger_checks, ledger_events, run, verify
 from fake_model import STATEMENT, FakeModel
 
 HOST = "codex"
@@ -320,20 +310,17 @@ def run_codex(
         ledger_checks(report, host, ledger_events(data, project), task_id)
         verify(report, host, intentloop, data, project, logs, env)
         if route == "installer":  # one more turn, on a large ledger the checkpoint does not vouch for (docs/HOOKS.md)
-            prompts = pad_unvouched(data, project)
-            with holding_lock(data, project):
-                third = run(
-                    report,
-                    host,
-                    "codex exec resume (turn 3, large unvouched ledger, lock held)",
-                    [codex, "exec", "resume", *common[:-2], thread or "--last", "E2E-THIRD carry on"],
-                    env=env,
-                    cwd=project,
-                    log_dir=logs,
-                )
-            report.check(host, "codex exec resume (turn 3): exit 0", third.rc == 0, f"rc={third.rc}")
-            background_checks(report, host, data, project, prompts)
-            verify(report, host, intentloop, data, project, logs, env)
+            background_turn(
+                report,
+                host,
+                "codex exec resume (turn 3)",
+                [codex, "exec", "resume", *common[:-2], thread or "--last", "E2E-THIRD carry on"],
+                intentloop=intentloop,
+                data_root=data,
+                root=project,
+                env=env,
+                log_dir=logs,
+            )
     if route == "installer":
         uninstall(report, host, env, intentloop, codex_home, logs)
 

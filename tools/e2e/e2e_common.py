@@ -285,6 +285,30 @@ def background_checks(report: Report, host: str, data_root: Path, root: Path, pr
     )
 
 
+def background_turn(
+    report: Report,
+    host: str,
+    label: str,
+    argv: Sequence[str],
+    *,
+    intentloop: str,
+    data_root: Path,
+    root: Path,
+    env: Mapping[str, str],
+    log_dir: Path,
+) -> None:
+    """One more turn (``argv``, a resumed session) on the ledger padded by :func:`pad_unvouched`, with the lock held
+    by another process until the host has exited; then :func:`background_checks` and ``verify``."""
+    prompts = pad_unvouched(data_root, root)
+    with holding_lock(data_root, root):
+        res = run(
+            report, host, f"{label} (large unvouched ledger, lock held)", argv, env=env, cwd=root, log_dir=log_dir
+        )
+    report.check(host, f"{label}: exit 0", res.rc == 0, f"rc={res.rc}")
+    background_checks(report, host, data_root, root, prompts)
+    verify(report, host, intentloop, data_root, root, log_dir, env)
+
+
 NETNS_MARK = "INTENTLOOP_E2E_IN_NETNS"
 
 
