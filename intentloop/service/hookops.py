@@ -140,17 +140,16 @@ def _ledger_stamp(store: ProjectStore) -> tuple[int, int, int, int, int] | None:
 
 
 def _bound_task(
-    store: ProjectStore, shash: str, before_whole_read: Callable[[int], None] | None = None
+    store: ProjectStore, shash: str, before_whole_read: Callable[[], None] | None = None
 ) -> tuple[TaskState | None, LedgerView | None]:
     """The session's bound task, through the index when it can answer (then no view), else from the whole ledger
-    (``before_whole_read`` is told its size first)."""
+    (``before_whole_read`` is called first)."""
     found = _indexed_session_task(store, shash)
     if found is not _UNKNOWN:
         assert found is None or isinstance(found, TaskState)
         return found, None
     if before_whole_read is not None:
-        stamp = _ledger_stamp(store)
-        before_whole_read(0 if stamp is None else stamp[2])
+        before_whole_read()
     view = store.read()
     return _session_task(view, shash), view
 
@@ -300,9 +299,12 @@ def record_observation(
         )
     stamp = _ledger_stamp(store)  # before the read: a commit after it changes the stamp
 
-    def before_whole_read(size: int) -> None:
+    def before_whole_read() -> None:
         nonlocal deadline, store
-        if background is not None and size > SLOW_READ_BYTES and (later := background()) is not None:
+        if background is None or stamp is None or stamp[2] <= SLOW_READ_BYTES:
+            return
+        later = background()
+        if later is not None:
             deadline = later
             store = _patient(store, later - time.monotonic())
 
