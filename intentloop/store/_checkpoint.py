@@ -55,6 +55,13 @@ class Checkpoint(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
             st.st_ctime_ns,
         ) == (self.device, self.inode, self.size, self.mtime_ns, self.ctime_ns)
 
+    def covering_index(self) -> tuple[str, int] | None:
+        """The task index and its binding count, when the index covers every line this checkpoint vouches for (only
+        then may a reader trust it or a writer extend it)."""
+        if self.index is None or self.indexed != self.lines:
+            return None
+        return self.index, self.bindings
+
 
 _decoder = msgspec.json.Decoder(Checkpoint)
 

@@ -335,16 +335,11 @@ def open_indexed(paths: ProjectPaths) -> IndexedLedger | None:
         return None
     fd, st = opened
     checkpoint = read_checkpoint(paths)
-    index = None if checkpoint is None else checkpoint.index
-    if (
-        checkpoint is None
-        or not checkpoint.matches(st)
-        or index is None
-        or not INDEX_DIR_RE.match(index)
-        or checkpoint.indexed != checkpoint.lines
-    ):
+    covering = None if checkpoint is None or not checkpoint.matches(st) else checkpoint.covering_index()
+    if covering is None or not INDEX_DIR_RE.match(covering[0]):
         os.close(fd)
         return None
+    index, bindings = covering
     directory = paths.project_dir / index
     try:
         dir_st = os.lstat(directory)
@@ -356,7 +351,7 @@ def open_indexed(paths: ProjectPaths) -> IndexedLedger | None:
     if not stat_module.S_ISDIR(dir_st.st_mode):
         os.close(fd)
         return None
-    return IndexedLedger(paths, fd, st.st_size, directory, checkpoint.bindings)
+    return IndexedLedger(paths, fd, st.st_size, directory, bindings)
 
 
 __all__ = [

@@ -347,9 +347,7 @@ class ProjectStore:
             trusted = self._trusted_head()
             if trusted is not None:
                 found_st, checkpoint = trusted
-                index = None
-                if checkpoint.index is not None and checkpoint.indexed == checkpoint.lines:
-                    index = (checkpoint.index, checkpoint.bindings)
+                index = checkpoint.covering_index()
                 empty = Verification(
                     events=(),
                     head_hash=checkpoint.head,
@@ -416,11 +414,12 @@ class ProjectStore:
         if st is None:
             return None
         checkpoint = read_checkpoint(self.paths)
-        if checkpoint is None or not checkpoint.matches(st) or checkpoint.indexed != checkpoint.lines:
+        if checkpoint is None or not checkpoint.matches(st):
             return None
-        if checkpoint.index is None or not os.path.isdir(self.paths.project_dir / checkpoint.index):
+        index = checkpoint.covering_index()
+        if index is None or not os.path.isdir(self.paths.project_dir / index[0]):
             return None
-        return checkpoint.index, checkpoint.bindings
+        return index
 
     def indexed(self) -> IndexedLedger | None:
         """The ledger through its task index (lock-free, creates nothing), or ``None`` when the checkpoint does not
