@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from intentloop.model import EventDraft, project_id_for
@@ -81,12 +82,12 @@ class _Longer:
     """A bulk encoder whose first line comes out one byte longer than the file's."""
 
     def encode_lines(self, events: object) -> bytes:
-        data = _index.msgspec.json.Encoder(order="sorted").encode_lines(events)
+        data = msgspec.json.Encoder(order="sorted").encode_lines(events)
         return b" " + data
 
 
 def _rewrite_task_file(store: ProjectStore, task: str, spans: list[tuple[int, int]]) -> None:
-    checkpoint = _index.msgspec.json.decode((store.project_dir / "ledger.checkpoint.json").read_bytes())
+    checkpoint = msgspec.json.decode((store.project_dir / "ledger.checkpoint.json").read_bytes())
     path = store.project_dir / checkpoint["index"] / f"t-{task}"
     path.write_bytes(b"".join(offset.to_bytes(8, "big") + length.to_bytes(4, "big") for offset, length in spans))
 
