@@ -265,12 +265,9 @@ class LineEvents(Sequence[Event]):
         with _handover:
             owner, self._owner = self._owner and len(self._table.ends) == self._count, False
         table = self._table if owner else self._table.prefix(self._count)
-        ends: list[int] = []
-        offset = byte_length - sum(len(event_line(event)) for event in new_events)
-        for event in new_events:
-            offset += len(event_line(event))
-            ends.append(offset)
-        table.add(new_events, ends)
+        lengths = [len(event_line(event)) for event in new_events]  # each line encoded once
+        start = byte_length - sum(lengths)
+        table.add(new_events, list(accumulate(lengths, initial=start))[1:])  # each line's end offset
         return LineEvents(table, self._count + len(new_events))
 
 
