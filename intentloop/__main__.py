@@ -1,9 +1,6 @@
-"""``python -m intentloop``: the same as the ``intentloop`` console script.
+"""``python -m intentloop``: the same as the ``intentloop`` console script (the installers' fallback is ``python -P -m
+intentloop``, so a project directory holding packages of its own never shadows it)."""
 
-The one place where the ``intentloop`` package reaches up into the ``cli`` layer: it only hands the process over
-(import-linter's layer contract lists this import as its single allowed exception).
-"""
-
-from cli.entry import main
+from intentloop.cli.entry import main
 
 main()

@@ -25,8 +25,7 @@ import msgspec
 import trio
 
 from intentloop.errors import IntentLoopError, InvalidInputError
-from intentloop.mcp import answers
-from intentloop.mcp import envelope as env
+from intentloop.mcp import answers, envelope as env
 from intentloop.mcp.answers import (
     EXPERIMENTAL_CAPABILITIES,
     INSTRUCTIONS,

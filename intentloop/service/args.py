@@ -22,6 +22,7 @@ from intentloop.errors import InvalidInputError
 from intentloop.model import (
     CandidateType,
     ConfirmationReason,
+    EpistemicStatus as Status,
     Facet,
     FeedbackClass,
     Mode,
@@ -29,7 +30,6 @@ from intentloop.model import (
     Scope,
     SourceKind,
 )
-from intentloop.model import EpistemicStatus as Status
 
 #: At most this many claims in ``intent_start_task``'s ``initial_explicit`` (the schema's ``maxItems``; the service
 #: checks it again, as ``INITIAL_CLAIM_LIMIT``, for callers that build argument structs without decoding).

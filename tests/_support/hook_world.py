@@ -15,7 +15,7 @@ from intentloop.service.intent_service import IntentService
 from intentloop.store import ProjectStore, canonicalize_project_root
 
 _SCRIPT = Path(sys.executable).with_name("intentloop")
-HOOK = [*([str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "cli.entry"]), "hook"]
+HOOK = [*([str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-P", "-m", "intentloop"]), "hook"]
 
 
 class HookWorld:

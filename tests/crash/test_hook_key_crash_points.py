@@ -21,8 +21,7 @@ import pytest
 
 from intentloop.errors import StorageError
 from intentloop.service._hookkey import KEY_DIR, key_path, load_hook_key, load_or_create_hook_key
-from intentloop.store._signing import key_path as signing_key_path
-from intentloop.store._signing import load_or_create_signing_key, load_signing_key
+from intentloop.store._signing import key_path as signing_key_path, load_or_create_signing_key, load_signing_key
 
 # kind -> (the child's creator expression giving the key's identity as text, the parent's loader, creator, path)
 KINDS = {

@@ -124,9 +124,10 @@ def test_usage_exit_codes(tmp_path: Path, args: list[str], code: int) -> None:
     assert not (tmp_path / "data").exists()
 
 
-def test_python_dash_m_cli_is_the_same_program(tmp_path: Path) -> None:
+@pytest.mark.parametrize("module_form", [["-m", "intentloop"], ["-P", "-m", "intentloop"]])
+def test_python_dash_m_intentloop_is_the_same_program(tmp_path: Path, module_form: list[str]) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "cli", "status", "--json"],
+        [sys.executable, *module_form, "status", "--json"],
         capture_output=True,
         text=True,
         env=_env(tmp_path, INTENT_LOOP_DATA_DIR=str(tmp_path / "data")),

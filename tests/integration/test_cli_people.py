@@ -559,12 +559,12 @@ def test_hook_help_prints_help_and_the_hook_path_still_answers(memory: Memory) -
 
 _CRASH = """
 import sys
-import cli.views
+import intentloop.cli.views
 def boom(*args, **kwargs):
     raise RuntimeError("secret-looking detail")
-cli.views._projects = boom
+intentloop.cli.views._projects = boom
 sys.argv = ["intentloop", "projects"]
-from cli.entry import main
+from intentloop.cli.entry import main
 main()
 """
 
@@ -576,7 +576,7 @@ def test_internal_error_debug_prints_one_line_not_a_traceback(memory: Memory) ->
     loud = subprocess.run([sys.executable, "-c", _CRASH], capture_output=True, text=True, env=loud_env, timeout=60)
     assert loud.returncode == 1 and "Traceback" not in loud.stderr
     [debug] = [line for line in loud.stderr.splitlines() if line.startswith("intentloop: debug:")]
-    assert debug.startswith("intentloop: debug: RuntimeError at cli/views.py:") and "secret" not in debug
+    assert debug.startswith("intentloop: debug: RuntimeError at intentloop/cli/views.py:") and "secret" not in debug
     assert len(loud.stderr.splitlines()) == len(quiet.stderr.splitlines()) + 1  # exactly one line more
 
 

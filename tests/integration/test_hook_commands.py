@@ -28,7 +28,7 @@ from _support.lock_holder import holding_lock
 
 SESSION = "019a2b3c-4d5e-7f60-8a9b-0c1d2e3f4a5b"
 _SCRIPT = Path(sys.executable).with_name("intentloop")
-HOOK = [*([str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "cli.entry"]), "hook"]
+HOOK = [*([str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-P", "-m", "intentloop"]), "hook"]
 RECEIPT = re.compile(r"^\[Intent Loop receipt (IL-[0-9a-f]{8})\] ")
 NOT_RECORDED = "[Intent Loop: not recorded — "
 SECRET = "sk-proj-" + "Zq8xW3vR7tY2uI9oP4aS6dF1gH5jK0lM"

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from hooks._problems import FIXABLE_CODES, LOG_NAME, MAX_LOG_BYTES, last_problem, record_problem
 from intentloop.errors import CODES, StorageError
+from intentloop.hooks._problems import FIXABLE_CODES, LOG_NAME, MAX_LOG_BYTES, last_problem, record_problem
 
 _SCRIPT = Path(sys.executable).with_name("intentloop")
-INTENTLOOP = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "cli.entry"]
+INTENTLOOP = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-P", "-m", "intentloop"]
 FAIL_OPEN = b'{"continue":true,"suppressOutput":true}\n'
 SECRET = "my-prompt-text-that-must-never-be-logged"
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from hooks._problems import LOG_NAME
+from intentloop.hooks._problems import LOG_NAME
 from intentloop.model import EventDraft, association_context, new_uuid, project_id_for
 from intentloop.store import ProjectStore, canonicalize_project_root
 
@@ -32,7 +32,7 @@ FAIL_OPEN = b'{"continue":true,"suppressOutput":true}\n'
 # loaded machine is a benchmark figure, not a timed assertion.
 HANG_BOUND_S = 8.0
 _SCRIPT = Path(sys.executable).with_name("intentloop")
-HOOK = [*([str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "cli.entry"]), "hook"]
+HOOK = [*([str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-P", "-m", "intentloop"]), "hook"]
 FORBIDDEN = ("mcp", "typer", "rich", "pydantic", "trio", "anyio", "click", "httpx", "cryptography")
 
 
@@ -382,7 +382,7 @@ def boom(*args, **kwargs):
 ops.session_context = boom
 ops.record_observation = boom
 sys.argv = ["intentloop", "hook"]
-from cli.entry import main
+from intentloop.cli.entry import main
 main()
 """
 
@@ -400,7 +400,7 @@ def stuck(*args, **kwargs):
 ops.session_context = stuck
 ops.record_observation = stuck
 sys.argv = ["intentloop", "hook"]
-from cli.entry import main
+from intentloop.cli.entry import main
 main()
 """
 
@@ -477,7 +477,7 @@ def in_child():
     os._exit = exit_after_report
 os.register_at_fork(after_in_child=in_child)
 sys.argv = ["intentloop", "hook"]
-from cli.entry import main
+from intentloop.cli.entry import main
 main()
 """
 
@@ -515,7 +515,7 @@ def test_hook_path_loads_only_stdlib_msgspec_and_intentloop(env: Env, tmp_path: 
         assert "cryptography" not in tops  # a read-only hook never loads it
     foreign = {t for t in tops if t not in allowed and not t.startswith("__editable__")}
     assert foreign == set()
-    assert {m for m in modules if m.startswith("cli.")} == {"cli.entry"}
+    assert {m for m in modules if m.startswith("intentloop.cli.")} == {"intentloop.cli.entry"}
     assert "intentloop.service.hookops" in modules  # positive control: the handler really ran
     if event != "SessionStart":
         assert len(env.hook_events()) == 1

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import intentloop
-from cli._install_edit import HOOK_ARGS
-from cli.install import hook_groups
-from hooks._payload import FORCED_EVENTS
+from intentloop.cli._install_edit import HOOK_ARGS
+from intentloop.cli.install import hook_groups
+from intentloop.hooks._payload import FORCED_EVENTS
 from intentloop.store import ROOT_ENV_VARS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -97,7 +97,7 @@ def test_plugin_hook_commands_run_through_a_shell(tmp_path: Path) -> None:
         bin_dir = tmp_path / "bin"
         bin_dir.mkdir()
         shim = bin_dir / "intentloop"
-        shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m cli.entry "$@"\n')
+        shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -P -m intentloop "$@"\n')
         shim.chmod(0o755)
     repo = tmp_path / "repo"
     repo.mkdir()

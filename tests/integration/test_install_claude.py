@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from cli._install_edit import HostConfigError
-from cli.install import BACKUP_SUFFIX, install
+from intentloop.cli._install_edit import HostConfigError
+from intentloop.cli.install import BACKUP_SUFFIX, install
 from intentloop.model import association_context
 
 USER_SETTINGS = {
@@ -180,7 +180,7 @@ def test_symlinked_settings_are_written_through(claude: Claude, tmp_path: Path) 
 
 
 def test_installed_hook_command_runs(claude: Claude, tmp_path: Path) -> None:
-    program: tuple[str, ...] = PROGRAM if Path(PROGRAM[0]).exists() else (sys.executable, "-m", "cli.entry")
+    program: tuple[str, ...] = PROGRAM if Path(PROGRAM[0]).exists() else (sys.executable, "-P", "-m", "intentloop")
     install("claude", env={}, home=claude.home, program=program)
     repo = tmp_path / "repo"
     repo.mkdir()

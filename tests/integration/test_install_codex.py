@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
-from cli._install_edit import (
+from intentloop.cli._install_edit import (
     TOML_BEGIN,
     TOML_END,
     HostConfigError,
     appended_settings_land_in_our_table,
     toml_server_table,
 )
-from cli.install import BACKUP_SUFFIX, install
+from intentloop.cli.install import BACKUP_SUFFIX, install
 from intentloop.model import association_context
 
 USER_TOML = """\
@@ -265,7 +265,7 @@ def test_both_installers_pin_the_same_root_for_one_user(tmp_path: Path) -> None:
 
 
 def test_installed_hook_commands_run(codex: Codex, tmp_path: Path) -> None:
-    program: tuple[str, ...] = PROGRAM if Path(PROGRAM[0]).exists() else (sys.executable, "-m", "cli.entry")
+    program: tuple[str, ...] = PROGRAM if Path(PROGRAM[0]).exists() else (sys.executable, "-P", "-m", "intentloop")
     install("codex", env={}, home=codex.home, program=program)
     repo = tmp_path / "repo"
     repo.mkdir()

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from cli.install import install
+from intentloop.cli.install import install
 
 _SCRIPT = Path(sys.executable).with_name("intentloop")
-PROGRAM: tuple[str, ...] = (str(_SCRIPT),) if _SCRIPT.exists() else (sys.executable, "-m", "cli.entry")
+PROGRAM: tuple[str, ...] = (str(_SCRIPT),) if _SCRIPT.exists() else (sys.executable, "-P", "-m", "intentloop")
 
 
 def _status(program: list[str], env: dict[str, str], repo: Path) -> dict[str, Any]:

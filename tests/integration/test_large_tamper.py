@@ -18,7 +18,7 @@ from intentloop.store import canonicalize_project_root
 
 SESSION = "5c1c2a9e-5b3d-4c8e-9a10-2b3c4d5e6f72"
 _SCRIPT = Path(sys.executable).with_name("intentloop")
-HOOK = [*([str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "cli.entry"]), "hook"]
+HOOK = [*([str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-P", "-m", "intentloop"]), "hook"]
 EVENTS = 100_000
 TASK = "7d0e4a4c-3b1f-4d2e-8f6a-1b2c3d4e5f60"  # bound to SESSION, small
 FILLER = "8e1f5b5d-4c2a-4e3f-9a7b-2c3d4e5f6a71"  # holds the history

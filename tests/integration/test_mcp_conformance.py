@@ -419,7 +419,7 @@ def report():
 leave = os._exit  # the server leaves through os._exit while its background import still runs
 os._exit = lambda code: (report(), leave(code))
 sys.argv = ["intentloop", *sys.argv[1:]]
-from cli.entry import main
+from intentloop.cli.entry import main
 try:
     main()
 except SystemExit:

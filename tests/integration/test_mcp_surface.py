@@ -24,10 +24,12 @@ import trio
 
 from _support import mcp_client as H
 from _support.mcp_client import META_KEY, Surface, source
-from _support.tool_args import evidence as _evidence
-from _support.tool_args import explicit as _explicit
-from _support.tool_args import inference as _inference
-from _support.tool_args import statements as _statements
+from _support.tool_args import (
+    evidence as _evidence,
+    explicit as _explicit,
+    inference as _inference,
+    statements as _statements,
+)
 
 NIL_UUID = "00000000-0000-0000-0000-000000000000"  # passes the published schema pattern, not the service's check
 GITHUB_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"  # the shape of a GitHub token, 36 characters after ghp_

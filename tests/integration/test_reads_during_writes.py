@@ -27,7 +27,7 @@ from _support.linked_task import linked_task_payload
 WRITER = Path(__file__).parents[1] / "crash" / "ledger_writer.py"
 _SCRIPTS = Path(sys.executable).parent
 _SCRIPT = _SCRIPTS / "intentloop"
-INTENTLOOP = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "cli.entry"]
+INTENTLOOP = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-P", "-m", "intentloop"]
 SESSION = "019a2b3c-4d5e-7f60-8a9b-0c1d2e3f4a5b"
 STATEMENT = "Use PostgreSQL only"
 WRITERS = 2

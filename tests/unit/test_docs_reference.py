@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cli._exit import BUSY, ENVIRONMENT, USAGE, exit_code_for
+from intentloop.cli._exit import BUSY, ENVIRONMENT, USAGE, exit_code_for
 from intentloop.errors import CODES
 from intentloop.model.events import EVENT_TYPES
 from intentloop.service.args import TOOL_NAMES

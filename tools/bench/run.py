@@ -337,13 +337,9 @@ def _compile_project() -> None:
     bytecode at import time, which would charge every start with compiling)."""
     import compileall
 
-    import cli
     import intentloop
 
-    for package in (intentloop, cli):
-        compileall.compile_dir(str(Path(package.__file__).parent.parent / package.__name__), quiet=1)
-    for name in ("hooks", "recovery"):
-        compileall.compile_dir(str(Path(intentloop.__file__).parent.parent / name), quiet=1)
+    compileall.compile_dir(str(Path(intentloop.__file__).parent), quiet=1)
 
 
 # --------------------------------------------------------------------------------------------------- figures

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cli.app import build_app, run
+from intentloop.cli.app import build_app, run
 
 
 def test_every_documented_command_is_registered() -> None:
@@ -73,7 +73,7 @@ def test_hook_path_never_imports_typer_rich_or_mcp(tmp_path: Path) -> None:
         "os._exit = report_and_exit\n"
         "sys.argv = ['intentloop', 'hook']\n"
         "sys.stdin = io.TextIOWrapper(io.BytesIO(b'{}'))\n"
-        "from cli.entry import main\n"
+        "from intentloop.cli.entry import main\n"
         "main()\n"
     )
     report = tmp_path / "report.txt"
@@ -110,7 +110,7 @@ def test_verify_restores_the_garbage_collector_it_found(
     in-process, also when the command fails."""
     import gc
 
-    from cli.verify import without_cyclic_gc
+    from intentloop.cli.verify import without_cyclic_gc
 
     seen: list[bool] = []
     monkeypatch.setenv("INTENT_LOOP_DATA_DIR", str(tmp_path / "nowhere"))

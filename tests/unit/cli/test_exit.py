@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cli._exit import BUSY, DAMAGED, ENVIRONMENT, NOT_FOUND, OK, USAGE, exit_code_for, remedy_for
+from intentloop.cli._exit import BUSY, DAMAGED, ENVIRONMENT, NOT_FOUND, OK, USAGE, exit_code_for, remedy_for
 from intentloop.errors import CODES
 
 

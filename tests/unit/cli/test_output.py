@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from cli._exit import BUSY, DAMAGED, ENVIRONMENT, OK, remedy_for
-from cli._output import Output, error_dict
+from intentloop.cli._exit import BUSY, DAMAGED, ENVIRONMENT, OK, remedy_for
+from intentloop.cli._output import Output, error_dict
 from intentloop.errors import CorruptLedgerError, IntentLoopError, StorageError
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cli._select import plural, unique_match
+from intentloop.cli._select import plural, unique_match
 from intentloop.errors import IntentLoopError
 
 IDS = ["1d11c039-aaaa", "1d2f0000-bbbb", "ff000000-cccc"]

@@ -15,7 +15,7 @@ from pathlib import Path
 _SCRIPT = """
 import os, sys, time
 from pathlib import Path
-import hooks._guard as guard
+import intentloop.hooks._guard as guard
 
 mode, where = sys.argv[1], Path(sys.argv[2])
 guard.BACKGROUND_LIMIT_S = 2 if mode == "stuck" else 60

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from hooks._guard import DEFAULT_DEADLINE_S, FAIL_OPEN_LINE, Answer, deadline_seconds, process_age_s
-from hooks._run import UsageError, parse_args
+from intentloop.hooks._guard import DEFAULT_DEADLINE_S, FAIL_OPEN_LINE, Answer, deadline_seconds, process_age_s
+from intentloop.hooks._run import UsageError, parse_args
 
 
 @pytest.mark.parametrize(

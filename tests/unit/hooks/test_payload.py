@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from hooks._payload import (
+from intentloop.hooks._payload import (
     EVENT_NAMES,
     FORCED_EVENTS,
     MAX_PAYLOAD_BYTES,

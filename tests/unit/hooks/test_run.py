@@ -10,7 +10,7 @@ from pathlib import Path
 _FUTURE_MSGSPEC = """
 import sys
 sys.path.insert(0, sys.argv[1])
-from hooks._run import import_msgspec_alone
+from intentloop.hooks._run import import_msgspec_alone
 import_msgspec_alone()
 import msgspec
 print(msgspec.NEEDS_TYPING_EXTENSIONS, "typing_extensions" in sys.modules)

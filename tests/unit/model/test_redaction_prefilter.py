@@ -7,13 +7,14 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from re import _constants as C  # the parsed form of a pattern: what the prefilter's literals are checked against
-from re import _parser
+from re import (
+    _constants as C,  # the parsed form of a pattern: what the prefilter's literals are checked against
+    _parser,
+)
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from intentloop.model import redaction
 from intentloop.model.redaction import _CREDENTIAL_RULES, _PATTERN_RULES, _SERVICE_KEYS, redact

@@ -6,8 +6,7 @@ import hashlib
 import json
 import string
 
-from hypothesis import assume, given
-from hypothesis import strategies as st
+from hypothesis import assume, given, strategies as st
 
 from intentloop.model import minimal_excerpt, redact
 from intentloop.model._entropy import is_random_token

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from intentloop.errors import InvalidInputError, StorageError
+from intentloop.recovery import export_verified_prefix
 from intentloop.store import verify_ledger_bytes
-from recovery import export_verified_prefix
 
 
 def test_export_of_an_intact_ledger_is_a_byte_identical_copy(project, tmp_path: Path) -> None:

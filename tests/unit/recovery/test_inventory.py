@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from intentloop.errors import StorageError
-from recovery import list_project_ids, summarize_all, summarize_project
+from intentloop.recovery import list_project_ids, summarize_all, summarize_project
 
 
 def test_a_missing_data_root_lists_nothing_and_creates_nothing(data_root: Path) -> None:

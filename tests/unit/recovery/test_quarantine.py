@@ -12,7 +12,7 @@ import pytest
 
 from intentloop.errors import CorruptLedgerError, StorageError
 from intentloop.model import EventDraft, canonical_bytes
-from recovery import RECORD_PREFIX, quarantine_damaged_suffix, verify_project
+from intentloop.recovery import RECORD_PREFIX, quarantine_damaged_suffix, verify_project
 
 
 def _records(project) -> list[dict]:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from intentloop.errors import IntentLoopError
+from intentloop.recovery import relink_project
 from intentloop.store import PrivateControl
-from recovery import relink_project
 
 
 def test_relink_interrupted_after_the_new_ledger_was_written_is_finished_by_a_rerun(project, new_project) -> None:

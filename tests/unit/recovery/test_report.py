@@ -10,7 +10,7 @@ import pytest
 
 from intentloop.errors import StorageError
 from intentloop.model import canonical_bytes
-from recovery import check_ledger, verify_project
+from intentloop.recovery import check_ledger, verify_project
 
 
 def test_intact_ledger_reports_every_event_head_and_bytes(project) -> None:

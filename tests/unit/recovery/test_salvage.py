@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 from intentloop.model import EventDraft, canonical_bytes, new_uuid
+from intentloop.recovery import count_suffix, quarantine_damaged_suffix, salvage
+from intentloop.recovery.salvage import SALVAGE_PREFIX
 from intentloop.store import verify_ledger_bytes
-from recovery import count_suffix, quarantine_damaged_suffix, salvage
-from recovery.salvage import SALVAGE_PREFIX
 
 
 def _quarantined(project, count: int = 6, bad: int = 2) -> list[bytes]:

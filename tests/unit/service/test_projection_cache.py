@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from intentloop.model import Event, ProjectState
-from intentloop.model import project as real_project
+from intentloop.model import Event, ProjectState, project as real_project
 from intentloop.service import _state
 
 

@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from intentloop.model import EventDraft, project_id_for, utc_now
-from intentloop.store import ProjectStore
-from intentloop.store import _spool as spool_module
+from intentloop.store import ProjectStore, _spool as spool_module
 
 PID = project_id_for("/spool/tests")
 TASK = str(uuid.uuid4())

@@ -12,8 +12,7 @@ import uuid
 from pathlib import Path
 
 import msgspec
-from hypothesis import settings
-from hypothesis import strategies as st
+from hypothesis import settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from intentloop.model import EventDraft, event_line, project_id_for, rechain, seal

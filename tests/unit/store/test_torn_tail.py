@@ -80,7 +80,7 @@ from intentloop.store import ProjectStore
 store = ProjectStore(sys.argv[2], sys.argv[3])
 out = {}
 if sys.argv[1] == "verify":  # what `intentloop verify` does
-    from recovery import verify_project
+    from intentloop.recovery import verify_project
     report = verify_project(store)
     keys = ("status", "code", "events", "damaged_bytes", "damaged_sha256", "byte_length", "torn_tail", "first_bad_line")
     out = {k: report.to_dict()[k] for k in keys}
@@ -89,7 +89,7 @@ elif sys.argv[1] == "write":  # the next writer repairs the torn tail
         ledger.append([EventDraft(event_type="mode_set", task_id=str(uuid.uuid4()), actor="user", request_id="w",
                                   payload={})])
 elif sys.argv[1] == "keep":  # `intentloop recover quarantine --keep-bytes`
-    from recovery import quarantine_damaged_suffix
+    from intentloop.recovery import quarantine_damaged_suffix
     result = quarantine_damaged_suffix(store, keep_bytes=True)
     out = {"kept": result.kept_bytes_file, "quarantined_bytes": result.quarantined_bytes, "sha256": result.sha256}
 # VmHWM, not getrusage's ru_maxrss: Linux keeps ru_maxrss across fork + exec, so a child of a large pytest process

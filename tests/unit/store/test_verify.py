@@ -9,8 +9,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from intentloop.store import verify_ledger_bytes
 

@@ -1,0 +1,164 @@
+"""How every command speaks: one JSON object on stdout with ``--json``, rich tables otherwise, errors with a remedy.
+
+rich is imported only when a human-readable table or a progress display is actually drawn, so ``--json`` runs and
+error paths stay cheap. Progress is drawn on stderr and only when stderr is a terminal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from intentloop import SCHEMA_VERSION
+from intentloop.cli._exit import OK, exit_code_for, remedy_for
+from intentloop.errors import IntentLoopError
+
+if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
+    from rich.table import Table
+
+_PIPE_WIDTH = 160
+
+
+class Output:
+    """The output channel of one command run.
+
+    Args:
+        command: the command's name as typed (``"verify"``, ``"recover export"``), echoed in JSON output.
+        json_mode: print one machine-readable JSON object instead of tables.
+    """
+
+    def __init__(self, command: str, *, json_mode: bool) -> None:
+        self.command = command
+        self.json_mode = json_mode
+        self._stdout: Console | None = None
+        self._stderr: Console | None = None
+
+    # -- JSON ------------------------------------------------------------------------------------------------------
+
+    def json_object(self, fields: dict[str, Any], *, exit_code: int, error: IntentLoopError | None = None) -> None:
+        """Print the command's one JSON object: ``ok``, ``command``, ``exit_code``, the fields, and ``error``."""
+        head: dict[str, Any] = {
+            "ok": exit_code == OK,
+            "command": self.command,
+            "exit_code": exit_code,
+            "schema_version": SCHEMA_VERSION,
+        }
+        body = {**head, **fields}
+        if error is not None:
+            body["error"] = error_dict(error)
+        sys.stdout.write(json.dumps(body, ensure_ascii=False, indent=2, sort_keys=False) + "\n")
+        sys.stdout.flush()
+
+    # -- humans ----------------------------------------------------------------------------------------------------
+
+    @property
+    def console(self) -> Console:
+        """A rich console on stdout (colours only on a terminal)."""
+        if self._stdout is None:
+            from rich.console import Console
+
+            # Piped output has no width to respect: make it wide enough that ids and hashes are never folded.
+            width = None if _is_terminal(sys.stdout) else _PIPE_WIDTH
+            self._stdout = Console(highlight=False, soft_wrap=False, width=width)
+        return self._stdout
+
+    @property
+    def err_console(self) -> Console:
+        """A rich console on stderr, for progress and prompts."""
+        if self._stderr is None:
+            from rich.console import Console
+
+            self._stderr = Console(stderr=True, highlight=False)
+        return self._stderr
+
+    def show(self, *renderables: RenderableType) -> None:
+        """Print rich renderables (tables, text) on stdout; nothing in JSON mode."""
+        if not self.json_mode:
+            self.console.print(*renderables)
+
+    def line(self, text: str, *, style: str | None = None) -> None:
+        """Print one line of plain text (no markup is interpreted) on stdout; nothing in JSON mode."""
+        if not self.json_mode:
+            self.console.print(text, style=style, markup=False)
+
+    def guard(self, body: Callable[[], int]) -> int:
+        """Run a command body; an :class:`IntentLoopError` it raises is reported here and becomes the exit code."""
+        try:
+            return body()
+        except IntentLoopError as exc:
+            return self.failure(exc)
+
+    def failure(self, error: IntentLoopError, *, fields: dict[str, Any] | None = None) -> int:
+        """Report ``error`` (JSON on stdout, or code and remedy on stderr) and return its exit code."""
+        code = exit_code_for(error.code)
+        if self.json_mode:
+            self.json_object(fields or {}, exit_code=code, error=error)
+        else:
+            print_error(error)
+        return code
+
+    @contextmanager
+    def progress(self, label: str, total: int | None = None) -> Iterator[ProgressTick]:
+        """Show a transient spinner or bar on stderr while the body runs, only when stderr is a terminal."""
+        if self.json_mode or not _is_terminal(sys.stderr):
+            yield ProgressTick(None, None)
+            return
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn
+
+        columns = [SpinnerColumn(), TextColumn("{task.description}")]
+        if total is not None:
+            columns += [BarColumn(), MofNCompleteColumn()]
+        with Progress(*columns, console=self.err_console, transient=True) as bar:
+            task_id = bar.add_task(label, total=total)
+            yield ProgressTick(bar, task_id)
+
+
+class ProgressTick:
+    """Advance a progress display; a no-op when none is drawn."""
+
+    def __init__(self, bar: Any, task_id: Any) -> None:
+        self._bar = bar
+        self._task_id = task_id
+
+    def advance(self, steps: int = 1) -> None:
+        if self._bar is not None:
+            self._bar.advance(self._task_id, steps)
+
+
+def error_dict(error: IntentLoopError) -> dict[str, Any]:
+    """``{code, message, retryable, remedy}``: the MCP envelope's error plus the CLI's remedy."""
+    return {**error.to_dict(), "remedy": remedy_for(error.code)}
+
+
+def print_error(error: IntentLoopError) -> None:
+    """``error[CODE]: message`` and ``remedy: ...`` on stderr (plain text, so it is cheap and greppable)."""
+    sys.stderr.write(f"error[{error.code}]: {error.message}\n  remedy: {remedy_for(error.code)}\n")
+    sys.stderr.flush()
+
+
+def key_value_table(title: str, rows: Sequence[tuple[str, str]]) -> Table:
+    """A two-column rich table (field, value) with a title."""
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=title, show_header=False, title_justify="left", expand=False)
+    table.add_column("field", style="bold", no_wrap=True)
+    table.add_column("value", overflow="fold")
+    for key, value in rows:
+        table.add_row(Text(key), Text(value))
+    return table
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return os.isatty(stream.fileno())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+__all__ = ["Output", "ProgressTick", "error_dict", "key_value_table", "print_error"]

@@ -1,0 +1,144 @@
+"""Name a project, a task or a claim on the command line: the current directory by default, ids as unique prefixes.
+
+Ids are matched like git abbreviations: any unique prefix, in either case. A prefix that matches nothing is the
+matching ``*_NOT_FOUND`` (exit 5); one that matches several is ``AMBIGUOUS_ID`` listing them (exit 2). Everything
+here reads only: naming a project that has no data creates nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from intentloop.cli._target import Target
+from intentloop.errors import CorruptLedgerError, ErrorCode, IntentLoopError, InvalidInputError, StorageError
+
+if TYPE_CHECKING:
+    from intentloop.model import Event, ProjectState
+
+_PREFIX_RE = re.compile(r"^[0-9a-f-]{1,64}$")
+_SHOWN_MATCHES = 5
+
+
+def unique_match(kind: str, prefix: str, known: Iterable[str], *, not_found: ErrorCode, invalid: ErrorCode) -> str:
+    """The one id of ``known`` that starts with ``prefix`` (case-insensitive).
+
+    Args:
+        kind: what is named (``"project"``, ``"task"``, ``"claim"``), for messages.
+        prefix: what the user typed.
+        known: every id that could be meant.
+        not_found: the code when nothing matches.
+        invalid: the code when ``prefix`` cannot be an id at all.
+
+    Raises:
+        IntentLoopError: ``not_found``, ``invalid`` or ``AMBIGUOUS_ID``.
+    """
+    wanted = prefix.strip().lower()
+    if not _PREFIX_RE.match(wanted):
+        raise IntentLoopError(f"{prefix!r} is not a {kind} id or a prefix of one", code=invalid)
+    matches = sorted({k for k in known if k.lower().startswith(wanted)})
+    if not matches:
+        raise IntentLoopError(f"no {kind} id starts with {wanted}", code=not_found)
+    if len(matches) > 1:
+        shown = ", ".join(matches[:_SHOWN_MATCHES]) + (", …" if len(matches) > _SHOWN_MATCHES else "")
+        raise InvalidInputError(
+            f"{wanted} is the start of {plural(len(matches), kind + ' id')}: {shown}", code="AMBIGUOUS_ID"
+        )
+    return matches[0]
+
+
+def plural(count: int, noun: str, plural_form: str | None = None) -> str:
+    """``1 event``, ``2 events``, ``0 events`` (``plural_form`` for irregular nouns)."""
+    return f"{count} {noun if count == 1 else (plural_form or noun + 's')}"
+
+
+def select_project(project_root: str | None, project_id: str | None, *, must_exist: bool = True) -> Target:
+    """The project named by ``--project-root`` or ``--project-id`` (a unique prefix), else the current directory's.
+
+    Raises:
+        InvalidInputError: ``INVALID_ARGUMENTS`` (both options), ``PROJECT_ROOT_INVALID``.
+        StorageError: ``DATA_DIR_REQUIRED``, ``INVALID_PROJECT_ID``, ``PROJECT_NOT_FOUND``, ``AMBIGUOUS_ID``,
+            ``PATH_ESCAPE``, ``INVALID_DATA_DIR``.
+    """
+    from intentloop.model import project_id_for
+    from intentloop.recovery import list_project_ids
+    from intentloop.store import ProjectStore, canonicalize_project_root, resolve_data_root
+
+    if project_root is not None and project_id is not None:
+        raise InvalidInputError("pass either --project-root or --project-id, not both")
+    if project_id is not None:
+        if not _PREFIX_RE.match(project_id.strip().lower()) or "-" in project_id:
+            raise StorageError(f"{project_id!r} is not a project id or a prefix of one", code="INVALID_PROJECT_ID")
+        data_root = resolve_data_root()
+        pid = unique_match(
+            "project",
+            project_id,
+            list_project_ids(data_root),
+            not_found="PROJECT_NOT_FOUND",
+            invalid="INVALID_PROJECT_ID",
+        )
+        return Target(data_root=data_root, project_id=pid, project_root=None, store=ProjectStore(data_root, pid))
+    named = project_root is not None
+    canonical = canonicalize_project_root(project_root if named else os.getcwd())
+    pid = project_id_for(canonical)
+    data_root = resolve_data_root()
+    store = ProjectStore(data_root, pid)
+    if must_exist and not store.exists():
+        hint = "" if named else " (the current directory; name another with --project-root P or --project-id ID)"
+        raise StorageError(f"the project at {canonical}{hint} has no data under {data_root}", code="PROJECT_NOT_FOUND")
+    return Target(data_root=data_root, project_id=pid, project_root=canonical, store=store)
+
+
+def verified_events(target: Target) -> tuple[Sequence[Event], CorruptLedgerError | None]:
+    """The verified prefix of the project's ledger and the damage after it (``None`` when intact); lock-free."""
+    stored = target.store.read_raw()
+    if stored is None:
+        return (), None
+    _data, verification = stored
+    return verification.events, verification.error
+
+
+def project_state(events: Sequence[Event]) -> ProjectState:
+    from intentloop.model import project
+
+    return project(events)
+
+
+def select_task(state: ProjectState, prefix: str, *, extra: Iterable[str] = ()) -> str:
+    """The started task (or a task only a private control names, ``extra``) whose id starts with ``prefix``.
+
+    Raises:
+        IntentLoopError: ``TASK_NOT_FOUND``, ``INVALID_ID``, ``AMBIGUOUS_ID``.
+    """
+    known = [tid for tid, task in state.tasks.items() if task.started]
+    return unique_match("task", prefix, [*known, *extra], not_found="TASK_NOT_FOUND", invalid="INVALID_ID")
+
+
+def select_claim(state: ProjectState, prefix: str) -> tuple[str, str]:
+    """``(task_id, claim_id)`` of the claim whose id starts with ``prefix``, in any started task.
+
+    Raises:
+        IntentLoopError: ``CLAIM_NOT_FOUND``, ``INVALID_ID``, ``AMBIGUOUS_ID``.
+    """
+    owner = {cid: tid for tid, task in state.tasks.items() if task.started for cid in task.claims}
+    claim_id = unique_match("claim", prefix, owner, not_found="CLAIM_NOT_FOUND", invalid="INVALID_ID")
+    return owner[claim_id], claim_id
+
+
+def short(identifier: str, length: int = 12) -> str:
+    """The first ``length`` characters of an id, as tables show it (``--json`` always carries the full id)."""
+    return identifier[:length]
+
+
+__all__ = [
+    "plural",
+    "project_state",
+    "select_claim",
+    "select_project",
+    "select_task",
+    "short",
+    "unique_match",
+    "verified_events",
+]

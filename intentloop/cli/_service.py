@@ -1,0 +1,32 @@
+"""Run one service operation for the CLI: the same :class:`~intentloop.service.IntentService` the MCP server uses,
+under ``trio.run``, so a CLI read or deletion is exactly the tool's (same checks, same lock, same write path)."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from intentloop.cli._target import Target
+
+
+def call_tool(target: Target, tool: str, arguments: dict[str, Any]) -> Any:
+    """Dispatch ``tool`` with ``arguments`` for ``target``'s project and return its result.
+
+    The project root is never stored; a project named by id alone passes an empty root (the service does not read it).
+
+    Raises:
+        IntentLoopError: every code the tool defines.
+    """
+    import trio
+
+    from intentloop.service import IntentService
+
+    service = IntentService(lambda: target.data_root)
+    run = partial(
+        service.dispatch, tool, arguments, project_root=target.project_root or "", project_id=target.project_id
+    )
+    return trio.run(run)
+
+
+__all__ = ["call_tool"]

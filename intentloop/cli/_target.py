@@ -1,0 +1,80 @@
+"""Turn ``--project-root`` / ``--project-id`` into a project of the resolved data root.
+
+The ledger never stores a project's root, so a project can be named either by its folder (hashed into its id) or
+directly by the id that ``intentloop status`` lists. Usage errors are raised before the data root is consulted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from intentloop.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from intentloop.store import ProjectStore
+
+
+@dataclass(frozen=True)
+class Target:
+    """A project named on the command line.
+
+    Attributes:
+        data_root: the resolved storage root ``R``.
+        project_id: the project's id.
+        project_root: the canonical root when the project was named by ``--project-root``.
+        store: the project's store (constructing it touches nothing).
+    """
+
+    data_root: Path
+    project_id: str
+    project_root: str | None
+    store: ProjectStore
+
+    def fields(self) -> dict[str, object]:
+        """The target as JSON fields."""
+        return {
+            "data_root": str(self.data_root),
+            "project_id": self.project_id,
+            "project_root": self.project_root,
+        }
+
+
+def project_id_of(project_root: str | None, project_id: str | None) -> tuple[str, str | None]:
+    """Validate the two options and return ``(project_id, canonical_root | None)``.
+
+    Raises:
+        InvalidInputError: ``INVALID_ARGUMENTS`` (neither or both given), ``PROJECT_ROOT_INVALID``.
+        StorageError: ``INVALID_PROJECT_ID``.
+    """
+    from intentloop.model import project_id_for
+    from intentloop.store import canonicalize_project_root, validate_project_id
+
+    if project_root is not None and project_id is not None:
+        raise InvalidInputError("pass either --project-root or --project-id, not both")
+    if project_root is not None:
+        canonical = canonicalize_project_root(project_root)
+        return project_id_for(canonical), canonical
+    if project_id is not None:
+        return validate_project_id(project_id), None
+    raise InvalidInputError("name the project with --project-root P or --project-id ID")
+
+
+def resolve_target(project_root: str | None, project_id: str | None, *, must_exist: bool = True) -> Target:
+    """Resolve the options and the data root into a :class:`Target`; creates nothing.
+
+    Without either option the project is the current directory's; ``--project-id`` may be a unique prefix of an id
+    (in either case). See :func:`cli._select.select_project`.
+
+    Raises:
+        InvalidInputError: ``INVALID_ARGUMENTS``, ``PROJECT_ROOT_INVALID``.
+        StorageError: ``INVALID_PROJECT_ID``, ``DATA_DIR_REQUIRED``, ``PROJECT_NOT_FOUND``, ``AMBIGUOUS_ID``,
+            ``PATH_ESCAPE``, ``INVALID_DATA_DIR``.
+    """
+    from intentloop.cli._select import select_project
+
+    return select_project(project_root, project_id, must_exist=must_exist)
+
+
+__all__ = ["Target", "project_id_of", "resolve_target"]

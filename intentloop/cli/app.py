@@ -1,0 +1,180 @@
+"""The typer application: one command per module, stable exit codes, every error printed with its code and remedy.
+
+The app runs click in non-standalone mode so that usage errors, intentloop errors and unexpected exceptions all leave
+through one place (:func:`run_app`) that prints the stable code, a one-line remedy and exits with a documented code.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from typing import Annotated
+
+import typer
+
+from intentloop.cli import (
+    demo,
+    export_task,
+    forget,
+    hook,
+    install_cmd,
+    recover_export,
+    recover_quarantine,
+    recover_salvage,
+    relink,
+    serve,
+    status,
+    verify,
+    views,
+)
+from intentloop.cli._exit import USAGE
+from intentloop.cli._output import Output
+from intentloop.errors import IntentLoopError, InvalidInputError
+
+HELP = (
+    "intentloop's admin CLI: see, export and forget what the memory holds, verify and repair the local intent "
+    "ledgers, run the MCP server and hooks, install into Codex or Claude Code, and try it all with `intentloop demo`. "
+    "Per-project commands use the current directory's project unless --project-root or --project-id is given; ids "
+    "may be unique prefixes.\n\n"
+    "Exit codes: 0 ok, 1 damaged ledger or failed operation, 2 usage, 3 environment (e.g. no data root), "
+    "4 busy (the ledger lock is held; retry), 5 not found (no such project, task or claim)."
+)
+DEBUG_ENV = "INTENT_LOOP_DEBUG"
+
+
+def _version(value: bool) -> None:
+    if value:
+        from intentloop import __version__
+
+        sys.stdout.write(f"intentloop {__version__}\n")
+        raise typer.Exit(0)
+
+
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
+    """intentloop's admin CLI."""
+
+
+def build_app() -> typer.Typer:
+    """Assemble the typer application (commands are registered here, implemented in their own modules)."""
+    app = typer.Typer(
+        name="intentloop",
+        help=HELP,
+        no_args_is_help=True,
+        add_completion=True,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+    )
+    app.callback(help=HELP)(_root)
+    app.command("projects", short_help="Every project: id, last activity, tasks, claims, damage.")(views.projects)
+    app.command("tasks", short_help="A project's tasks: id, label, mode, started, claims by status.")(views.tasks)
+    app.command("show", short_help="One task's current snapshot as a table (or --json).")(views.show)
+    app.command("export", short_help="One task as readable Markdown or the portable JSON graph.")(export_task.export)
+    forget_app = typer.Typer(
+        name="forget",
+        help="Physically delete a claim or a whole task, verified as intent_delete does (see docs/CLI.md).",
+        no_args_is_help=True,
+        rich_markup_mode=None,
+    )
+    forget_app.command("claim", short_help="Delete one claim; verify no byte of it remains.")(forget.forget_claim)
+    forget_app.command("task", short_help="Delete a task and everything of it; verify no byte remains.")(
+        forget.forget_task
+    )
+    app.add_typer(forget_app, name="forget", short_help="Delete a claim or a task for good (asks first).")
+    app.command("relink", short_help="Move a moved project's memory to its new folder.")(relink.relink)
+    app.command("status", short_help="Versions, data root, projects and their health (creates nothing).")(status.status)
+    app.command("verify", short_help="Verify a project's hash chain: exit 0 intact, 1 damaged.")(verify.verify)
+    recover = typer.Typer(
+        name="recover",
+        help="Save or set aside the damaged part of a ledger (see docs/CLI.md, recovery runbook).",
+        no_args_is_help=True,
+        rich_markup_mode=None,
+    )
+    recover.command("export", short_help="Write the verified prefix to a file; change nothing.")(recover_export.export)
+    recover.command("quarantine", short_help="Set the damaged suffix aside; keep the verified prefix.")(
+        recover_quarantine.quarantine
+    )
+    recover.command("salvage", short_help="Re-append the intact events of a quarantined suffix.")(
+        recover_salvage.salvage
+    )
+    app.add_typer(recover, name="recover", short_help="Export, quarantine or salvage a damaged ledger.")
+    app.command("serve", short_help="Run the MCP stdio server (what hosts start).")(serve.serve)
+    app.command(
+        "hook",
+        short_help="Handle one host hook event (JSON on stdin, one JSON line out).",
+        context_settings={
+            "ignore_unknown_options": True,
+            "allow_extra_args": True,
+            "help_option_names": ["-h", "--help"],
+        },
+    )(hook.hook)
+    app.command("install", short_help="Wire intentloop into Codex or Claude Code.")(install_cmd.install)
+    app.command("demo", short_help="A guided tour in a throwaway data root (real server, hook, CLI).")(demo.demo)
+    return app
+
+
+def run(argv: Sequence[str]) -> int:
+    """Run the CLI on ``argv`` (without the program name) and return the exit code; never raises but SystemExit."""
+    from typer._click import exceptions as click_exc
+    from typer.main import get_command
+
+    json_mode = "--json" in argv
+    command = get_command(build_app())
+    try:
+        result = command.main(list(argv), prog_name="intentloop", standalone_mode=False)
+    except click_exc.NoArgsIsHelpError as exc:
+        exc.show()  # the help text, on stderr: a bare `intentloop` is a usage error (exit 2)
+        return USAGE
+    except click_exc.UsageError as exc:
+        return _report(InvalidInputError(exc.format_message()), json_mode, _command_name(argv))
+    except typer.Abort:
+        sys.stderr.write("cancelled\n")
+        return 130
+    except IntentLoopError as exc:
+        return _report(exc, json_mode, _command_name(argv))
+    except Exception as exc:  # a bug: still print a stable code and a remedy, not a bare traceback
+        if os.environ.get(DEBUG_ENV):
+            sys.stderr.write(debug_line(exc) + "\n")
+        return _report(IntentLoopError(f"{type(exc).__name__}: {exc}"), json_mode, _command_name(argv))
+    if isinstance(result, int):
+        return result
+    return 0
+
+
+def debug_line(exc: BaseException) -> str:
+    """The one line ``INTENT_LOOP_DEBUG=1`` adds for an unexpected exception: its type and where it was raised (the
+    innermost frame of intentloop's own packages, else the innermost frame), never its message, arguments or locals."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    base = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    ours = (os.path.join(base, "intentloop") + os.sep,)
+    mine = [f for f in frames if f.filename.startswith(ours)]
+    where = (mine or frames)[-1] if frames else None
+    if where is None:
+        return f"intentloop: debug: {type(exc).__name__}"
+    place = os.path.relpath(where.filename, base) if where.filename.startswith(ours) else where.filename
+    return f"intentloop: debug: {type(exc).__name__} at {place}:{where.lineno} in {where.name}"
+
+
+def _command_name(argv: Sequence[str]) -> str | None:
+    words = [a for a in argv[:2] if not a.startswith("-")]
+    if words[:1] in (["recover"], ["forget"]):
+        return " ".join(words)
+    return words[0] if words else None
+
+
+def _report(error: IntentLoopError, json_mode: bool, command: str | None) -> int:
+    return Output(command or "intentloop", json_mode=json_mode).failure(error)
+
+
+def run_app() -> None:
+    """Console-script body for everything but ``intentloop hook`` (see ``cli/entry.py``)."""
+    raise SystemExit(run(sys.argv[1:]))
+
+
+__all__ = ["DEBUG_ENV", "build_app", "debug_line", "run", "run_app"]

@@ -1,0 +1,32 @@
+"""``intentloop hook [EVENT]``: listed here for ``--help``; ``cli/entry.py`` runs hooks before typer is imported."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from intentloop.model.hook_events import EVENT_BY_ARGUMENT
+
+
+def hook(
+    ctx: typer.Context,
+    event: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[EVENT]",
+            help=f"one of {', '.join(EVENT_BY_ARGUMENT)} (default: the payload's own).",
+        ),
+    ] = None,
+) -> int:
+    """Handle one host hook: read the JSON payload on stdin, print one JSON line, always exit 0.
+
+    Never blocks, never imports typer, rich or mcp on its real path (the console script branches before them).
+    """
+    from intentloop.hooks import run_hook
+
+    argv = ([event] if event is not None else []) + list(ctx.args)
+    return run_hook(argv)
+
+
+__all__ = ["hook"]

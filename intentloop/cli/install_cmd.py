@@ -1,0 +1,65 @@
+"""``intentloop install codex|claude``: the typer face of the installer logic in ``cli/install.py``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from intentloop.cli._exit import OK
+from intentloop.cli._options import JsonOption
+from intentloop.cli._output import Output
+
+HostArgument = Annotated[str, typer.Argument(metavar="codex|claude", help="The host to wire intentloop into.")]
+DryRunOption = Annotated[bool, typer.Option("--dry-run", help="Show the change as a diff; write nothing.")]
+UninstallOption = Annotated[bool, typer.Option("--uninstall", help="Remove exactly what an install added.")]
+
+
+def install(
+    host: HostArgument,
+    dry_run: DryRunOption = False,
+    uninstall: UninstallOption = False,
+    json_output: JsonOption = False,
+) -> int:
+    """Write the host's MCP server entry and five hooks, with absolute paths to this installation.
+
+    Every changed file is backed up first (<file>.intentloop.bak); re-running changes nothing. Codex runs the hooks
+    only after you trust them in /hooks: the installer never forges trust.
+    """
+    out = Output("install", json_mode=json_output)
+    return out.guard(lambda: _run(out, host, dry_run=dry_run, uninstall=uninstall))
+
+
+def _run(out: Output, host: str, *, dry_run: bool, uninstall: bool) -> int:
+    from intentloop.cli.install import install as run_install
+
+    result = run_install(host, dry_run=dry_run, uninstall=uninstall)
+    if out.json_mode:
+        out.json_object(
+            {
+                "host": result.host,
+                "uninstall": result.uninstall,
+                "dry_run": result.dry_run,
+                "data_root": str(result.data_root),
+                "program": list(result.command),
+                "changed": result.changed,
+                "changes": [
+                    {
+                        "path": str(c.path),
+                        "action": c.action,
+                        "backup": str(c.backup) if c.backup is not None else None,
+                        "backup_removed": str(c.drop_backup) if c.drop_backup is not None else None,
+                        "diff": c.diff() if dry_run else None,
+                    }
+                    for c in result.changes
+                ],
+                "notes": list(result.notes),
+            },
+            exit_code=OK,
+        )
+        return OK
+    out.line(result.render().rstrip("\n"))
+    return OK
+
+
+__all__ = ["install"]

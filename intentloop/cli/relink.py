@@ -1,0 +1,217 @@
+"""``intentloop relink --from OLD_ROOT_OR_ID --to NEW_ROOT``: a moved project keeps its memory.
+
+Plain relink moves every event, re-chained for the new id, through the store's lock and rewrite path (see
+``recovery/relink.py``), so the new ledger is the old history event for event. When the new root already has a memory
+it refuses (``RELINK_TARGET_EXISTS``) unless ``--merge``: then each task of the old project is exported and imported
+into the new one through the service (``intent_export`` / ``intent_start_task`` / ``intent_import``: current claims,
+invalidations and candidates, marked as incomplete external history, fresh claim ids), and only then is the old
+ledger emptied.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Annotated, Any
+
+import typer
+
+from intentloop.cli._exit import DAMAGED, OK
+from intentloop.cli._options import JsonOption
+from intentloop.cli._output import Output, key_value_table
+from intentloop.cli._select import plural
+from intentloop.cli.recover_quarantine import WaitOption, YesOption
+from intentloop.errors import ConflictError, IntentLoopError, InvalidInputError
+
+FromOption = Annotated[
+    str,
+    typer.Option(
+        "--from",
+        metavar="OLD_ROOT_OR_ID",
+        help="The project's old folder (it may no longer exist) or its id (a unique prefix).",
+        show_default=False,
+    ),
+]
+ToOption = Annotated[
+    str, typer.Option("--to", metavar="NEW_ROOT", help="The project's folder now (must exist).", show_default=False)
+]
+MergeOption = Annotated[
+    bool, typer.Option("--merge", help="If NEW_ROOT already has a memory, import the old tasks into it.")
+]
+
+
+def relink(
+    from_: FromOption,
+    to: ToOption,
+    merge: MergeOption = False,
+    yes: YesOption = False,
+    wait: WaitOption = 10.0,
+    json_output: JsonOption = False,
+) -> int:
+    """Move the memory of a project whose folder moved: from the old folder's (or id's) ledger to NEW_ROOT's.
+
+    Every event is kept and re-chained for the new id; the old ledger is emptied afterwards and a record of the move
+    stays in its quarantine/. Refused when NEW_ROOT already has a memory, unless --merge. Asks first unless --yes.
+    """
+    out = Output("relink", json_mode=json_output)
+    return out.guard(lambda: _run(out, from_, to, merge=merge, yes=yes, wait=wait))
+
+
+def old_project_id(value: str) -> str:
+    """The id an OLD_ROOT_OR_ID names: a path (absolute, or starting with ``~`` or ``.``) is hashed as the folder was,
+    even if it no longer exists; anything else is a unique id prefix of the projects under the data root.
+
+    Raises:
+        IntentLoopError: ``PROJECT_NOT_FOUND``, ``AMBIGUOUS_ID``, ``INVALID_PROJECT_ID``.
+    """
+    from intentloop.cli._select import unique_match
+    from intentloop.model import project_id_for
+    from intentloop.recovery import list_project_ids
+    from intentloop.store import resolve_data_root
+
+    if os.sep in value or value.startswith(("~", ".")):
+        path = os.path.realpath(os.path.abspath(os.path.expanduser(value)))
+        return project_id_for(path.casefold() if os.name == "nt" else path)
+    ids = list_project_ids(resolve_data_root())
+    return unique_match("project", value, ids, not_found="PROJECT_NOT_FOUND", invalid="INVALID_PROJECT_ID")
+
+
+def _run(out: Output, from_: str, to: str, *, merge: bool, yes: bool, wait: float) -> int:
+    from intentloop.cli._confirm import confirm, declined
+    from intentloop.cli._select import project_state, select_project
+    from intentloop.cli._target import Target
+    from intentloop.errors import StorageError
+    from intentloop.store import ProjectStore, resolve_data_root
+
+    new = select_project(to, None, must_exist=False)
+    data_root = resolve_data_root()
+    old_id = old_project_id(from_)
+    old_store = ProjectStore(data_root, old_id)
+    if not old_store.exists():
+        raise StorageError(f"the old project {old_id} has no data under {data_root}", code="PROJECT_NOT_FOUND")
+    if old_id == new.project_id:
+        raise InvalidInputError("--from and --to name the same project", code="INVALID_ARGUMENTS")
+    old = Target(data_root=data_root, project_id=old_id, project_root=None, store=old_store)
+    old_view = old_store.read()
+    target_events = len(new.store.read().events) if new.store.exists() else 0
+    fields: dict[str, Any] = {
+        "data_root": str(data_root),
+        "from_project_id": old_id,
+        "to_project_id": new.project_id,
+        "to_project_root": new.project_root,
+        "mode": "merge" if target_events else "move",
+    }
+    if not old_view.events:
+        if out.json_mode:
+            out.json_object({**fields, "action": "none", "events": 0}, exit_code=OK)
+        else:
+            out.line(f"Nothing to move: project {old_id} holds no events.")
+        return OK
+    if target_events and not merge:
+        raise ConflictError(
+            f"{new.project_root} already has a memory ({plural(target_events, 'event')}); nothing was moved",
+            code="RELINK_TARGET_EXISTS",
+        )
+    tasks = [t for t in project_state(old_view.events).tasks.values() if t.started]
+    if not out.json_mode:
+        how = "import its tasks into the memory already there" if target_events else "move every event, re-chained"
+        out.show(
+            key_value_table(
+                "Relink",
+                [
+                    ("from", old_id),
+                    ("to", f"{new.project_id} ({new.project_root})"),
+                    ("holds", f"{plural(len(old_view.events), 'event')}, {plural(len(tasks), 'task')}"),
+                    ("how", how),
+                ],
+            )
+        )
+    if not yes and not confirm("Move this memory?", what="relink changes two ledgers"):
+        return declined(out, fields, exit_code=DAMAGED)
+    deadline = time.monotonic() + wait
+    if target_events:
+        result = _merge(out, old, new, tasks, old_view.head_hash, deadline)
+    else:
+        from intentloop.recovery import relink_project
+
+        with out.progress("Moving the ledger under both locks"):
+            result = relink_project(old_store, new.store, deadline=deadline).to_dict()
+    left = _left_behind(old_store.quarantine_dir)
+    if out.json_mode:
+        out.json_object({**fields, "action": "relinked", **result, "left_in_old_quarantine": left}, exit_code=OK)
+        return OK
+    out.line(
+        f"Moved {plural(result['events'], 'event')} ({plural(result['tasks'], 'task')}) to {new.project_root}; "
+        f"the old ledger is empty and the move is recorded in {result['record']}."
+    )
+    if left:
+        out.line(
+            f"Note: {plural(len(left), 'earlier quarantine file')} stayed in {old_store.quarantine_dir} with the old "
+            "id (forget in the new project does not reach them; salvage before relinking, or remove them by hand)."
+        )
+    return OK
+
+
+def _left_behind(directory: Any) -> list[str]:
+    """Quarantine files of the old project other than relink records (damage summaries, raw bytes, salvage records)."""
+    from intentloop.recovery.relink import RELINK_PREFIX
+
+    if not directory.is_dir():
+        return []
+    return sorted(p.name for p in directory.iterdir() if not p.name.startswith(RELINK_PREFIX))
+
+
+def _merge(out: Output, old: Any, new: Any, tasks: list[Any], head: str | None, deadline: float) -> dict[str, Any]:
+    """Export each old task, start it in the new project if needed, import it; then empty the old ledger."""
+    from intentloop.cli._select import project_state
+    from intentloop.cli._service import call_tool
+    from intentloop.recovery import retire_after_merge
+
+    off = [t.task_id for t in tasks if t.mode == "off"]
+    if off:
+        raise ConflictError(
+            f"{plural(len(off), 'task')} of the old project {'is' if len(off) == 1 else 'are'} off ({off[0]}) and "
+            "cannot be exported for a merge; nothing was changed",
+            code="MODE_OFF",
+        )
+    if old.store.read_controls():
+        raise ConflictError(
+            "a private session of the old project holds a control; end private mode first",
+            code="PRIVATE_SESSION_ACTIVE",
+        )
+    merged: list[dict[str, Any]] = []
+    tag = old.project_id[:16]
+    with out.progress("Importing tasks", total=len(tasks)) as tick:
+        for task in tasks:
+            graph = call_tool(old, "intent_export", {"task_id": task.task_id, "detail": "portable"})
+            present = project_state(new.store.read().events).started_task(task.task_id) is not None
+            if not present:
+                start: dict[str, Any] = {"task_id": task.task_id, "request_id": f"relink-start-{tag}"}
+                if task.label:
+                    start["label"] = task.label
+                call_tool(new, "intent_start_task", start)
+            request = f"relink-import-{tag}-{head[:16] if head else 'none'}"
+            again = False
+            try:
+                call_tool(new, "intent_import", {"task_id": task.task_id, "request_id": request, "graph": graph})
+            except IntentLoopError as exc:
+                # This request id names exactly this old head merged into this task: a merge interrupted after this
+                # import and run again finds it done (its export time differs, so the tool calls it reused).
+                if exc.code != "REQUEST_ID_REUSED":
+                    raise
+                again = True
+            merged.append(
+                {
+                    "task_id": task.task_id,
+                    "claims": len(graph["claims"]),
+                    "started_here": not present,
+                    "already_imported": again,
+                }
+            )
+            tick.advance()
+    events = len(old.store.read().events)
+    record = retire_after_merge(old.store, new.store, expected_head=head, deadline=deadline)
+    return {"events": events, "tasks": len(merged), "merged": merged, "record": record}
+
+
+__all__ = ["old_project_id", "relink"]

@@ -1,0 +1,190 @@
+"""``intentloop status``: versions, the resolved data root and how it was chosen, and every project's counts and
+corruption status.
+
+Status reads only: a missing data root is reported as missing, never created, and a damaged project is shown with
+its first bad line instead of failing the whole listing. Its exit code is 0 whenever it could look (use ``verify`` to
+gate on damage); 3 when there is no data root to look at.
+"""
+
+from __future__ import annotations
+
+import platform
+from importlib import metadata
+from typing import TYPE_CHECKING, Any
+
+from intentloop import SCHEMA_VERSION, SERVER_NAME, __version__
+from intentloop.cli._exit import OK
+from intentloop.cli._options import JsonOption, ProjectRootOption
+from intentloop.cli._output import Output, key_value_table
+from intentloop.cli._select import plural
+from intentloop.errors import StorageError
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from intentloop.recovery import ProjectSummary
+
+
+def status(project_root: ProjectRootOption = None, json_output: JsonOption = False) -> int:
+    """Show versions, the data root, and per project: events, tasks, candidates, corruption, private controls.
+
+    Creates nothing, even when the data root does not exist. With --project-root, only that project is shown.
+    """
+    out = Output("status", json_mode=json_output)
+    return out.guard(lambda: _run(out, project_root))
+
+
+def versions() -> dict[str, str | int]:
+    """The versions ``status`` reports (package metadata only: nothing heavy is imported)."""
+    found: dict[str, str | int] = {
+        "intentloop": __version__,
+        "ledger_schema": SCHEMA_VERSION,
+        "server_name": SERVER_NAME,
+        "python": platform.python_version(),
+    }
+    for dist in ("mcp", "msgspec", "trio", "typer"):
+        try:
+            found[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            found[dist] = "not installed"
+    return found
+
+
+def _run(out: Output, project_root: str | None) -> int:
+    from intentloop.cli._target import project_id_of
+    from intentloop.recovery import list_project_ids, summarize_all
+    from intentloop.store import locate_data_root
+
+    fields: dict[str, Any] = {"versions": versions()}
+    only: str | None = None
+    if project_root is not None:
+        only, _ = project_id_of(project_root, None)
+        fields["project_root"] = project_root
+    fields["last_hook_problem"] = _last_hook_problem()
+    try:
+        located = locate_data_root()
+    except StorageError as exc:
+        return out.failure(exc, fields=fields) if out.json_mode else _no_root(out, fields, exc)
+    data_root = located.path
+    exists = data_root.is_dir()
+    try:
+        ids = [only] if only is not None else list_project_ids(data_root)
+    except StorageError as exc:  # e.g. the root is a file: still say which root, why, and the last hook problem
+        fields["data_root"] = {"path": str(data_root), "exists": exists, "source": located.source}
+        fields["data_root"]["reason"] = located.reason
+        return out.failure(exc, fields=fields) if out.json_mode else _no_root(out, fields, exc, str(data_root))
+    summaries: list[ProjectSummary] = []
+    with out.progress("Verifying projects", total=len(ids)) as tick:
+        for summary in summarize_all(data_root, ids):
+            summaries.append(summary)
+            tick.advance()
+    fields["data_root"] = {
+        "path": str(data_root),
+        "exists": exists,
+        "source": located.source,
+        "reason": located.reason,
+    }
+    fields["projects"] = [s.to_dict() for s in summaries]
+    fields["totals"] = {
+        "projects": sum(1 for s in summaries if s.project_exists),
+        "events": sum(s.events for s in summaries),
+        "tasks": sum(s.tasks for s in summaries),
+        "candidates": sum(s.candidates for s in summaries),
+        "private_controls": sum(s.private_controls for s in summaries),
+        "damaged": sum(1 for s in summaries if s.project_exists and not s.intact),
+    }
+    if out.json_mode:
+        out.json_object(fields, exit_code=OK)
+        return OK
+    _show(out, fields, summaries)
+    return OK
+
+
+def _last_hook_problem() -> dict[str, Any] | None:
+    """The newest line of the hook problem logs, with the remedy for its code (``None``: no problem logged)."""
+    import os
+
+    from intentloop.cli._exit import remedy_for
+    from intentloop.hooks._problems import BROKEN_INSTALLATION, last_problem
+
+    found = last_problem(os.environ)
+    if found is None:
+        return None
+    code = str(found.get("code"))
+    remedy = (
+        "reinstall intentloop, then re-run `intentloop install codex|claude` (or check the hook command)"
+        if code == BROKEN_INSTALLATION
+        else remedy_for(code)
+    )
+    return {**found, "remedy": remedy}
+
+
+def _problem_text(problem: dict[str, Any]) -> str:
+    event = f" {problem['event']}" if problem.get("event") else ""
+    return (
+        f"last hook problem ({problem['at']}{event}): {problem['code']}: {problem.get('message', '')}\n"
+        f"  remedy: {problem['remedy']}\n  log: {problem['log']}"
+    )
+
+
+def _no_root(out: Output, fields: dict[str, Any], exc: StorageError, root: str | None = None) -> int:
+    out.show(_versions_table(fields["versions"], data_root=root or "(none: no data root is configured)"))
+    if fields.get("last_hook_problem"):
+        out.line(_problem_text(fields["last_hook_problem"]))
+    return out.failure(exc)
+
+
+def _versions_table(found: dict[str, Any], *, data_root: str, chosen: str | None = None) -> Table:
+    rows = [(name, str(value)) for name, value in found.items()]
+    rows.append(("data root", data_root))
+    if chosen is not None:
+        rows.append(("chosen because", chosen))
+    return key_value_table("intentloop status", rows)
+
+
+def _show(out: Output, fields: dict[str, Any], summaries: list[ProjectSummary]) -> None:
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    root = fields["data_root"]
+    where = root["path"] if root["exists"] else f"{root['path']} (does not exist yet; nothing was created)"
+    out.show(_versions_table(fields["versions"], data_root=where, chosen=root["reason"]))
+    if fields.get("last_hook_problem"):
+        out.line(_problem_text(fields["last_hook_problem"]))
+    if not summaries:
+        out.line("No projects yet.")
+        return
+    table = Table(title="Projects", title_justify="left", box=box.SIMPLE_HEAD)
+    wide = out.console.width >= 120  # room for whole ids (piped output is always wide)
+    table.add_column("project id", overflow="fold", min_width=64 if wide else 22)
+    table.add_column("status", overflow="fold", min_width=7, max_width=44)
+    for name in ("events", "tasks", "cand.", "priv.", "quar."):
+        table.add_column(name, justify="right", no_wrap=True)
+    for s in summaries:
+        state = s.status if s.project_exists else "no data"
+        if s.first_bad_line is not None:
+            state = f"{s.status} at line {s.first_bad_line}: {s.reason}"
+        elif s.status == "unreadable":
+            state = f"unreadable ({s.code})"
+        if s.lock_held:
+            state += " (lock held)"
+        table.add_row(
+            s.project_id,
+            Text(state, style="" if s.intact or not s.project_exists else "bold red"),
+            str(s.events),
+            str(s.tasks),
+            str(s.candidates),
+            str(s.private_controls),
+            str(s.quarantine_records),
+        )
+    out.show(table)
+    totals = fields["totals"]
+    out.line(
+        f"{plural(totals['projects'], 'project')}, {plural(totals['tasks'], 'task')}, "
+        f"{plural(totals['candidates'], 'candidate')}, {plural(totals['private_controls'], 'private control')}, "
+        f"{totals['damaged']} damaged."
+    )
+
+
+__all__ = ["status", "versions"]

@@ -1,0 +1,124 @@
+"""``intentloop verify``: check a project's hash chain and its signed head; exit 0 when intact, 1 when damaged or the
+head signature is invalid."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from intentloop.cli._exit import DAMAGED, OK
+from intentloop.cli._options import JsonOption, ProjectIdOption, ProjectRootOption
+from intentloop.cli._output import Output, key_value_table, print_error
+from intentloop.errors import CorruptLedgerError, IntentLoopError
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from intentloop.cli._target import Target
+    from intentloop.recovery import VerifyReport
+
+
+def verify(
+    project_root: ProjectRootOption = None, project_id: ProjectIdOption = None, json_output: JsonOption = False
+) -> int:
+    """Verify a project's ledger: every line canonical, chained and hashed, and its signed head. Exit 0 intact, 1
+    damaged or head signature invalid, 2 usage.
+
+    The one O(n) command: it reads and re-checks every line, so its time grows with the ledger (about 1.5 s at
+    100,000 events); writes and hooks trust the verified checkpoint while the file matches it.
+
+    A damaged ledger is reported with its first bad line and the reason; the signature as valid, invalid, unsigned
+    or unknown_key; reading creates and changes nothing.
+    """
+    out = Output("verify", json_mode=json_output)
+    return out.guard(lambda: without_cyclic_gc(lambda: _run(out, project_root, project_id)))
+
+
+def without_cyclic_gc(body: Callable[[], int]) -> int:
+    """Run ``body`` with the cyclic garbage collector off, then restore it.
+
+    Why: verification decodes every event at once, and each allocation burst makes the collector traverse all the
+    young, still-alive events again; the events hold no reference cycles. Measured on the 2-core development machine
+    at 100,000 events (96 MB): the process took 3.5 s with the collector on and 1.8 s with it off (same load, three
+    runs each). Only this command's process does it, never the library: a library must not toggle the collector of
+    the process it runs in (the hook process keeps it off the same way, ``hooks/_run.py``).
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return body()
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _run(out: Output, project_root: str | None, project_id: str | None) -> int:
+    from intentloop.cli._target import resolve_target
+    from intentloop.recovery import verify_project
+
+    target = resolve_target(project_root, project_id)
+    with out.progress("Verifying the ledger"):
+        report = verify_project(target.store)
+    fields = {**target.fields(), **report.to_dict()}
+    error = damage_error(report)
+    exit_code = OK if error is None else DAMAGED
+    if out.json_mode:
+        out.json_object(fields, exit_code=exit_code, error=error)
+        return exit_code
+    out.show(report_table(report, target))
+    if error is not None:
+        print_error(error)
+    return exit_code
+
+
+def damage_error(report: VerifyReport) -> IntentLoopError | None:
+    """The error a damaged report stands for (its stable code, line and reason), ``SIGNATURE_INVALID`` for an intact
+    chain whose signed head does not match it, ``None`` when intact."""
+    if report.intact:
+        if report.signature == "invalid":
+            return CorruptLedgerError(
+                "the head signature does not match the chain (rewritten, truncated or tampered with)",
+                code="SIGNATURE_INVALID",
+            )
+        return None
+    line = report.first_bad_line
+    message = f"line {line}: {report.reason}" if line is not None else str(report.reason)
+    return CorruptLedgerError(message, line=line, reason=report.reason or "", code=report.code or "CORRUPT_LEDGER")
+
+
+def report_table(report: VerifyReport, target: Target | None = None) -> Table:
+    """The human table of a :class:`recovery.VerifyReport`."""
+    verdict = "intact" if report.intact else f"DAMAGED ({report.status})"
+    rows: list[tuple[str, str]] = [("project", report.project_id)]
+    if target is not None and target.project_root:
+        rows.append(("project root", target.project_root))
+    signature = report.signature
+    if report.signed_events is not None:
+        signature += f" ({report.signed_events} events signed)"
+    rows += [
+        ("ledger", report.ledger_path if report.ledger_exists else f"{report.ledger_path} (none yet)"),
+        ("status", verdict),
+        ("verified events", str(report.events)),
+        ("head hash", report.head_hash or "-"),
+        ("schema version", str(report.ledger_schema_version) if report.ledger_schema_version else "-"),
+        ("bytes", f"{report.verified_bytes} verified of {report.byte_length}"),
+        (
+            "signature",
+            report.signature
+            if report.signed_events is None
+            else f"{report.signature} ({report.signed_events} events signed)",
+        ),
+    ]
+    if not report.intact:
+        rows += [
+            ("first bad line", str(report.first_bad_line)),
+            ("reason", f"{report.reason} ({report.code})"),
+            ("damaged bytes", f"{report.damaged_bytes} (sha256 {report.damaged_sha256})"),
+            ("torn tail", "yes" if report.torn_tail else "no"),
+        ]
+    rows.append(("quarantine records", str(report.quarantine_records)))
+    return key_value_table(f"Ledger verification: {verdict}", rows)
+
+
+__all__ = ["damage_error", "report_table", "verify", "without_cyclic_gc"]

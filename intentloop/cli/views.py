@@ -1,0 +1,364 @@
+"""``intentloop projects``, ``tasks`` and ``show TASK``: see what the memory holds, without an MCP client.
+
+All three only read (lock-free; nothing is created, not even for a missing data root). ``projects`` and ``tasks`` fold
+the verified prefix of each ledger with the service's own projection, so a damaged ledger still shows what can be
+trusted (and says that it is damaged); ``show`` is ``intent_get_snapshot`` run through the service, so it refuses
+exactly what the tool refuses (an ``off`` or private task, a damaged ledger). Tables shorten ids; ``--json`` always
+carries full ids.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from intentloop.cli._exit import OK
+from intentloop.cli._options import JsonOption, ProjectIdOption, ProjectRootOption
+from intentloop.cli._output import Output
+from intentloop.cli._select import plural, short
+from intentloop.errors import IntentLoopError
+
+if TYPE_CHECKING:
+    from intentloop.cli._target import Target
+    from intentloop.model import TaskState
+    from intentloop.store import ProjectStore
+
+TaskArgument = Annotated[str, typer.Argument(metavar="TASK", help="A task id, or a unique prefix of one.")]
+
+
+# ----------------------------------------------------------------------------------------------------- projects
+def projects(project_root: ProjectRootOption = None, json_output: JsonOption = False) -> int:
+    """Every project under the data root: id, last activity, tasks, claims, damage.
+
+    The ledger never stores a project's folder, so the folder is shown only for the current directory's project (or
+    the one named with --project-root, which then is the only one listed). Creates nothing.
+    """
+    out = Output("projects", json_mode=json_output)
+    return out.guard(lambda: _projects(out, project_root))
+
+
+def _projects(out: Output, project_root: str | None) -> int:
+    from intentloop.model import project_id_for
+    from intentloop.recovery import list_project_ids
+    from intentloop.store import ProjectStore, canonicalize_project_root, resolve_data_root
+
+    data_root = resolve_data_root()
+    roots: dict[str, str] = {}
+    if project_root is not None:
+        canonical = canonicalize_project_root(project_root)
+        roots[project_id_for(canonical)] = canonical
+        ids = list(roots)
+    else:
+        ids = list_project_ids(data_root)
+        try:
+            here = canonicalize_project_root(os.getcwd())
+            roots[project_id_for(here)] = here
+        except (IntentLoopError, OSError):  # a deleted or non-local working directory simply has no project
+            pass
+    rows: list[dict[str, Any]] = []
+    with out.progress("Reading projects", total=len(ids)) as tick:
+        for pid in ids:
+            rows.append(_project_row(ProjectStore(data_root, pid), roots.get(pid)))
+            tick.advance()
+    if out.json_mode:
+        out.json_object({"data_root": str(data_root), "projects": rows}, exit_code=OK)
+        return OK
+    if not rows:
+        out.line(f"No projects under {data_root}.")
+        return OK
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=f"Projects under {data_root}", title_justify="left", box=box.SIMPLE_HEAD)
+    table.add_column("project")
+    table.add_column("last activity", no_wrap=True)
+    table.add_column("tasks", justify="right")
+    table.add_column("claims", justify="right")
+    table.add_column("ledger", overflow="fold")
+    table.add_column("folder", overflow="fold")
+    for row in rows:
+        state = row["status"] if row["first_bad_line"] is None else f"{row['status']} at line {row['first_bad_line']}"
+        table.add_row(
+            short(row["project_id"]),
+            row["last_activity"] or "-",
+            str(row["tasks"]),
+            str(row["claims"]),
+            Text(state, style="" if row["intact"] or not row["exists"] else "bold red"),
+            row["project_root"] or "",
+        )
+    out.show(table)
+    out.line(f"{plural(len(rows), 'project')}. `intentloop tasks --project-id ID` lists a project's tasks.")
+    return OK
+
+
+def _project_row(store: ProjectStore, root: str | None) -> dict[str, Any]:
+    """One project's row; an unreadable project is a row with its code, never a failed listing."""
+    from intentloop.errors import StorageError
+    from intentloop.model import project
+    from intentloop.recovery.report import STATUS_BY_CODE
+
+    row: dict[str, Any] = {"project_id": store.project_id, "project_root": root}
+    try:
+        exists = store.exists()
+        stored = store.read_raw()
+    except StorageError as exc:
+        return {
+            **row,
+            "exists": True,
+            "status": "unreadable",
+            "intact": False,
+            "events": 0,
+            "last_activity": None,
+            "tasks": 0,
+            "claims": 0,
+            "first_bad_line": None,
+            "code": exc.code,
+        }
+    events = stored[1].events if stored is not None else ()
+    error = stored[1].error if stored is not None else None
+    state = project(events)
+    started = [t for t in state.tasks.values() if t.started]
+    return {
+        **row,
+        "exists": exists,
+        "status": ("intact" if exists else "no data") if error is None else STATUS_BY_CODE.get(error.code, "corrupt"),
+        "intact": error is None,
+        "events": len(events),
+        "last_activity": max((e.occurred_at for e in events), default=None),
+        "tasks": len(started),
+        "claims": sum(len(t.claims) for t in started),
+        "first_bad_line": error.line if error is not None else None,
+        "code": error.code if error is not None else None,
+    }
+
+
+# ----------------------------------------------------------------------------------------------------- tasks
+def tasks(
+    project_root: ProjectRootOption = None, project_id: ProjectIdOption = None, json_output: JsonOption = False
+) -> int:
+    """The tasks of a project (default: the current directory's): id, label, mode, started, claims by status.
+
+    Reads the verified prefix (a damaged ledger is shown as far as it verifies, and says so). Creates nothing.
+    """
+    out = Output("tasks", json_mode=json_output)
+    return out.guard(lambda: _tasks(out, project_root, project_id))
+
+
+def task_row(task: TaskState, private: bool) -> dict[str, Any]:
+    """One task as ``tasks --json`` lists it."""
+    lifecycle = {"active": 0, "superseded": 0, "invalidated": 0}
+    by_status: dict[str, int] = {}
+    for claim_id, claim in task.claims.items():
+        lifecycle[claim_status(task, claim_id)] += 1
+        if task.is_active(claim_id):
+            by_status[claim.epistemic_status] = by_status.get(claim.epistemic_status, 0) + 1
+    return {
+        "task_id": task.task_id,
+        "label": task.label,
+        "mode": "private" if private else task.mode,
+        "started_at": task.started_at,
+        "last_event_at": task.last_event_at,
+        "claims": lifecycle,
+        "active_by_status": dict(sorted(by_status.items())),
+        "candidates": len(task.candidates),
+    }
+
+
+def claim_status(task: TaskState, claim_id: str) -> str:
+    """``invalidated``, ``superseded`` or ``active`` (the order the projection applies)."""
+    if claim_id in task.invalidations:
+        return "invalidated"
+    if claim_id in task.superseded_by:
+        return "superseded"
+    return "active"
+
+
+def _tasks(out: Output, project_root: str | None, project_id: str | None) -> int:
+    from intentloop.cli._select import project_state, select_project, verified_events
+
+    target = select_project(project_root, project_id)
+    events, damage = verified_events(target)
+    state = project_state(events)
+    private = {c.task_id for c in target.store.read_controls()}
+    rows = [task_row(t, t.task_id in private) for t in state.tasks.values() if t.started]
+    rows += [_private_only(tid) for tid in sorted(private) if state.started_task(tid) is None]
+    fields: dict[str, Any] = {**target.fields(), "tasks": rows}
+    fields["damage"] = None if damage is None else {"code": damage.code, "line": damage.line, "reason": damage.reason}
+    if out.json_mode:
+        out.json_object(fields, exit_code=OK)
+        return OK
+    _warn_damage(damage)
+    if not rows:
+        out.line("No tasks in this project.")
+        return OK
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=f"Tasks of project {short(target.project_id)}", title_justify="left", box=box.SIMPLE_HEAD)
+    for name in ("task", "label", "mode", "started"):
+        table.add_column(name, overflow="fold")
+    for name in ("active", "superseded", "invalidated", "candidates"):
+        table.add_column(name, justify="right")
+    for row in rows:
+        claims = row["claims"]
+        table.add_row(
+            short(row["task_id"], 8),
+            Text(row["label"] or ""),
+            row["mode"],
+            row["started_at"] or "-",
+            str(claims["active"]),
+            str(claims["superseded"]),
+            str(claims["invalidated"]),
+            str(row["candidates"]),
+        )
+    out.show(table)
+    out.line(f"{plural(len(rows), 'task')}. `intentloop show TASK` shows one (a unique prefix of its id is enough).")
+    return OK
+
+
+def _private_only(task_id: str) -> dict[str, Any]:
+    return {
+        "task_id": task_id,
+        "label": None,
+        "mode": "private",
+        "started_at": None,
+        "last_event_at": None,
+        "claims": {"active": 0, "superseded": 0, "invalidated": 0},
+        "active_by_status": {},
+        "candidates": 0,
+    }
+
+
+def _warn_damage(damage: Any) -> None:
+    if damage is not None:
+        import sys
+
+        sys.stderr.write(
+            f"warning[{damage.code}]: the ledger is damaged at line {damage.line}; showing what verifies before it "
+            "(see `intentloop verify`)\n"
+        )
+
+
+# ----------------------------------------------------------------------------------------------------- show
+def show(
+    task: TaskArgument,
+    project_root: ProjectRootOption = None,
+    project_id: ProjectIdOption = None,
+    history: Annotated[
+        bool, typer.Option("--history", help="Also list superseded and invalidated claims: by what, when, why.")
+    ] = False,
+    as_of: Annotated[
+        str | None,
+        typer.Option(
+            "--as-of",
+            metavar="TIME",
+            help="The task as recorded at that instant (RFC 3339 UTC, e.g. 2026-12-01T10:00:00Z).",
+        ),
+    ] = None,
+    json_output: JsonOption = False,
+) -> int:
+    """A task's snapshot (intent_get_snapshot): active claims, unknowns, disagreements, stale long-term.
+
+    TASK is a task id or a unique prefix of one. An off or private task is refused as the tool refuses it. --history
+    adds the claims that were superseded or invalidated; --as-of shows the task as it was recorded at an instant.
+    """
+    out = Output("show", json_mode=json_output)
+    return out.guard(lambda: _show(out, task, project_root, project_id, history=history, as_of=as_of))
+
+
+def resolve_task(target: Target, prefix: str) -> tuple[str, TaskState | None]:
+    """The full task id for ``prefix`` (started tasks and private-only ones), and its durable state if any.
+
+    Raises:
+        IntentLoopError: ``TASK_NOT_FOUND``, ``INVALID_ID``, ``AMBIGUOUS_ID``; storage errors.
+    """
+    from intentloop.cli._select import project_state, select_task, verified_events
+
+    events, _damage = verified_events(target)
+    state = project_state(events)
+    private = {c.task_id for c in target.store.read_controls()}
+    task_id = select_task(state, prefix, extra=private)
+    return task_id, state.started_task(task_id)
+
+
+def _show(
+    out: Output, prefix: str, project_root: str | None, project_id: str | None, *, history: bool, as_of: str | None
+) -> int:
+    from intentloop.cli._select import select_project
+    from intentloop.cli._service import call_tool
+
+    target = select_project(project_root, project_id)
+    task_id, task = resolve_task(target, prefix)
+    arguments: dict[str, Any] = {"task_id": task_id, "max_characters": 8000}
+    if history:
+        arguments["include_history"] = True
+    if as_of is not None:
+        arguments["as_of"] = as_of
+    snapshot = call_tool(target, "intent_get_snapshot", arguments)
+    if out.json_mode:
+        label = task.label if task is not None else None
+        out.json_object({**target.fields(), "label": label, "snapshot": snapshot}, exit_code=OK)
+        return OK
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    title = f"Task {task_id}" + (f" — {task.label}" if task is not None and task.label else "")
+    out.line(title, style="bold")
+    out.line(f"mode {snapshot['mode']}, {plural(snapshot['candidate_count'], 'unconfirmed candidate')}")
+    for key, heading in (
+        ("active_claims", "Active claims"),
+        ("unknowns", "Unknowns"),
+        ("disagreements", "Disagreements"),
+        ("stale_long_term", "Stale long-term preferences"),
+    ):
+        claims = snapshot[key]
+        if not claims:
+            continue
+        table = Table(title=f"{heading} ({len(claims)})", title_justify="left", box=box.SIMPLE_HEAD)
+        table.add_column("claim", no_wrap=True)
+        table.add_column("status/role", no_wrap=True)
+        table.add_column("facets", overflow="fold")
+        table.add_column("statement", overflow="fold", ratio=1)
+        table.add_column("since", no_wrap=True)
+        for claim in claims:
+            table.add_row(
+                short(claim["claim_id"], 8),
+                f"{claim['epistemic_status']}/{claim['role']}",
+                ",".join(claim["facets"]),
+                Text(claim["statement"]),
+                claim["valid_from"],
+            )
+        out.show(table)
+    if not snapshot["active_claims"]:
+        out.line("No active claims.")
+    if history:
+        _show_history(out, snapshot.get("history", []))
+    return OK
+
+
+def _show_history(out: Output, entries: list[dict[str, Any]]) -> None:
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    if not entries:
+        out.line("No superseded or invalidated claims.")
+        return
+    table = Table(title=f"History ({len(entries)})", title_justify="left", box=box.SIMPLE_HEAD)
+    for column in ("claim", "status", "by", "at"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("statement / reason", overflow="fold", ratio=1)
+    for entry in entries:
+        claim = entry["claim"]
+        reason = f" — {entry['reason']}" if entry.get("reason") else ""
+        by = short(entry["by"], 8) if entry.get("by") else "—"
+        table.add_row(short(claim["claim_id"], 8), entry["status"], by, entry["at"], Text(claim["statement"] + reason))
+    out.show(table)
+
+
+__all__ = ["claim_status", "projects", "resolve_task", "show", "task_row", "tasks"]

@@ -1,0 +1,98 @@
+"""Per-event behaviour of ``intentloop hook`` (docs/HOOKS.md) on top of ``intentloop.service.hookops``.
+
+SessionStart reads; UserPromptSubmit records its observation and then answers with the same context; PostCompact,
+Stop and SessionEnd record and answer the bare ``{"continue": true, "suppressOutput": true}``. A prompt that starts
+with a user's ``/intent`` command (``intentloop.model.commands``) is run by ``intentloop.service.hookcmds`` and
+answered with its receipt, in the context and as a ``systemMessage`` for the user.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+
+import msgspec
+
+from intentloop.hooks._guard import BACKGROUND_LIMIT_S, FAIL_OPEN_LINE, Detach, debug_log
+from intentloop.hooks._payload import HookPayload
+from intentloop.service.hookops import Observation, record_observation, session_context
+from intentloop.store import resolve_data_root
+
+_encoder = msgspec.json.Encoder()
+
+
+def answer_line(event: str, context: str | None, system_message: str | None = None) -> bytes:
+    """The stdout line: fail-open keys, plus ``hookSpecificOutput`` when there is context to inject, plus a
+    ``systemMessage`` (shown to the user by the host) when there is one."""
+    if not context:
+        return FAIL_OPEN_LINE
+    out: dict[str, object] = {
+        "continue": True,
+        "suppressOutput": True,
+        "hookSpecificOutput": {"hookEventName": event, "additionalContext": context},
+    }
+    if system_message:
+        out["systemMessage"] = system_message
+    return _encoder.encode(out) + b"\n"
+
+
+def command_line(payload: HookPayload, env: Mapping[str, str], *, lock_deadline: float, debug: bool) -> bytes | None:
+    """The answer to a prompt that starts with an ``/intent`` command, or ``None`` when the prompt is not one."""
+    if payload.event != "UserPromptSubmit" or not payload.text:
+        return None
+    from intentloop.model.commands import parse_intent_command
+
+    command = parse_intent_command(payload.text)
+    if command is None:
+        return None
+    from intentloop.service.hookcmds import run_command
+
+    answer = run_command(
+        env, payload.cwd, payload.session_id, payload.turn_id, payload.text, command, deadline=lock_deadline
+    )
+    debug_log(debug, f"UserPromptSubmit: /intent {command.verb} {'done' if answer.done else 'not recorded'}")
+    return answer_line(payload.event, answer.additional_context, answer.receipt)
+
+
+def dispatch(
+    payload: HookPayload, env: Mapping[str, str], *, lock_deadline: float, debug: bool, detach: Detach | None = None
+) -> bytes:
+    """Run the handler for ``payload.event`` and return the stdout line.
+
+    An observation that needs a whole read of a large ledger first (``hookops.SLOW_READ_BYTES``: its checkpoint does
+    not vouch for the file) answers fail-open at once through ``detach`` and is recorded in the background, waiting
+    for the lock until half of ``BACKGROUND_LIMIT_S``; that write leaves the checkpoint and the index for the next hook.
+
+    Raises:
+        IntentLoopError: no data root, an invalid ``cwd``, a damaged ledger, a held lock … (the caller answers
+            fail-open).
+    """
+    command = command_line(payload, env, lock_deadline=lock_deadline, debug=debug)
+    if command is not None:
+        return command
+    data_root = resolve_data_root(env)
+    if payload.event == "SessionStart":
+        context = session_context(data_root, payload.cwd, payload.session_id, payload.source)
+        return answer_line(payload.event, context)
+
+    def background() -> float | None:
+        if detach is None or not detach(FAIL_OPEN_LINE):
+            return None
+        return time.monotonic() + BACKGROUND_LIMIT_S / 2
+
+    outcome = record_observation(
+        data_root,
+        payload.cwd,
+        Observation(event=payload.event, session_id=payload.session_id, turn_id=payload.turn_id, text=payload.text),
+        deadline=lock_deadline,
+        with_context=payload.event == "UserPromptSubmit",
+        background=background,
+    )
+    state = "recorded" if outcome.recorded else "spooled for the next writer" if outcome.spooled else "not recorded"
+    debug_log(debug, f"{payload.event}: observation {state}")
+    if payload.event == "UserPromptSubmit":
+        return answer_line(payload.event, outcome.context)
+    return FAIL_OPEN_LINE
+
+
+__all__ = ["answer_line", "command_line", "dispatch"]

@@ -1,0 +1,47 @@
+"""Recovery for damaged ledgers: a structured verification report, export of the verified prefix, and quarantine of
+a damaged suffix under the ledger lock. Used by the admin CLI; it prints nothing.
+
+Verification is the store's (``intentloop.store.verify_ledger_bytes``); recovery only reads the bytes, builds reports
+and acts on exactly the prefix the store verified.
+"""
+
+from intentloop.recovery._files import write_private_file
+from intentloop.recovery.export import ExportResult, export_verified_prefix
+from intentloop.recovery.inventory import (
+    ProjectSummary,
+    count_tasks_and_candidates,
+    list_project_ids,
+    summarize_all,
+    summarize_project,
+)
+from intentloop.recovery.quarantine import RECORD_PREFIX, QuarantineResult, quarantine_damaged_suffix, refusal
+from intentloop.recovery.relink import RelinkResult, relink_project, retire_after_merge
+from intentloop.recovery.report import LedgerCheck, VerifyReport, check_bytes, check_ledger, verify_project
+from intentloop.recovery.salvage import SalvageResult, SuffixContents, count_suffix, salvage
+
+__all__ = [
+    "RECORD_PREFIX",
+    "ExportResult",
+    "LedgerCheck",
+    "ProjectSummary",
+    "QuarantineResult",
+    "RelinkResult",
+    "SalvageResult",
+    "SuffixContents",
+    "VerifyReport",
+    "check_bytes",
+    "check_ledger",
+    "count_suffix",
+    "count_tasks_and_candidates",
+    "export_verified_prefix",
+    "list_project_ids",
+    "quarantine_damaged_suffix",
+    "refusal",
+    "relink_project",
+    "retire_after_merge",
+    "salvage",
+    "summarize_all",
+    "summarize_project",
+    "verify_project",
+    "write_private_file",
+]
