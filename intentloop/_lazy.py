@@ -3,6 +3,11 @@
 A face names each public attribute's submodule and imports it on first use, so the hook path loads only what it
 touches (a read-only SessionStart never imports the lock machinery, the redaction patterns or trio). Standard
 library only: this module sits below every layer.
+
+A face writes its names twice, on purpose: as ``X as X`` imports under ``TYPE_CHECKING`` (what mypy checks, so a
+misspelt ``from intentloop.store import ...`` fails it: a module-level ``__getattr__`` visible to mypy would make every
+name an ``Any``) and as the submodule table given here at run time (an import statement would load the submodule).
+``tests/unit/test_lazy_faces.py`` checks that the two name the same attributes in the same submodules.
 """
 
 from __future__ import annotations
@@ -14,13 +19,13 @@ from typing import Any
 
 
 def lazy_face(
-    package: str, submodule_of: Mapping[str, str], names: Iterable[str]
-) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """The ``__getattr__`` and ``__dir__`` of ``package``, whose attribute ``name`` lives in
-    ``package.<submodule_of[name]>``; a loaded attribute is kept in the package's namespace.
+    package: str, names_by_submodule: Mapping[str, Iterable[str]]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]], list[str]]:
+    """The ``__getattr__``, ``__dir__`` and ``__all__`` of ``package``, whose public attribute ``name`` lives in
+    ``package.<submodule>`` for the submodule that lists it; a loaded attribute is kept in the package's namespace.
     """
     namespace = sys.modules[package].__dict__
-    public = frozenset(names)
+    submodule_of = {name: submodule for submodule, names in names_by_submodule.items() for name in names}
 
     def __getattr__(name: str) -> Any:
         submodule = submodule_of.get(name)
@@ -31,9 +36,9 @@ def lazy_face(
         return value
 
     def __dir__() -> list[str]:
-        return sorted({*namespace, *public})
+        return sorted({*namespace, *submodule_of})
 
-    return __getattr__, __dir__
+    return __getattr__, __dir__, sorted(submodule_of)
 
 
 __all__ = ["lazy_face"]

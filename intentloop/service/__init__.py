@@ -10,12 +10,14 @@ from typing import TYPE_CHECKING
 
 from intentloop._lazy import lazy_face
 
-if TYPE_CHECKING:
-    from intentloop.service.args import TOOL_NAMES, decode_arguments
-    from intentloop.service.intent_service import IntentService
-
-_LAZY = {"IntentService": "intent_service", "TOOL_NAMES": "args", "decode_arguments": "args"}
-
-__all__ = ["TOOL_NAMES", "IntentService", "decode_arguments"]
-
-__getattr__, __dir__ = lazy_face(__name__, _LAZY, __all__)
+if TYPE_CHECKING:  # what mypy checks: `X as X` re-exports each name, so a misspelt import fails it
+    from intentloop.service.args import TOOL_NAMES as TOOL_NAMES, decode_arguments as decode_arguments
+    from intentloop.service.intent_service import IntentService as IntentService
+else:  # the same names, each loaded from its submodule on first use (PEP 562)
+    __getattr__, __dir__, __all__ = lazy_face(
+        __name__,
+        {
+            "args": ["TOOL_NAMES", "decode_arguments"],
+            "intent_service": ["IntentService"],
+        },
+    )

@@ -11,112 +11,84 @@ from typing import TYPE_CHECKING
 
 from intentloop._lazy import lazy_face
 
-if TYPE_CHECKING:
-    from intentloop.store._checkpoint import CHECKPOINT_NAME
-    from intentloop.store._config import ENV_CEILING, ENV_HEARTBEAT, ENV_STALE, ENV_WAIT, LockConfig
-    from intentloop.store._controls import PrivateControl
-    from intentloop.store._fs import rename_noreplace
-    from intentloop.store._index import INDEX_DIR_RE
-    from intentloop.store._ledger import LockedLedger
-    from intentloop.store._lines import LineEvents
-    from intentloop.store._migrate import CURRENT_SCHEMA_VERSION, MIGRATIONS, migrate, migrate_v1
+if TYPE_CHECKING:  # what mypy checks: `X as X` re-exports each name, so a misspelt import fails it
+    from intentloop.store._checkpoint import CHECKPOINT_NAME as CHECKPOINT_NAME
+    from intentloop.store._config import (
+        ENV_CEILING as ENV_CEILING,
+        ENV_HEARTBEAT as ENV_HEARTBEAT,
+        ENV_STALE as ENV_STALE,
+        ENV_WAIT as ENV_WAIT,
+        LockConfig as LockConfig,
+    )
+    from intentloop.store._controls import PrivateControl as PrivateControl
+    from intentloop.store._fs import rename_noreplace as rename_noreplace
+    from intentloop.store._index import INDEX_DIR_RE as INDEX_DIR_RE
+    from intentloop.store._ledger import LockedLedger as LockedLedger
+    from intentloop.store._lines import LineEvents as LineEvents
+    from intentloop.store._migrate import (
+        CURRENT_SCHEMA_VERSION as CURRENT_SCHEMA_VERSION,
+        MIGRATIONS as MIGRATIONS,
+        migrate as migrate,
+        migrate_v1 as migrate_v1,
+    )
     from intentloop.store._paths import (
-        DATA_DIR_ENV,
-        ROOT_ENV_VARS,
-        DataRoot,
-        ProjectPaths,
-        canonicalize_project_root,
-        locate_data_root,
-        resolve_data_root,
-        validate_project_id,
+        DATA_DIR_ENV as DATA_DIR_ENV,
+        ROOT_ENV_VARS as ROOT_ENV_VARS,
+        DataRoot as DataRoot,
+        ProjectPaths as ProjectPaths,
+        canonicalize_project_root as canonicalize_project_root,
+        locate_data_root as locate_data_root,
+        resolve_data_root as resolve_data_root,
+        validate_project_id as validate_project_id,
     )
-    from intentloop.store._project import ProjectStore
+    from intentloop.store._project import ProjectStore as ProjectStore
     from intentloop.store._signing import (
-        HEAD_SIG_NAME,
-        SIGNATURE_STATUSES,
-        export_signature_status,
-        head_signature_status,
-        read_head_signature,
-        sign_export,
+        HEAD_SIG_NAME as HEAD_SIG_NAME,
+        SIGNATURE_STATUSES as SIGNATURE_STATUSES,
+        export_signature_status as export_signature_status,
+        head_signature_status as head_signature_status,
+        read_head_signature as read_head_signature,
+        sign_export as sign_export,
     )
-    from intentloop.store._verify import MAX_LINE_BYTES, Damage, Verification, verify_ledger_bytes
-    from intentloop.store._view import LedgerView
-
-_LAZY = {
-    "CHECKPOINT_NAME": "_checkpoint",
-    "CURRENT_SCHEMA_VERSION": "_migrate",
-    "Damage": "_verify",
-    "DATA_DIR_ENV": "_paths",
-    "DataRoot": "_paths",
-    "ROOT_ENV_VARS": "_paths",
-    "locate_data_root": "_paths",
-    "ENV_CEILING": "_config",
-    "ENV_HEARTBEAT": "_config",
-    "ENV_STALE": "_config",
-    "ENV_WAIT": "_config",
-    "INDEX_DIR_RE": "_index",
-    "MAX_LINE_BYTES": "_verify",
-    "HEAD_SIG_NAME": "_signing",
-    "MIGRATIONS": "_migrate",
-    "LedgerView": "_view",
-    "LineEvents": "_lines",
-    "LockConfig": "_config",
-    "LockedLedger": "_ledger",
-    "PrivateControl": "_controls",
-    "ProjectPaths": "_paths",
-    "ProjectStore": "_project",
-    "SIGNATURE_STATUSES": "_signing",
-    "Verification": "_verify",
-    "canonicalize_project_root": "_paths",
-    "export_signature_status": "_signing",
-    "head_signature_status": "_signing",
-    "read_head_signature": "_signing",
-    "migrate": "_migrate",
-    "migrate_v1": "_migrate",
-    "rename_noreplace": "_fs",
-    "resolve_data_root": "_paths",
-    "sign_export": "_signing",
-    "validate_project_id": "_paths",
-    "verify_ledger_bytes": "_verify",
-}
-
-
-__all__ = [
-    "CHECKPOINT_NAME",
-    "CURRENT_SCHEMA_VERSION",
-    "DATA_DIR_ENV",
-    "ENV_CEILING",
-    "ENV_HEARTBEAT",
-    "ENV_STALE",
-    "ENV_WAIT",
-    "HEAD_SIG_NAME",
-    "INDEX_DIR_RE",
-    "MAX_LINE_BYTES",
-    "MIGRATIONS",
-    "ROOT_ENV_VARS",
-    "SIGNATURE_STATUSES",
-    "Damage",
-    "DataRoot",
-    "LedgerView",
-    "LineEvents",
-    "LockConfig",
-    "LockedLedger",
-    "PrivateControl",
-    "ProjectPaths",
-    "ProjectStore",
-    "Verification",
-    "canonicalize_project_root",
-    "export_signature_status",
-    "head_signature_status",
-    "locate_data_root",
-    "migrate",
-    "migrate_v1",
-    "read_head_signature",
-    "rename_noreplace",
-    "resolve_data_root",
-    "sign_export",
-    "validate_project_id",
-    "verify_ledger_bytes",
-]
-
-__getattr__, __dir__ = lazy_face(__name__, _LAZY, __all__)
+    from intentloop.store._verify import (
+        MAX_LINE_BYTES as MAX_LINE_BYTES,
+        Damage as Damage,
+        Verification as Verification,
+        verify_ledger_bytes as verify_ledger_bytes,
+    )
+    from intentloop.store._view import LedgerView as LedgerView
+else:  # the same names, each loaded from its submodule on first use (PEP 562)
+    __getattr__, __dir__, __all__ = lazy_face(
+        __name__,
+        {
+            "_checkpoint": ["CHECKPOINT_NAME"],
+            "_config": ["ENV_CEILING", "ENV_HEARTBEAT", "ENV_STALE", "ENV_WAIT", "LockConfig"],
+            "_controls": ["PrivateControl"],
+            "_fs": ["rename_noreplace"],
+            "_index": ["INDEX_DIR_RE"],
+            "_ledger": ["LockedLedger"],
+            "_lines": ["LineEvents"],
+            "_migrate": ["CURRENT_SCHEMA_VERSION", "MIGRATIONS", "migrate", "migrate_v1"],
+            "_paths": [
+                "DATA_DIR_ENV",
+                "ROOT_ENV_VARS",
+                "DataRoot",
+                "ProjectPaths",
+                "canonicalize_project_root",
+                "locate_data_root",
+                "resolve_data_root",
+                "validate_project_id",
+            ],
+            "_project": ["ProjectStore"],
+            "_signing": [
+                "HEAD_SIG_NAME",
+                "SIGNATURE_STATUSES",
+                "export_signature_status",
+                "head_signature_status",
+                "read_head_signature",
+                "sign_export",
+            ],
+            "_verify": ["MAX_LINE_BYTES", "Damage", "Verification", "verify_ledger_bytes"],
+            "_view": ["LedgerView"],
+        },
+    )
