@@ -15,7 +15,13 @@ import msgspec
 
 from intentloop.hooks._guard import BACKGROUND_LIMIT_S, FAIL_OPEN_LINE, Detach, debug_log
 from intentloop.hooks._payload import HookPayload
-from intentloop.service.hookops import Observation, record_observation, session_context
+from intentloop.service.hookops import (
+    SLOW_READ_BYTES,
+    Observation,
+    plan_observation,
+    record_planned,
+    session_context,
+)
 from intentloop.store import resolve_data_root
 
 _encoder = msgspec.json.Encoder()
@@ -75,19 +81,16 @@ def dispatch(
         context = session_context(data_root, payload.cwd, payload.session_id, payload.source)
         return answer_line(payload.event, context)
 
-    def background() -> float | None:
-        if detach is None or not detach(FAIL_OPEN_LINE):
-            return None
-        return time.monotonic() + BACKGROUND_LIMIT_S / 2
-
-    outcome = record_observation(
-        data_root,
-        payload.cwd,
-        Observation(event=payload.event, session_id=payload.session_id, turn_id=payload.turn_id, text=payload.text),
-        deadline=lock_deadline,
-        with_context=payload.event == "UserPromptSubmit",
-        background=background,
-    )
+    obs = Observation(event=payload.event, session_id=payload.session_id, turn_id=payload.turn_id, text=payload.text)
+    # Plan, then act: the service says what it would do; a plan that needs a whole read of a large ledger is carried
+    # out after the host has its answer, when the host can be answered early.
+    plan = plan_observation(data_root, payload.cwd, obs, whole_read_limit=None if detach is None else SLOW_READ_BYTES)
+    deadline, patient = lock_deadline, False
+    if plan.whole_read_bytes is not None:
+        if detach is not None and detach(FAIL_OPEN_LINE):
+            deadline, patient = time.monotonic() + BACKGROUND_LIMIT_S / 2, True
+        plan = plan_observation(data_root, payload.cwd, obs)
+    outcome = record_planned(plan, deadline=deadline, with_context=payload.event == "UserPromptSubmit", patient=patient)
     state = "recorded" if outcome.recorded else "spooled for the next writer" if outcome.spooled else "not recorded"
     debug_log(debug, f"{payload.event}: observation {state}")
     if payload.event == "UserPromptSubmit":

@@ -38,7 +38,6 @@ from intentloop.service.hookops import (
     Identity,
     Observation,
     _identity,
-    _session_task,
     record_observation,
     session_context,
 )
@@ -176,7 +175,7 @@ class _Run:
         return f"{RECEIPT_HEAD}{self.receipt}] {text}"
 
     def bound_task(self) -> TaskState | None:
-        return _session_task(self.store.read(), self.shash)
+        return self.store.session_task(self.shash).task
 
     def call(self, tool: str, arguments: dict[str, Any]) -> Any:
         """One tool call through the service (trio and the service are loaded here: only command prompts pay)."""

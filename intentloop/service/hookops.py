@@ -12,7 +12,6 @@ input (the high-entropy rule, linear but in Python) against a 2.5 s budget; 64 K
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -26,16 +25,14 @@ from intentloop.model import (
     association_context,
     linked_task_context,
     private_control_context,
-    project,
     project_id_for,
     session_hash,
-    task_for_session,
 )
-from intentloop.model.projection import BINDING_EVENTS
-from intentloop.store import LedgerView, PrivateControl, ProjectStore, canonicalize_project_root
+from intentloop.store import PrivateControl, ProjectStore, canonicalize_project_root
 
 if TYPE_CHECKING:
     from intentloop.model import EventDraft
+    from intentloop.store._sessions import SessionTask
 
 #: hook event → (event_type, actor, candidate_type, source kind, whether the observed text counts).
 _OBSERVATIONS: Final[dict[str, tuple[str, str, str, str, bool]]] = {
@@ -47,11 +44,12 @@ _OBSERVATIONS: Final[dict[str, tuple[str, str, str, str, bool]]] = {
 #: The hook redacts and digests at most this many characters of a prompt or message (the rest is only counted).
 MAX_OBSERVED_CHARS: Final = 65_536
 #: A ledger this large, when its checkpoint does not vouch for it (written before checkpoints existed, extended by
-#: another program, or a writer killed between append and checkpoint), takes an observation to the background
-#: (:func:`record_observation`'s ``background``). Why 16 MiB: a whole read with verification, then the rebuild of the
-#: checkpoint and index under the lock, took ~14 ms per MiB here (1.4 s for 100,000 events, 97 MiB), so 16 MiB costs the
-#: host ~0.25 s once, and ~0.75 s on a machine three times as busy, within the 2.5 s budget; past it, the hook used to
-#: spend its whole budget, be killed before the checkpoint was written, and do the same at the next prompt.
+#: another program, or a writer killed between append and checkpoint), takes an observation to the background (the
+#: hook plans with this limit, :func:`plan_observation`, and answers its host before reading). Why 16 MiB: a whole
+#: read with verification, then the rebuild of the checkpoint and index under the lock, took ~14 ms per MiB here
+#: (1.4 s for 100,000 events, 97 MiB), so 16 MiB costs the host ~0.25 s once, and ~0.75 s on a machine three times as
+#: busy, within the 2.5 s budget; past it, the hook used to spend its whole budget, be killed before the checkpoint was
+#: written, and do the same at the next prompt.
 SLOW_READ_BYTES: Final = 16 * 1024 * 1024
 
 
@@ -83,75 +81,6 @@ class HookOutcome(msgspec.Struct, frozen=True, kw_only=True):
 def _open_store(data_root: Path, cwd: str) -> ProjectStore:
     """Raises: InvalidInputError: ``PROJECT_ROOT_INVALID`` for a relative, missing or non-directory ``cwd``."""
     return ProjectStore(data_root, project_id_for(canonicalize_project_root(cwd)))
-
-
-def _session_task(view: LedgerView, shash: str) -> TaskState | None:
-    """The task bound to ``shash`` (as :func:`task_for_session` picks it), projecting only the bound tasks.
-
-    Two passes over the events and no index building: at 10,000 events the view's indexes cost more than the rest.
-    """
-    bindings = project(e for e in view.events if e.event_type in BINDING_EVENTS)
-    bound = {t.task_id for t in bindings.tasks.values() if t.started and t.host_session_hash == shash}
-    if not bound:
-        return None
-    return task_for_session(project(e for e in view.events if e.task_id in bound), shash)
-
-
-_UNKNOWN: Final = object()
-
-
-def _indexed_session_task(store: ProjectStore, shash: str) -> TaskState | object | None:
-    """:func:`_session_task` through the task index: the binding events and the bound tasks' lines only, never the
-    whole ledger. ``_UNKNOWN`` when the index cannot answer (no checkpoint matching the file, no index): read it all.
-    """
-    indexed = store.indexed()
-    if indexed is None:
-        return _UNKNOWN
-    try:
-        bindings_events = indexed.binding_events()
-        if bindings_events is None:
-            return _UNKNOWN
-        bindings = project(bindings_events)
-        bound = sorted(t.task_id for t in bindings.tasks.values() if t.started and t.host_session_hash == shash)
-        if not bound:
-            return None
-        events = []
-        for task_id in bound:
-            task_events = indexed.task_events(task_id)
-            if task_events is None:
-                return _UNKNOWN
-            events += task_events
-    finally:
-        indexed.close()
-    return task_for_session(project(events), shash)
-
-
-def _ledger_stamp(store: ProjectStore) -> tuple[int, int, int, int, int] | None:
-    """What any change of the ledger file changes (device, inode, size, mtime, ctime); ``None`` when it is missing.
-
-    Every commit appends (the size grows), truncates a torn tail or replaces the file (another inode), and moves the
-    ctime, which no ordinary program can set back: an equal stamp means no commit in between.
-    """
-    try:
-        st = os.lstat(store.ledger_path)
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
-
-def _bound_task(
-    store: ProjectStore, shash: str, before_whole_read: Callable[[], None] | None = None
-) -> tuple[TaskState | None, LedgerView | None]:
-    """The session's bound task, through the index when it can answer (then no view), else from the whole ledger
-    (``before_whole_read`` is called first)."""
-    found = _indexed_session_task(store, shash)
-    if found is not _UNKNOWN:
-        assert found is None or isinstance(found, TaskState)
-        return found, None
-    if before_whole_read is not None:
-        before_whole_read()
-    view = store.read()
-    return _session_task(view, shash), view
 
 
 def _decide(
@@ -199,7 +128,7 @@ def session_context(data_root: Path, cwd: str, session_id: str, source: str | No
     control = store.read_control(shash)
     if control is not None:
         return private_control_context(control.task_id, session_id)
-    task, _view = _bound_task(store, shash)
+    task = store.session_task(shash).task
     recovery = source == COMPACT_SOURCE
     return _decide(task, store.read_controls(), None, session_id, recovery_packet=recovery)[1]
 
@@ -261,32 +190,56 @@ def _draft(obs: Observation, task_id: str, identity: Identity) -> EventDraft:
     )
 
 
-def record_observation(
-    data_root: Path,
-    cwd: str,
-    obs: Observation,
-    *,
-    deadline: float | None,
-    with_context: bool = False,
-    background: Callable[[], float | None] | None = None,
-) -> HookOutcome:
-    """Append one hook observation for the task bound to the session, unless private, off, unlinked or a repeat.
+class ObservationPlan:
+    """What recording an observation would do, decided lock-free (:func:`plan_observation`); act on it with
+    :func:`record_planned`.
 
-    The decision is taken lock-free first (most sessions are not linked: no lock, no write), then again under the
-    lock, which is acquired by ``deadline`` (a ``time.monotonic()`` value) or not at all: then the observation's draft
-    (content-free: keyed digests and a character count) is spooled for the next writer to append
-    (``HookOutcome.spooled``), so contention does not lose it.
+    Attributes:
+        context: the context text for the host (SessionStart's), whatever is recorded.
+        task_id: the task the observation would be recorded into; ``None``: nothing to record.
+        whole_read_bytes: set instead of a decision when deciding needs a whole read of a ledger of this size
+            (larger than the plan was allowed to read): plan again without the limit, in the background if possible.
+    """
 
-    Args:
-        with_context: also return the context text (UserPromptSubmit answers with SessionStart's context).
-        background: called once, before a whole read of a ledger larger than :data:`SLOW_READ_BYTES`; when it
-            returns a deadline the host has had its answer (the outcome is then nobody's answer) and the observation
-            is recorded by that deadline instead, the lock waited for until then even without owner progress; else
-            (``None``) everything goes on as before.
+    __slots__ = ("_identity", "_read", "_shash", "_store", "context", "data_root", "obs", "task_id")
+
+    def __init__(
+        self,
+        data_root: Path,
+        store: ProjectStore,
+        obs: Observation,
+        shash: str,
+        context: str,
+        *,
+        read: SessionTask | None = None,
+        task_id: str | None = None,
+        identity: Identity | None = None,
+    ) -> None:
+        self.data_root = data_root
+        self._store = store
+        self.obs = obs
+        self._shash = shash
+        self.context = context
+        self._read = read
+        self.task_id = task_id
+        self._identity = identity
+
+    @property
+    def whole_read_bytes(self) -> int | None:
+        return None if self._read is None else self._read.whole_read_bytes
+
+
+def plan_observation(
+    data_root: Path, cwd: str, obs: Observation, *, whole_read_limit: int | None = None
+) -> ObservationPlan:
+    """Decide, lock-free, whether ``obs`` is recorded for the task bound to the session: not when the session is
+    private, unlinked, its task off or private, or the observation a repeat (most sessions are not linked: no lock,
+    no write). A ledger the task index cannot answer for and larger than ``whole_read_limit`` bytes is not read: the
+    plan then only says how large it is (:attr:`ObservationPlan.whole_read_bytes`).
 
     Raises:
         InvalidInputError: ``PROJECT_ROOT_INVALID``, or an event that records nothing.
-        StorageError: a damaged ledger, an unreadable control, an unsafe path, a failed write or spool.
+        StorageError: a damaged ledger, an unreadable control, an unsafe path.
     """
     if obs.event not in _OBSERVATIONS:
         raise InvalidInputError(f"{obs.event} records no observation", code="INVALID_ARGUMENTS")
@@ -294,81 +247,95 @@ def record_observation(
     shash = session_hash(obs.session_id)
     control = store.read_control(shash)
     if control is not None:
-        return HookOutcome(
-            recorded=False, context=_if(with_context, private_control_context(control.task_id, obs.session_id))
-        )
-    stamp = _ledger_stamp(store)  # before the read: a commit after it changes the stamp
-
-    def before_whole_read() -> None:
-        nonlocal deadline, store
-        if background is None or stamp is None or stamp[2] <= SLOW_READ_BYTES:
-            return
-        later = background()
-        if later is not None:
-            deadline = later
-            store = _patient(store, later - time.monotonic())
-
-    bound, view = _bound_task(store, shash, before_whole_read)
-    task, context = _decide(bound, store.read_controls(), None, obs.session_id)
+        return ObservationPlan(data_root, store, obs, shash, private_control_context(control.task_id, obs.session_id))
+    read = store.session_task(shash, whole_read_limit=whole_read_limit)
+    if not read.answered:
+        return ObservationPlan(data_root, store, obs, shash, "", read=read)
+    task, context = _decide(read.task, store.read_controls(), None, obs.session_id)
     if task is None:
-        return HookOutcome(recorded=False, context=_if(with_context, context))
-    from intentloop.service._hookkey import load_hook_key, load_or_create_hook_key
+        return ObservationPlan(data_root, store, obs, shash, context, read=read)
+    from intentloop.service._hookkey import load_hook_key
 
     identity = _identity(obs, lambda: load_hook_key(data_root))
     if identity is not None and f"hook:{obs.event}:{identity[0]}" in task.requests:
-        return HookOutcome(recorded=False, context=_if(with_context, context))
+        return ObservationPlan(data_root, store, obs, shash, context, read=read)
+    return ObservationPlan(data_root, store, obs, shash, context, read=read, task_id=task.task_id, identity=identity)
+
+
+def record_planned(
+    plan: ObservationPlan, *, deadline: float | None, with_context: bool = False, patient: bool = False
+) -> HookOutcome:
+    """Act on ``plan``: decide again under the lock, which is acquired by ``deadline`` (a ``time.monotonic()``
+    value) or not at all, and append. Without the lock in time the observation's draft (content-free: keyed digests
+    and a character count) is spooled for the next writer to append (``HookOutcome.spooled``), so contention does not
+    lose it.
+
+    Args:
+        with_context: also return the context text (UserPromptSubmit answers with SessionStart's context).
+        patient: the host has had its answer (a background write): wait for the lock until ``deadline`` even without
+            owner progress, so the checkpoint this write leaves is built.
+
+    Raises:
+        InvalidInputError: a plan that still needs a whole read (plan again without the limit).
+        StorageError: a damaged ledger, an unreadable control, an unsafe path, a failed write or spool.
+    """
+    if plan.whole_read_bytes is not None:
+        raise InvalidInputError("the plan needs a whole read of the ledger first", code="INVALID_ARGUMENTS")
+    if plan.task_id is None:
+        return HookOutcome(recorded=False, context=_if(with_context, plan.context))
+    store = plan._store
+    if patient and deadline is not None:
+        store = _patient(store, deadline - time.monotonic())
     try:
-        return _record_locked(store, data_root, obs, shash, view, bound, identity, deadline, with_context, stamp)
+        return _record_locked(store, plan, deadline, with_context)
     except StorageError as exc:
         if exc.code != "LOCK_TIMEOUT":
             raise
     # The lock stayed busy until the deadline: leave the observation for the next writer (the spool), decided on the
-    # lock-free view like the rest of this call; the drain under the lock skips it if it is recorded meanwhile.
+    # lock-free read like the rest of the plan; the drain under the lock skips it if it is recorded meanwhile.
+    from intentloop.service._hookkey import load_or_create_hook_key
+
+    identity = plan._identity
     if identity is None:
-        identity = _identity(obs, lambda: load_or_create_hook_key(data_root))  # publication is atomic, lock or not
+        identity = _identity(plan.obs, lambda: load_or_create_hook_key(plan.data_root))  # atomic, lock or not
     if identity is None:  # load_or_create_hook_key returns a key or raises: unreachable
         raise StorageError("the hook digest key is unavailable", code="STORAGE_READ_FAILED")
-    spooled = store.spool(_draft(obs, task.task_id, identity))
-    return HookOutcome(recorded=False, spooled=spooled, context=_if(with_context, context))
+    spooled = store.spool(_draft(plan.obs, plan.task_id, identity))
+    return HookOutcome(recorded=False, spooled=spooled, context=_if(with_context, plan.context))
+
+
+def record_observation(
+    data_root: Path, cwd: str, obs: Observation, *, deadline: float | None, with_context: bool = False
+) -> HookOutcome:
+    """Plan and record ``obs`` in one step, reading the whole ledger if the task index cannot answer
+    (:func:`plan_observation`, then :func:`record_planned`).
+
+    Raises:
+        InvalidInputError: ``PROJECT_ROOT_INVALID``, or an event that records nothing.
+        StorageError: a damaged ledger, an unreadable control, an unsafe path, a failed write or spool.
+    """
+    plan = plan_observation(data_root, cwd, obs)
+    return record_planned(plan, deadline=deadline, with_context=with_context)
 
 
 def _record_locked(
-    store: ProjectStore,
-    data_root: Path,
-    obs: Observation,
-    shash: str,
-    view: LedgerView | None,
-    bound: TaskState | None,
-    identity: Identity | None,
-    deadline: float | None,
-    with_context: bool,
-    stamp: tuple[int, int, int, int, int] | None,
+    store: ProjectStore, plan: ObservationPlan, deadline: float | None, with_context: bool
 ) -> HookOutcome:
-    """The decision again under the lock (taken by ``deadline`` or ``LOCK_TIMEOUT``), and the append.
-
-    The bound task is read again unless the lock-free read went through the index and the ledger file is provably
-    the one it read (:func:`_ledger_stamp`, taken before that read, unchanged under the lock): then it would read the
-    same lines again. Why: reading a task through the index costs ~30 µs per event of the task (measured on the
-    loaded 2-core development machine, a 300-event task: 9 ms), and every prompt adds an event to its task.
+    """The decision again under the lock (taken by ``deadline`` or ``LOCK_TIMEOUT``), and the append; the
+    session's task is the lock-free one when the store can tell that it still holds (``LockedLedger.session_task``).
     """
     from intentloop.service._hookkey import load_or_create_hook_key
 
+    obs = plan.obs
     with store.locked(deadline, lazy=True) as ledger:
-        control = store.read_control(shash)
-        unchanged = view is None and stamp is not None and _ledger_stamp(store) == stamp
-        found = _UNKNOWN if unchanged else _indexed_session_task(store, shash)  # the index as of the last commit
-        if unchanged:
-            pass  # the lock-free decision read this very file through the index: ``bound`` stands
-        elif found is not _UNKNOWN:
-            assert found is None or isinstance(found, TaskState)
-            bound = found
-        elif ledger.view is not view:  # the ledger changed since the lock-free read
-            bound = _session_task(ledger.view, shash)
+        control = store.read_control(plan._shash)
+        bound = ledger.session_task(plan._shash, since=plan._read)
         task, context = _decide(bound, store.read_controls(), control, obs.session_id)
         if task is None:
             return HookOutcome(recorded=False, context=_if(with_context, context))
+        identity = plan._identity
         if identity is None:
-            identity = _identity(obs, lambda: load_or_create_hook_key(data_root))
+            identity = _identity(obs, lambda: load_or_create_hook_key(plan.data_root))
         if identity is None:  # load_or_create_hook_key returns a key or raises: unreachable
             raise StorageError("the hook digest key is unavailable", code="STORAGE_READ_FAILED")
         if f"hook:{obs.event}:{identity[0]}" in task.requests:
@@ -397,6 +364,9 @@ __all__ = [
     "SLOW_READ_BYTES",
     "HookOutcome",
     "Observation",
+    "ObservationPlan",
+    "plan_observation",
     "record_observation",
+    "record_planned",
     "session_context",
 ]

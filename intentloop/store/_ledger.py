@@ -19,7 +19,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -47,6 +47,10 @@ from intentloop.store._paths import ProjectPaths
 from intentloop.store._signing import sign_committed_head
 from intentloop.store._verify import MAX_LINE_BYTES, Verification, verify_continuation, verify_ledger_bytes
 from intentloop.store._view import LedgerView
+
+if TYPE_CHECKING:
+    from intentloop.model.projection import TaskState
+    from intentloop.store._sessions import SessionTask
 
 # Called after every commit with the new file's stat (None if unknown) and verified view.
 CommitHook = Callable[[os.stat_result | None, Verification, LedgerView], None]
@@ -124,6 +128,17 @@ class LockedLedger:
 
     def close(self) -> None:
         self._open = False
+
+    def session_task(self, session_hash: str, since: SessionTask | None = None) -> TaskState | None:
+        """The task bound to the host session ``session_hash``, as of this lock: ``since`` (a lock-free answer) when
+        it provably still holds, else through the task index, else from :attr:`view`.
+
+        Raises:
+            CorruptLedgerError: as :attr:`view`, when it has to be read.
+        """
+        from intentloop.store._sessions import session_task_locked
+
+        return session_task_locked(self._paths, lambda: self.view, session_hash, since)
 
     @property
     def view(self) -> LedgerView:

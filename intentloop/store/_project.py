@@ -44,6 +44,7 @@ if TYPE_CHECKING:  # the lock machinery is imported on the way into the lock: a 
     from intentloop.store._index import IndexedLedger
     from intentloop.store._ledger import LockedLedger
     from intentloop.store._lock import Acquirer, LockHandle
+    from intentloop.store._sessions import SessionTask
 
 _CACHE_SIZE = 16
 _SETTLE_ATTEMPTS = 4
@@ -234,6 +235,18 @@ class ProjectStore:
             return False
         cached = _cache.get(str(self.paths.ledger_path))
         return cached is not None and cached.key == file_key(st)
+
+    def session_task(self, session_hash: str, *, whole_read_limit: int | None = None) -> SessionTask:
+        """The task bound to the host session ``session_hash`` (lock-free, creates nothing): through the task index
+        when the checkpoint vouches for the file, else from a whole verified read — unless the file is larger than
+        ``whole_read_limit`` bytes, when the answer only says so (``SessionTask.whole_read_bytes``).
+
+        Raises:
+            CorruptLedgerError, StorageError: as :meth:`read`, when the whole ledger is read.
+        """
+        from intentloop.store._sessions import session_task
+
+        return session_task(self.paths, self.read, session_hash, whole_read_limit=whole_read_limit)
 
     def read_controls(self) -> list[PrivateControl]:
         """Every private-mode control of the project (lock-free).

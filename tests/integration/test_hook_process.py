@@ -380,7 +380,7 @@ import intentloop.service.hookops as ops
 def boom(*args, **kwargs):
     raise RuntimeError("internal failure")
 ops.session_context = boom
-ops.record_observation = boom
+ops.plan_observation = boom
 sys.argv = ["intentloop", "hook"]
 from intentloop.cli.entry import main
 main()
@@ -398,7 +398,7 @@ def stuck(*args, **kwargs):
     re.match(r"(a+)+$", "a" * 64 + "b")
     raise AssertionError("unreachable")
 ops.session_context = stuck
-ops.record_observation = stuck
+ops.plan_observation = stuck
 sys.argv = ["intentloop", "hook"]
 from intentloop.cli.entry import main
 main()

@@ -253,11 +253,11 @@ PROMPT_FLOORS: dict[str, list[str]] = {
     "python_site_ms": ["-c", "pass"],
     "read_libraries_ms": [
         "-c",
-        "from hooks._run import import_msgspec_alone; import_msgspec_alone(); import hashlib, pathlib",
+        "from intentloop.hooks._run import import_msgspec_alone; import_msgspec_alone(); import hashlib, pathlib",
     ],
     "hook_libraries_ms": [
         "-c",
-        "from hooks._run import import_msgspec_alone; import_msgspec_alone(); import hashlib, pathlib, ctypes; "
+        "from intentloop.hooks._run import import_msgspec_alone; import_msgspec_alone(); import hashlib, pathlib, ctypes; "
         "import cryptography.hazmat.primitives.asymmetric.ed25519",
     ],
 }

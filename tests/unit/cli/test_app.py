@@ -88,7 +88,7 @@ def test_hook_path_never_imports_typer_rich_or_mcp(tmp_path: Path) -> None:
     assert json.loads(done.stdout.splitlines()[-1])["continue"] is True
     # control: the admin path does import typer
     admin = subprocess.run(
-        [sys.executable, "-c", "import sys; import cli.app; print('typer' in sys.modules)"],
+        [sys.executable, "-c", "import sys; import intentloop.cli.app; print('typer' in sys.modules)"],
         capture_output=True,
         text=True,
         timeout=30,

@@ -27,7 +27,7 @@ def test_a_msgspec_that_needs_typing_extensions_is_still_imported(tmp_path: Path
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True", "True"]
     # control: the real msgspec still loads without typing_extensions
-    real = "import sys; from hooks._run import import_msgspec_alone; import_msgspec_alone(); "
+    real = "import sys; from intentloop.hooks._run import import_msgspec_alone; import_msgspec_alone(); "
     real += "print('msgspec' in sys.modules, 'typing_extensions' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", real], capture_output=True, text=True).stdout.split() == [
         "True",
@@ -38,7 +38,7 @@ def test_a_msgspec_that_needs_typing_extensions_is_still_imported(tmp_path: Path
 def test_the_process_end_flushes_python_buffers_and_keeps_the_status() -> None:
     """The hook ends with os._exit once it has answered: what Python still buffers must not be lost with it."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # buffered, as a host starts us
-    code = "import sys; from hooks._run import _end_process; sys.stdout.write('buffered'); _end_process(3)"
+    code = "import sys; from intentloop.hooks._run import _end_process; sys.stdout.write('buffered'); _end_process(3)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert (done.returncode, done.stdout) == (3, "buffered")
     # control: os._exit alone loses the buffered text (what _end_process guards against)
