@@ -1,7 +1,7 @@
-"""Per-event behaviour of ``intentloop hook`` (docs/HOOKS.md) on top of ``intentloop.service.hookops``.
-
-SessionStart reads; UserPromptSubmit records its observation and then answers with the same context; PostCompact,
-Stop and SessionEnd record and answer the bare ``{"continue": true, "suppressOutput": true}``. A prompt that starts
+"""Per-event behaviour of ``intentloop hook`` (docs/HOOKS.md) on top of ``intentloop.service.hookops``, as each
+event's row in ``intentloop.model.hook_events`` says: SessionStart reads; UserPromptSubmit records its observation and
+then answers with the same context; PostCompact, Stop and SessionEnd record and answer the bare ``{"continue": true,
+"suppressOutput": true}``. A prompt that starts
 with a user's ``/intent`` command (``intentloop.model.commands``) is run by ``intentloop.service.hookcmds`` and
 answered with its receipt, in the context and as a ``systemMessage`` for the user.
 """
@@ -15,6 +15,7 @@ import msgspec
 
 from intentloop.hooks._guard import BACKGROUND_LIMIT_S, FAIL_OPEN_LINE, Detach, debug_log
 from intentloop.hooks._payload import HookPayload
+from intentloop.model.hook_events import HOOK_EVENT_BY_NAME
 from intentloop.service.hookops import (
     SLOW_READ_BYTES,
     Observation,
@@ -44,7 +45,7 @@ def answer_line(event: str, context: str | None, system_message: str | None = No
 
 def command_line(payload: HookPayload, env: Mapping[str, str], *, lock_deadline: float, debug: bool) -> bytes | None:
     """The answer to a prompt that starts with an ``/intent`` command, or ``None`` when the prompt is not one."""
-    if payload.event != "UserPromptSubmit" or not payload.text:
+    if not HOOK_EVENT_BY_NAME[payload.event].runs_commands or not payload.text:
         return None
     from intentloop.model.commands import parse_intent_command
 
@@ -56,7 +57,7 @@ def command_line(payload: HookPayload, env: Mapping[str, str], *, lock_deadline:
     answer = run_command(
         env, payload.cwd, payload.session_id, payload.turn_id, payload.text, command, deadline=lock_deadline
     )
-    debug_log(debug, f"UserPromptSubmit: /intent {command.verb} {'done' if answer.done else 'not recorded'}")
+    debug_log(debug, f"{payload.event}: /intent {command.verb} {'done' if answer.done else 'not recorded'}")
     return answer_line(payload.event, answer.additional_context, answer.receipt)
 
 
@@ -77,9 +78,10 @@ def dispatch(
     if command is not None:
         return command
     data_root = resolve_data_root(env)
-    if payload.event == "SessionStart":
+    event = HOOK_EVENT_BY_NAME[payload.event]
+    if event.records is None:  # a reading event
         context = session_context(data_root, payload.cwd, payload.session_id, payload.source)
-        return answer_line(payload.event, context)
+        return answer_line(payload.event, context if event.answers_with_context else None)
 
     obs = Observation(event=payload.event, session_id=payload.session_id, turn_id=payload.turn_id, text=payload.text)
     # Plan, then act: the service says what it would do; a plan that needs a whole read of a large ledger is carried
@@ -90,12 +92,10 @@ def dispatch(
         if detach is not None and detach(FAIL_OPEN_LINE):
             deadline, patient = time.monotonic() + BACKGROUND_LIMIT_S / 2, True
         plan = plan_observation(data_root, payload.cwd, obs)
-    outcome = record_planned(plan, deadline=deadline, with_context=payload.event == "UserPromptSubmit", patient=patient)
+    outcome = record_planned(plan, deadline=deadline, with_context=event.answers_with_context, patient=patient)
     state = "recorded" if outcome.recorded else "spooled for the next writer" if outcome.spooled else "not recorded"
     debug_log(debug, f"{payload.event}: observation {state}")
-    if payload.event == "UserPromptSubmit":
-        return answer_line(payload.event, outcome.context)
-    return FAIL_OPEN_LINE
+    return answer_line(payload.event, outcome.context if event.answers_with_context else None)
 
 
 __all__ = ["answer_line", "command_line", "dispatch"]

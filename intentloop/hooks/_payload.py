@@ -11,7 +11,7 @@ from typing import BinaryIO, Final
 
 import msgspec
 
-from intentloop.model.hook_events import EVENT_BY_ARGUMENT, HOOK_EVENT_NAMES
+from intentloop.model.hook_events import EVENT_BY_ARGUMENT, HOOK_EVENT_BY_NAME, HOOK_EVENT_NAMES
 
 MAX_PAYLOAD_BYTES: Final = 1_048_576
 
@@ -90,12 +90,8 @@ def parse_payload(data: bytes, forced_event: str | None) -> HookPayload:
     if not session_id or not cwd:
         raise PayloadError("session_id and cwd must be non-empty strings")
     turn_id = _opt_str(obj, "turn_id") or _opt_str(obj, "prompt_id")
-    if event == "UserPromptSubmit":
-        text = _opt_str(obj, "prompt")
-    elif event in ("Stop", "SessionEnd"):
-        text = _opt_str(obj, "last_assistant_message")
-    else:
-        text = None
+    text_field = HOOK_EVENT_BY_NAME[event].text_field
+    text = _opt_str(obj, text_field) if text_field is not None else None
     return HookPayload(
         event=event,
         session_id=session_id,

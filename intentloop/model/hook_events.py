@@ -1,7 +1,9 @@
-"""The five host hook events intentloop handles: the one table behind every place that names them.
+"""The five host hook events intentloop handles: the one table behind every place that names them or acts on them.
 
-The payload parser (``hooks/_payload.py``), the installers (``cli/install.py``, ``cli/_install_edit.py``), the CLI's
-help (``cli/hook.py``), the hook's usage line (``hooks/_run.py``) and the observations the service records
+Each row carries the event's wiring and its behaviour: which payload field holds its text, what it records, whether
+it answers with context and whether it runs a user's ``/intent`` command. The payload parser (``hooks/_payload.py``),
+the dispatch (``hooks/_dispatch.py``), the installers (``cli/install.py``, ``cli/_install_edit.py``), the CLI's help
+(``cli/hook.py``), the hook's usage line (``hooks/_run.py``) and the observations the service records
 (``intentloop/service/hookops.py``) derive from it; ``hooks/hooks.json``, the plugin's copy, is checked against it by
 ``tests/integration/test_hook_wiring.py``. Standard library only (not a msgspec struct): the hook
 process imports it before it imports msgspec.
@@ -12,43 +14,110 @@ from __future__ import annotations
 from typing import Final
 
 
+class Recorded:
+    """What a recording hook event appends: one observation event with a content-free candidate (docs/HOOKS.md).
+
+    Attributes:
+        event_type: the ledger event type.
+        actor: the event's actor.
+        candidate_type: the candidate's type.
+        source_kind: the candidate's source kind.
+    """
+
+    __slots__ = ("actor", "candidate_type", "event_type", "source_kind")
+
+    def __init__(self, event_type: str, actor: str, candidate_type: str, source_kind: str) -> None:
+        self.event_type = event_type
+        self.actor = actor
+        self.candidate_type = candidate_type
+        self.source_kind = source_kind
+
+
 class HookEvent:
-    """One hook event as the hosts name it and as intentloop is wired to it (a plain class: a ``NamedTuple`` cost the
-    hook process ~1.5 ms at import, measured with ``python -X importtime``).
+    """One hook event as the hosts name it, as intentloop is wired to it, and what intentloop does on it (a plain
+    class: a ``NamedTuple`` cost the hook process ~1.5 ms at import, measured with ``python -X importtime``).
 
     Attributes:
         name: the host's ``hook_event_name``.
         argument: the ``intentloop hook ARGUMENT`` that forces it.
         matcher: the hosts' matcher in the hook configuration, or ``None`` for every occurrence.
         status_message: what the host may show while the hook runs, or ``None``.
+        text_field: the payload field whose text an observation counts and digests (never stores), or ``None``.
+        records: the observation it appends for a linked session, or ``None``: it only reads.
+        answers_with_context: whether its answer carries the session's context (else the bare fail-open answer).
+        runs_commands: whether a user's ``/intent`` command at the start of its text is run.
     """
 
-    __slots__ = ("argument", "matcher", "name", "status_message")
+    __slots__ = (
+        "answers_with_context",
+        "argument",
+        "matcher",
+        "name",
+        "records",
+        "runs_commands",
+        "status_message",
+        "text_field",
+    )
 
     def __init__(
-        self, *, name: str, argument: str, matcher: str | None = None, status_message: str | None = None
+        self,
+        *,
+        name: str,
+        argument: str,
+        matcher: str | None = None,
+        status_message: str | None = None,
+        text_field: str | None = None,
+        records: Recorded | None = None,
+        answers_with_context: bool = False,
+        runs_commands: bool = False,
     ) -> None:
         self.name = name
         self.argument = argument
         self.matcher = matcher
         self.status_message = status_message
+        self.text_field = text_field
+        self.records = records
+        self.answers_with_context = answers_with_context
+        self.runs_commands = runs_commands
 
     def __repr__(self) -> str:
         return f"HookEvent(name={self.name!r}, argument={self.argument!r})"
 
 
+_RESULT_SIGNAL = Recorded("result_signal_observed", "agent", "result_feedback", "agent_turn")
 HOOK_EVENTS: Final[tuple[HookEvent, ...]] = (
     HookEvent(
         name="SessionStart",
         argument="session-start",
         matcher="startup|resume|clear|compact",
         status_message="Loading compact intent context",
+        answers_with_context=True,
     ),
-    HookEvent(name="UserPromptSubmit", argument="user-prompt"),
-    HookEvent(name="PostCompact", argument="post-compact", matcher="manual|auto"),
-    HookEvent(name="Stop", argument="stop"),
-    HookEvent(name="SessionEnd", argument="session-end", matcher="other"),
+    HookEvent(
+        name="UserPromptSubmit",
+        argument="user-prompt",
+        text_field="prompt",
+        records=Recorded("source_observed", "user", "prompt_update", "user_event"),
+        answers_with_context=True,
+        runs_commands=True,
+    ),
+    HookEvent(
+        name="PostCompact",
+        argument="post-compact",
+        matcher="manual|auto",
+        records=Recorded("compaction_observed", "agent", "recovery_needed", "agent_turn"),
+    ),
+    HookEvent(name="Stop", argument="stop", text_field="last_assistant_message", records=_RESULT_SIGNAL),
+    HookEvent(
+        name="SessionEnd",
+        argument="session-end",
+        matcher="other",
+        text_field="last_assistant_message",
+        records=_RESULT_SIGNAL,
+    ),
 )
+#: host event name -> its row.
+HOOK_EVENT_BY_NAME: Final[dict[str, HookEvent]] = {event.name: event for event in HOOK_EVENTS}
 #: host event name -> ``intentloop hook`` argument, and back.
 ARGUMENT_BY_EVENT: Final[dict[str, str]] = {event.name: event.argument for event in HOOK_EVENTS}
 EVENT_BY_ARGUMENT: Final[dict[str, str]] = {event.argument: event.name for event in HOOK_EVENTS}
@@ -63,7 +132,9 @@ __all__ = [
     "EVENT_BY_ARGUMENT",
     "HOOK_ARGUMENTS_TEXT",
     "HOOK_EVENTS",
+    "HOOK_EVENT_BY_NAME",
     "HOOK_EVENT_NAMES",
     "HOOK_TIMEOUT_S",
     "HookEvent",
+    "Recorded",
 ]

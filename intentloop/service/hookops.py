@@ -28,19 +28,13 @@ from intentloop.model import (
     project_id_for,
     session_hash,
 )
+from intentloop.model.hook_events import HOOK_EVENT_BY_NAME
 from intentloop.store import PrivateControl, ProjectStore, canonicalize_project_root
 
 if TYPE_CHECKING:
     from intentloop.model import EventDraft
     from intentloop.store._sessions import SessionTask
 
-#: hook event → (event_type, actor, candidate_type, source kind, whether the observed text counts).
-_OBSERVATIONS: Final[dict[str, tuple[str, str, str, str, bool]]] = {
-    "UserPromptSubmit": ("source_observed", "user", "prompt_update", "user_event", True),
-    "PostCompact": ("compaction_observed", "agent", "recovery_needed", "agent_turn", False),
-    "Stop": ("result_signal_observed", "agent", "result_feedback", "agent_turn", True),
-    "SessionEnd": ("result_signal_observed", "agent", "result_feedback", "agent_turn", True),
-}
 #: The hook redacts and digests at most this many characters of a prompt or message (the rest is only counted).
 MAX_OBSERVED_CHARS: Final = 65_536
 #: A ledger this large, when its checkpoint does not vouch for it (written before checkpoints existed, extended by
@@ -149,7 +143,7 @@ def _identity(obs: Observation, key: Callable[[], bytes | None]) -> Identity | N
 
     from intentloop.model import is_opaque_id, redact, sha256_hex
 
-    uses_text = _OBSERVATIONS[obs.event][4]
+    uses_text = HOOK_EVENT_BY_NAME[obs.event].text_field is not None
     text = obs.text if uses_text and obs.text else ""
     redacted = redact(text[:MAX_OBSERVED_CHARS]).text if text else ""
     beyond = len(text) - MAX_OBSERVED_CHARS
@@ -171,19 +165,20 @@ def _identity(obs: Observation, key: Callable[[], bytes | None]) -> Identity | N
 def _draft(obs: Observation, task_id: str, identity: Identity) -> EventDraft:
     from intentloop.model import Candidate, EventDraft, SourceRef, new_uuid, utc_now
 
-    event_type, actor, candidate_type, kind, _ = _OBSERVATIONS[obs.event]
+    records = HOOK_EVENT_BY_NAME[obs.event].records
+    assert records is not None  # plan_observation refused the others
     request_hash, digest, event_id, count = identity
     now = utc_now()
     candidate = Candidate(
         candidate_id=new_uuid(),
-        candidate_type=candidate_type,
-        source_ref=SourceRef(kind=kind, event_id=event_id, sha256=digest),
+        candidate_type=records.candidate_type,
+        source_ref=SourceRef(kind=records.source_kind, event_id=event_id, sha256=digest),
         created_at=now,
     )
     return EventDraft(
-        event_type=event_type,
+        event_type=records.event_type,
         task_id=task_id,
-        actor=actor,
+        actor=records.actor,
         request_id=f"hook:{obs.event}:{request_hash}",
         payload={"candidate": candidate.to_wire(), "char_count": count},
         occurred_at=now,
@@ -241,7 +236,8 @@ def plan_observation(
         InvalidInputError: ``PROJECT_ROOT_INVALID``, or an event that records nothing.
         StorageError: a damaged ledger, an unreadable control, an unsafe path.
     """
-    if obs.event not in _OBSERVATIONS:
+    event = HOOK_EVENT_BY_NAME.get(obs.event)
+    if event is None or event.records is None:
         raise InvalidInputError(f"{obs.event} records no observation", code="INVALID_ARGUMENTS")
     store = _open_store(data_root, cwd)
     shash = session_hash(obs.session_id)
