@@ -28,7 +28,7 @@ import os
 import re
 import shlex
 import sys
-import tempfile
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,7 +53,7 @@ from intentloop.cli._install_edit import (
 )
 from intentloop.errors import InvalidInputError, StorageError
 from intentloop.model.hook_events import HOOK_EVENTS, HOOK_TIMEOUT_S
-from intentloop.store import DataRoot, locate_data_root
+from intentloop.store import DataRoot, locate_data_root, replace_file
 
 Host = Literal["codex", "claude"]
 HOSTS: Final = ("codex", "claude")
@@ -240,7 +240,7 @@ def _reproduces(add: Transform, original: bytes, current: bytes) -> bool:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path`` (following a symlink to its target, as dotfile managers use them) via fsynced temp file."""
+    """Replace ``path`` (following a symlink to its target, as dotfile managers use them) durably, keeping its mode."""
     target = Path(os.path.realpath(path))
     try:
         target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -248,24 +248,7 @@ def _atomic_write(path: Path, data: bytes) -> None:
             mode = os.stat(target).st_mode & 0o7777
         except FileNotFoundError:
             mode = 0o600
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".intentloop-tmp", dir=target.parent)
-        renamed = False
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fchmod(fh.fileno(), mode)
-                os.fsync(fh.fileno())
-            os.replace(tmp, target)
-            renamed = True
-        finally:
-            if not renamed:
-                Path(tmp).unlink(missing_ok=True)
-        dir_fd = os.open(target.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        replace_file(target, f".{target.name}.{uuid.uuid4().hex}.intentloop-tmp", data, durable=True, mode=mode)
     except OSError as exc:
         raise StorageError(f"cannot write {path}: {exc.strerror}", code="STORAGE_WRITE_FAILED") from exc
 

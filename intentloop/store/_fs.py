@@ -365,6 +365,44 @@ def create_exclusive(path: str | Path, data: bytes, *, dir_fd: int | None = None
         os.close(fd)
 
 
+def replace_file(
+    target: Path,
+    temp_name: str,
+    data: bytes,
+    *,
+    durable: bool,
+    mode: int = FILE_MODE,
+    before_replace: Callable[[], None] | None = None,
+) -> None:
+    """The one way a small file is replaced whole: ``data`` goes to a new sibling ``temp_name``
+    (``O_CREAT|O_EXCL|O_NOFOLLOW``, ``mode``), fsynced when ``durable``; ``before_replace`` runs (an owner check); the
+    temp file is renamed over ``target``; the directory is fsynced when ``durable``. Nothing visible changes before the
+    rename, and the temp file is removed on any failure. Caches (the checkpoint, ``head.sig``, the index counts) are
+    not durable: they never claim more than the fsynced ledger, and a lost one is only not trusted.
+
+    Raises:
+        OSError: unchanged (callers map it: they know what the file is); whatever ``before_replace`` raises.
+    """
+    temp = target.parent / temp_name
+    fd = os.open(temp, _CREATE_FLAGS, mode)
+    try:
+        try:
+            os.fchmod(fd, mode)
+            write_all(fd, data)
+            if durable:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        if before_replace is not None:
+            before_replace()
+        os.replace(temp, target)
+    except BaseException:
+        unlink_quietly(temp)
+        raise
+    if durable:
+        fsync_dir(target.parent)
+
+
 def fsync_dir(path: Path) -> None:
     """fsync a directory so a rename or unlink inside it survives a crash.
 
@@ -675,6 +713,7 @@ __all__ = [
     "read_regular",
     "remove_tree_quietly",
     "rename_noreplace",
+    "replace_file",
     "storage_error",
     "truncate_durably",
     "unlink_quietly",

@@ -26,7 +26,7 @@ from typing import Final
 
 from intentloop.errors import ErrorCode, StorageError
 from intentloop.model._lazyre import LazyPattern
-from intentloop.store._fs import rename_noreplace
+from intentloop.store._fs import create_exclusive, fsync_dir, rename_noreplace
 
 KEY_DIR: Final = "keys"
 
@@ -140,7 +140,7 @@ def _remove_own_links(directory: Path, key: KeyFile, found: os.stat_result) -> b
                 removed = True
     if removed:
         with contextlib.suppress(OSError):
-            _fsync_dir(directory)
+            fsync_dir(directory)
     return removed
 
 
@@ -153,14 +153,6 @@ def _remove_stray_temps(directory: Path, key: KeyFile) -> None:
                     st = os.lstat(directory / name)
                     if stat.S_ISREG(st.st_mode) and st.st_nlink == 1 and time.time() - st.st_mtime > _STRAY_TEMP_S:
                         os.unlink(directory / name)
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | _CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _publish(tmp: Path, target: Path) -> None:
@@ -203,17 +195,9 @@ def load_or_create_key(data_root: Path, key: KeyFile) -> bytes:
         if not _check_key_dir(directory):
             raise StorageError("the key folder vanished", code="STORAGE_WRITE_FAILED")
         os.chmod(directory, 0o700)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600)
-        try:
-            os.fchmod(fd, 0o600)
-            view = memoryview(os.urandom(key.size))
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        create_exclusive(tmp, os.urandom(key.size))
         _publish(tmp, key.path(data_root))
-        _fsync_dir(directory)
+        fsync_dir(directory)
         _remove_stray_temps(directory, key)
     except OSError as exc:
         raise _error(key, exc, f"creating {key.label}", "STORAGE_WRITE_FAILED") from exc

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from intentloop.model.canonical import canonical_bytes, sha256_hex
-from intentloop.store._fs import unlink_quietly
+from intentloop.store._fs import replace_file, unlink_quietly
 from intentloop.store._keyfile import KeyFile, load_key, load_or_create_key
 from intentloop.store._names import head_sig_temp_name
 from intentloop.store._paths import ProjectPaths
@@ -149,37 +149,17 @@ def sign_committed_head(
             key_id=key.key_id,
             signature=key.sign(head_message(paths.project_id, head_hash, events)),
         )
-        _replace_without_dir_fsync(target, canonical_bytes(msgspec.to_builtins(record)) + b"\n", before_replace)
+        # Not durable: ``head.sig`` is remade by every write, and this runs between the ledger's rename and that
+        # commit's directory fsync, which makes the rename durable too. A crash can at worst leave the previous
+        # ``head.sig`` (an append then reads ``unsigned``: its signed head is still a prefix) or an empty or
+        # zero-filled one, which reads ``unsigned`` like a deleted one. The two fsyncs saved cost about 3 ms per write
+        # on this machine's ext4 (3.5 ms per ``head.sig`` written with them, well under 1 ms without).
+        data = canonical_bytes(msgspec.to_builtins(record)) + b"\n"
+        replace_file(target, head_sig_temp_name(), data, durable=False, before_replace=before_replace)
     except Exception:  # after the commit point: never a failed mutation (see above)
         unlink_quietly(target)
         return False
     return True
-
-
-def _replace_without_dir_fsync(target: Path, data: bytes, before_replace: Callable[[], None]) -> None:
-    """Write ``data`` to a 0600 sibling temp file, check the owner, rename it over ``target`` — with no fsync.
-
-    Why no fsync: ``head.sig`` is remade by every write, and this runs between the ledger's rename and that commit's
-    directory fsync, which makes the rename durable too. A crash can at worst leave the previous ``head.sig`` (an
-    append then reads ``unsigned``: its signed head is still a prefix) or an empty or zero-filled one, which reads
-    ``unsigned`` like a deleted one. The two fsyncs it saves cost about 3 ms per write on this machine's ext4
-    (measured: 3.5 ms per ``head.sig`` written with them, well under 1 ms without).
-    """
-    temp = target.parent / head_sig_temp_name()
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600)
-    try:
-        try:
-            os.fchmod(fd, 0o600)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-        finally:
-            os.close(fd)
-        before_replace()
-        os.replace(temp, target)
-    except BaseException:
-        unlink_quietly(temp)
-        raise
 
 
 def read_head_signature(paths: ProjectPaths) -> HeadSignature | str | None:
