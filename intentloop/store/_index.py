@@ -25,6 +25,7 @@ from pathlib import Path
 
 import msgspec
 
+from intentloop.errors import StorageError
 from intentloop.model._lazyre import LazyPattern
 from intentloop.model.events import Event, event_line
 from intentloop.model.projection import BINDING_EVENTS  # what decides a session binding: named by the fold
@@ -172,6 +173,20 @@ def extend_index(paths: ProjectPaths, name: str, events: Sequence[Event], start:
     except OSError:
         return False
     return True
+
+
+def new_index(paths: ProjectPaths) -> str | None:
+    """Create an empty index for :func:`extend_index` to fill (a streamed rewrite indexes each chunk it writes);
+    returns its name or ``None`` when it cannot be made."""
+    name = new_index_name()
+    directory = paths.project_dir / name
+    try:
+        make_dir(directory)
+        _write_counts(directory, {})
+    except (OSError, StorageError):
+        remove_tree_quietly(directory)
+        return None
+    return name
 
 
 def rebuild_index(paths: ProjectPaths, events: Sequence[Event], end: int) -> str | None:
@@ -360,6 +375,7 @@ __all__ = [
     "IndexedLedger",
     "count_bindings",
     "extend_index",
+    "new_index",
     "open_indexed",
     "rebuild_index",
     "remove_stale_indexes",
