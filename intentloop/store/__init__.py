@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         validate_project_id,
     )
     from intentloop.store._project import ProjectStore
+    from intentloop.store._rewrite import Edit, stream_events, task_events
     from intentloop.store._signing import (
         HEAD_SIG_NAME,
         SIGNATURE_STATUSES,
@@ -46,6 +47,9 @@ _LAZY = {
     "CHECKPOINT_NAME": "_checkpoint",
     "CURRENT_SCHEMA_VERSION": "_migrate",
     "Damage": "_verify",
+    "Edit": "_rewrite",
+    "stream_events": "_rewrite",
+    "task_events": "_rewrite",
     "DATA_DIR_ENV": "_paths",
     "DataRoot": "_paths",
     "ROOT_ENV_VARS": "_paths",
@@ -97,6 +101,7 @@ __all__ = [
     "SIGNATURE_STATUSES",
     "Damage",
     "DataRoot",
+    "Edit",
     "LedgerView",
     "LineEvents",
     "LockConfig",
@@ -115,6 +120,8 @@ __all__ = [
     "rename_noreplace",
     "resolve_data_root",
     "sign_export",
+    "stream_events",
+    "task_events",
     "validate_project_id",
     "verify_ledger_bytes",
 ]

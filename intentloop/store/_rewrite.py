@@ -15,8 +15,8 @@ from pathlib import Path
 
 from intentloop.errors import CorruptLedgerError, StorageError
 from intentloop.model.events import Event, event_line, rechain
-from intentloop.store._fs import remove_tree_quietly, storage_error, write_all
-from intentloop.store._index import count_bindings, extend_index, new_index
+from intentloop.store._fs import open_regular, remove_tree_quietly, storage_error, write_all
+from intentloop.store._index import count_bindings, extend_index, new_index, open_indexed
 from intentloop.store._lines import CHUNK_BYTES
 from intentloop.store._paths import ProjectPaths
 from intentloop.store._verify import MAX_LINE_BYTES, trailing_error, verify_continuation
@@ -74,6 +74,46 @@ def verified_chunks(
         yield body, list(checked.events)
     if pending and not torn_ok:
         raise trailing_error(lines + 1)
+
+
+def stream_events(paths: ProjectPaths, *, torn_ok: bool = True) -> Iterator[list[Event]]:
+    """The verified events of a project's ledger, a chunk at a time (lock-free; nothing when there is no ledger).
+
+    Raises:
+        CorruptLedgerError: as :func:`verified_chunks` (a torn last line is left out unless ``torn_ok`` is false).
+        StorageError: path-safety refusals, ``TRANSIENT_FILE_RACE``, ``STORAGE_READ_FAILED``.
+    """
+    if not paths.check_project():
+        return
+    opened = open_regular(paths.ledger_path)
+    if opened is None:
+        return
+    fd, st = opened
+    try:
+        for _body, events in verified_chunks(
+            fd, st.st_size, project_id=paths.project_id, path=paths.ledger_path, torn_ok=torn_ok
+        ):
+            yield events
+    finally:
+        os.close(fd)
+
+
+def task_events(paths: ProjectPaths, task_id: str) -> list[Event]:
+    """The verified events of one task, in ledger order: through the task index when the checkpoint vouches for the
+    file, else in one streaming pass (lock-free; memory is the task's, never the ledger's).
+
+    Raises:
+        CorruptLedgerError, StorageError: as :func:`stream_events`.
+    """
+    indexed = open_indexed(paths)
+    if indexed is not None:
+        try:
+            events = indexed.task_events(task_id)
+        finally:
+            indexed.close()
+        if events is not None:
+            return events
+    return [event for chunk in stream_events(paths) for event in chunk if event.task_id == task_id]
 
 
 def rechain_line(line: bytes, actor: str, prev_hash: str | None, project_id: str | None = None) -> tuple[bytes, str]:
@@ -188,4 +228,4 @@ def write_rewrite(
         result.length += len(chunk)
 
 
-__all__ = ["Edit", "Streamed", "rechain_line", "verified_chunks", "write_rewrite"]
+__all__ = ["Edit", "Streamed", "rechain_line", "stream_events", "task_events", "verified_chunks", "write_rewrite"]
