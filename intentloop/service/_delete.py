@@ -281,6 +281,11 @@ def is_derived(name: str) -> bool:
 MIN_CONTENT_CHARS = 8
 
 
+def statement_needles(statements: Iterable[str]) -> list[bytes]:
+    """The bytes of each statement in a ledger line, whatever its length: what a line holding a copy must hold."""
+    return sorted({canonical_bytes(s)[1:-1] for s in statements})
+
+
 def content_needles(statements: Iterable[str]) -> list[bytes]:
     """The bytes a statement has in a ledger line (canonical JSON, without the quotes), for the long enough ones."""
     return sorted({canonical_bytes(s)[1:-1] for s in statements if len(s) >= MIN_CONTENT_CHARS})
@@ -295,40 +300,6 @@ def files_holding(project_dir: Path, needles: Sequence[bytes]) -> list[str]:
     if not needles:
         return []
     return [name for name, path, _cache in _project_files(project_dir, frozenset()) if _needles_in(path, needles)]
-
-
-def tasks_quoting(ledger: Path, statements: Iterable[str]) -> set[str]:
-    """The tasks whose ledger lines hold the bytes of one of ``statements`` (any length): every task that can hold a
-    copy of one (a claim repeating or quoting it), and perhaps a few more, read a chunk of whole lines at a time.
-
-    Raises:
-        StorageError: ``STORAGE_READ_FAILED``.
-    """
-    needles = sorted({canonical_bytes(s)[1:-1] for s in statements})
-    tasks: set[str] = set()
-    if not needles:
-        return tasks
-    try:
-        fd = os.open(ledger, _READ_FLAGS)
-    except FileNotFoundError:
-        return tasks
-    except OSError as exc:
-        raise StorageError(f"cannot read {ledger.name}", code="STORAGE_READ_FAILED") from exc
-    try:
-        pending = b""
-        while chunk := os.read(fd, _SCAN_BYTES):
-            buffer = pending + chunk
-            end = buffer.rfind(b"\n") + 1
-            body, pending = buffer[:end], buffer[end:]
-            if any(needle in body for needle in needles):
-                for line in body.split(b"\n"):
-                    if any(needle in line for needle in needles):
-                        tasks.add(line[-38:-2].decode("ascii", "replace"))  # a canonical line ends with its task id
-    except OSError as exc:
-        raise StorageError(f"cannot read {ledger.name}", code="STORAGE_READ_FAILED") from exc
-    finally:
-        os.close(fd)
-    return tasks
 
 
 def find_copies(state: ProjectState, statements: Collection[str]) -> list[dict[str, str]]:
@@ -379,6 +350,6 @@ __all__ = [
     "remove_claim",
     "remove_task",
     "scan_project_files",
-    "tasks_quoting",
+    "statement_needles",
     "tombstone_digest",
 ]

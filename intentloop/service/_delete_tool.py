@@ -22,14 +22,14 @@ from intentloop.service._delete import (
     remove_claim,
     remove_task,
     scan_project_files,
-    tasks_quoting,
+    statement_needles,
     tombstone_digest,
 )
 from intentloop.service._hookkey import load_or_create_hook_key
 from intentloop.service._rules import check_uuid
 from intentloop.service._state import Ctx, Engine, task_not_found
 from intentloop.service.args import DeleteArgs, opt
-from intentloop.store import LockedLedger, task_events
+from intentloop.store import LockedLedger, task_events, tasks_holding
 from intentloop.store.aio import open_locked_ledger
 
 
@@ -76,7 +76,7 @@ def _copies(ctx: Ctx, statements: Collection[str], edit: Any = None) -> list[dic
     hold a statement's bytes, one task at a time: the same answer as a fold of every task, in memory that is one
     task's."""
     found: list[dict[str, str]] = []
-    for task_id in sorted(tasks_quoting(ctx.store.ledger_path, statements)):
+    for task_id in sorted(tasks_holding(ctx.store.paths, statement_needles(statements))):
         events = task_events(ctx.store.paths, task_id)
         if edit is not None:
             events = [kept for kept in map(edit, events) if kept is not None]

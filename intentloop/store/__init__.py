@@ -31,7 +31,7 @@ if TYPE_CHECKING:
         validate_project_id,
     )
     from intentloop.store._project import ProjectStore
-    from intentloop.store._rewrite import Edit, stream_events, task_events
+    from intentloop.store._rewrite import Edit, stream_events, task_events, tasks_holding
     from intentloop.store._signing import (
         HEAD_SIG_NAME,
         SIGNATURE_STATUSES,
@@ -50,6 +50,7 @@ _LAZY = {
     "Edit": "_rewrite",
     "stream_events": "_rewrite",
     "task_events": "_rewrite",
+    "tasks_holding": "_rewrite",
     "DATA_DIR_ENV": "_paths",
     "DataRoot": "_paths",
     "ROOT_ENV_VARS": "_paths",
@@ -122,6 +123,7 @@ __all__ = [
     "sign_export",
     "stream_events",
     "task_events",
+    "tasks_holding",
     "validate_project_id",
     "verify_ledger_bytes",
 ]

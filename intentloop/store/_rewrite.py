@@ -116,6 +116,44 @@ def task_events(paths: ProjectPaths, task_id: str) -> list[Event]:
     return [event for chunk in stream_events(paths) for event in chunk if event.task_id == task_id]
 
 
+def tasks_holding(paths: ProjectPaths, needles: Sequence[bytes], *, lowered: bool = False) -> set[str]:
+    """The tasks of the ledger lines that hold one of ``needles`` (in the line lowered to ASCII lower case when
+    ``lowered``), read a chunk of whole lines at a time without decoding: a cheap superset of the tasks a question
+    can concern (a claim id's prefix, a deleted statement), which are then folded one at a time. Lock-free.
+
+    Raises:
+        StorageError: path-safety refusals, ``STORAGE_READ_FAILED``.
+    """
+    tasks: set[str] = set()
+    if not needles or not paths.check_project():
+        return tasks
+    opened = open_regular(paths.ledger_path)
+    if opened is None:
+        return tasks
+    fd, st = opened
+    try:
+        pending = b""
+        position = 0
+        while position < st.st_size:
+            chunk = os.pread(fd, min(CHUNK_BYTES, st.st_size - position), position)
+            if not chunk:
+                break
+            position += len(chunk)
+            buffer = pending + chunk
+            end = buffer.rfind(b"\n") + 1
+            body, pending = buffer[:end], buffer[end:]
+            searched = body.lower() if lowered else body  # bytes.lower keeps every offset
+            if any(needle in searched for needle in needles):
+                for line, seen in zip(body.split(b"\n"), searched.split(b"\n"), strict=True):
+                    if any(needle in seen for needle in needles):
+                        tasks.add(line[-38:-2].decode("ascii", "replace"))  # a canonical line ends with its task id
+    except OSError as exc:
+        raise storage_error(exc, f"reading {paths.ledger_path.name}", code="STORAGE_READ_FAILED") from exc
+    finally:
+        os.close(fd)
+    return tasks
+
+
 def rechain_line(line: bytes, actor: str, prev_hash: str | None, project_id: str | None = None) -> tuple[bytes, str]:
     """A verified canonical ``line`` chained after ``prev_hash`` (and moved to ``project_id``), with its new hash.
 
@@ -228,4 +266,13 @@ def write_rewrite(
         result.length += len(chunk)
 
 
-__all__ = ["Edit", "Streamed", "rechain_line", "stream_events", "task_events", "verified_chunks", "write_rewrite"]
+__all__ = [
+    "Edit",
+    "Streamed",
+    "rechain_line",
+    "stream_events",
+    "task_events",
+    "tasks_holding",
+    "verified_chunks",
+    "write_rewrite",
+]
