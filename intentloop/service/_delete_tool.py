@@ -96,8 +96,15 @@ def _with_copies(ctx: Ctx, deletion: _Deletion, statements: Collection[str]) -> 
 
 
 def _rewrite(locked: LockedLedger, deletion: _Deletion, markers: Sequence[str]) -> None:
-    """Rewrite the ledger without the deleted items in one streaming pass, unless the edit changes nothing."""
-    locked.rewrite_each(deletion, forbidden=[marker.encode("utf-8") for marker in markers])
+    """Rewrite the ledger without the deleted items in one streaming pass, unless the edit changes nothing. Only
+    the lines that name a task the edit concerns (the target's, each copy's) are decoded: an event of another task
+    changes only when it names the deleted task."""
+    touched = {deletion.task_id, *(task_id for task_id, _claim_id in deletion.copies)}
+    locked.rewrite_each(
+        deletion,
+        touches=sorted(t.encode() for t in touched),
+        forbidden=[marker.encode("utf-8") for marker in markers],
+    )
 
 
 def _remember_deleted(ctx: Ctx, locked: LockedLedger, requests: Sequence[tuple[str, str, str]]) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -214,28 +214,38 @@ class LockedLedger:
         self._commit("rewrite", LedgerView(check.events, check.head_hash, len(data)), data, check.events)
 
     def rewrite_each(
-        self, edit: Edit | None, *, source: LockedLedger | None = None, forbidden: Sequence[bytes] = ()
+        self,
+        edit: Edit | None,
+        *,
+        touches: Sequence[bytes] | None = None,
+        forbidden: Sequence[bytes] = (),
+        source: LockedLedger | None = None,
     ) -> bool:
         """Rewrite the ledger in one streaming pass over the verified file of ``source`` (this ledger by default):
-        each event goes through ``edit`` and the chain is recomputed as it goes (see ``_rewrite``); the new file is
-        verified chunk by chunk, indexed, and replaces the old one through the atomic write path (deletion; relink
-        passes the old project's ledger as ``source`` and no edit).
+        events go through ``edit`` and the chain is recomputed as it goes (see ``_rewrite``); the new file is verified
+        chunk by chunk, indexed, and replaces the old one through the atomic write path. Deletion passes its edit;
+        relink passes the old project's ledger as ``source`` and no edit.
+
+        Args:
+            touches: bytes that every line ``edit`` may change holds (``None``: any line); the other lines are not
+                decoded.
+            forbidden: bytes no written line may hold.
 
         Returns:
             Whether the ledger was replaced: ``False`` when ``source`` is this ledger and ``edit`` changed nothing.
 
         Raises:
-            CorruptLedgerError: ``source`` is damaged (opened with ``verify=False``), or a line no longer verifies.
+            CorruptLedgerError: ``source`` is damaged (opened with ``verify=False``), or a line is not the one
+                verified.
             StorageError: ``DELETE_VERIFICATION_FAILED`` when a written line would not verify or holds one of
                 ``forbidden``; ``TRANSIENT_FILE_RACE`` (``source`` is not the file verified), ``LOCK_COMPROMISED``,
                 ``STORAGE_READ_FAILED``, ``STORAGE_WRITE_FAILED``.
         """
-        from intentloop.store._rewrite import Streamed, verified_chunks, write_rewrite
+        from intentloop.store._rewrite import Streamed, line_chunks, write_rewrite
 
         self._check_open()
         origin = self if source is None else source
         origin._check_writable()
-        moved = None if origin._paths.project_id == self._paths.project_id else self._paths.project_id
         opened = None if origin._identity is None else open_regular(origin._paths.ledger_path)
         if origin._identity is not None and (
             opened is None or (opened[1].st_dev, opened[1].st_ino, opened[1].st_size) != origin._identity
@@ -245,22 +255,21 @@ class LockedLedger:
             raise StorageError("the ledger changed under the lock", code="TRANSIENT_FILE_RACE")
         streamed = Streamed()
 
-        def chunks() -> Iterator[tuple[bytes, list[Event]]]:
-            head, lines = None, 0
-            if opened is not None:
-                path = origin._paths.ledger_path
-                for body, events in verified_chunks(
-                    opened[0], opened[1].st_size, project_id=origin._paths.project_id, path=path
-                ):
-                    head, lines = events[-1].event_hash, lines + len(events)
-                    yield body, events
-            if (head, lines) != origin._head[:2]:
-                raise StorageError("the ledger changed under the lock", code="TRANSIENT_FILE_RACE")
-
         def write(out: int) -> None:
+            path = origin._paths.ledger_path
+            chunks = iter(()) if opened is None else line_chunks(opened[0], opened[1].st_size, path=path)
             write_rewrite(
-                out, chunks(), edit, paths=self._paths, project_id=moved, forbidden=forbidden, result=streamed
+                out,
+                chunks,
+                edit,
+                source_id=origin._paths.project_id,
+                touches=touches,
+                paths=self._paths,
+                forbidden=forbidden,
+                result=streamed,
             )
+            if (streamed.read_head, streamed.read_lines) != origin._head[:2]:
+                raise StorageError("the ledger changed under the lock", code="TRANSIENT_FILE_RACE")
             if origin is self and not streamed.changed:
                 raise _Unchanged
 

@@ -8,15 +8,15 @@ time, and an event the edit leaves alone is re-chained on its bytes (its ``prev_
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Callable, Iterator, Sequence
+from hashlib import sha256
 from pathlib import Path
 
 from intentloop.errors import CorruptLedgerError, StorageError
 from intentloop.model.events import Event, event_line, rechain
 from intentloop.store._fs import open_regular, remove_tree_quietly, storage_error, write_all
-from intentloop.store._index import count_bindings, extend_index, new_index, open_indexed
+from intentloop.store._index import BINDING_EVENTS, add_spans, new_index, open_indexed
 from intentloop.store._lines import CHUNK_BYTES
 from intentloop.store._paths import ProjectPaths
 from intentloop.store._verify import MAX_LINE_BYTES, trailing_error, verify_continuation
@@ -25,8 +25,9 @@ from intentloop.store._verify import MAX_LINE_BYTES, trailing_error, verify_cont
 #: chain fields are recomputed), ``None`` to drop it.
 Edit = Callable[[Event], Event | None]
 
-_ACTOR_PREFIX = len(b'{"actor":"') + 1  # + len(actor): where ',"event_hash":"' starts in a canonical line
-_HASH_SEGMENT = len(b',"event_hash":"') + 64 + 1
+_ACTOR_KEY = b'{"actor":"'
+_HASH_KEY = b',"event_hash":"'
+_HASH_SEGMENT = len(_HASH_KEY) + 64 + 1
 _PREV_KEY = b',"prev_hash":'
 _PROJECT_KEY = b',"project_id":"'
 
@@ -154,33 +155,80 @@ def tasks_holding(paths: ProjectPaths, needles: Sequence[bytes], *, lowered: boo
     return tasks
 
 
-def rechain_line(line: bytes, actor: str, prev_hash: str | None, project_id: str | None = None) -> tuple[bytes, str]:
-    """A verified canonical ``line`` chained after ``prev_hash`` (and moved to ``project_id``), with its new hash.
+def line_chunks(fd: int, size: int, *, path: Path) -> Iterator[bytes]:
+    """The first ``size`` bytes of the opened ledger as chunks of whole lines (about :data:`CHUNK_BYTES` each).
 
-    The bytes are those of ``event_line`` of the event re-chained as a dict: keys are sorted, so ``event_hash`` sits
-    right after the ``actor`` value, and ``prev_hash`` and ``project_id`` are the last keys after ``payload`` (a later
-    ``request_id`` is a string, whose quotes are escaped), found from the end.
+    Raises:
+        CorruptLedgerError: a last line without its newline, or a line longer than ``MAX_LINE_BYTES``.
+        StorageError: ``TRANSIENT_FILE_RACE`` (the file is shorter than ``size``), ``STORAGE_READ_FAILED``.
     """
-    cut = _ACTOR_PREFIX + len(actor)
-    at_prev = line.rindex(_PREV_KEY)
-    at_project = line.index(_PROJECT_KEY, at_prev)
-    prev_value = b"null" if prev_hash is None else b'"' + prev_hash.encode() + b'"'
-    if project_id is None:
-        rest = line[at_project:-1]
-    else:
-        value_end = at_project + len(_PROJECT_KEY) + 64
-        rest = _PROJECT_KEY + project_id.encode() + line[value_end:-1]
-    head = line[:cut]
-    middle = line[cut + _HASH_SEGMENT : at_prev] + _PREV_KEY + prev_value + rest
-    digest = hashlib.sha256(head + middle).hexdigest()
-    return head + b',"event_hash":"' + digest.encode() + b'"' + middle + b"\n", digest
+    position = 0
+    pending = b""
+    while position < size:
+        try:
+            data = os.pread(fd, min(CHUNK_BYTES, size - position), position)
+        except OSError as exc:
+            raise storage_error(exc, f"reading {path.name}", code="STORAGE_READ_FAILED") from exc
+        if not data:
+            raise StorageError(f"{path.name} changed while it was read", code="TRANSIENT_FILE_RACE")
+        position += len(data)
+        buffer = pending + data if pending else data
+        end = buffer.rfind(b"\n") + 1
+        if end == 0 and len(buffer) > MAX_LINE_BYTES:
+            raise CorruptLedgerError(f"a line of {path.name} is longer than {MAX_LINE_BYTES} bytes")
+        if end:
+            yield buffer[:end]
+        pending = buffer[end:]
+    if pending:
+        raise CorruptLedgerError(f"the last line of {path.name} has no newline", code="CORRUPT_TRAILING_EVENT")
+
+
+class _Line:
+    """Where the chain fields of one canonical line are (keys are sorted: ``event_hash`` right after the ``actor``
+    value; ``prev_hash`` and ``project_id`` the keys after ``payload``, found from the end since a later
+    ``request_id`` is a string whose quotes are escaped)."""
+
+    __slots__ = ("at_prev", "at_project", "cut", "hash")
+
+    def __init__(self, line: bytes) -> None:
+        if not line.startswith(_ACTOR_KEY):
+            raise ValueError("not a canonical event line")
+        self.cut = line.index(b'"', len(_ACTOR_KEY)) + 1
+        if line[self.cut : self.cut + len(_HASH_KEY)] != _HASH_KEY:
+            raise ValueError("event_hash is not where canonical order puts it")
+        self.hash = line[self.cut + len(_HASH_KEY) : self.cut + _HASH_SEGMENT - 1]
+        self.at_prev = line.rindex(_PREV_KEY)
+        self.at_project = line.index(_PROJECT_KEY, self.at_prev)
+
+    def prev(self, line: bytes) -> bytes:
+        return line[self.at_prev + len(_PREV_KEY) : self.at_project]
+
+    def unhashed(self, line: bytes) -> bytes:
+        """The hash input: the line without its ``event_hash`` segment and newline."""
+        return line[: self.cut] + line[self.cut + _HASH_SEGMENT : -1]
+
+    def rechained(self, line: bytes, prev: bytes, project_id: str | None) -> tuple[bytes, bytes]:
+        """The line chained after ``prev`` (``null`` or a quoted hash; moved to ``project_id``) and its new hash:
+        the bytes ``event_line`` gives for the event re-chained as a dict."""
+        if project_id is None:
+            rest = line[self.at_project : -1]
+        else:
+            rest = _PROJECT_KEY + project_id.encode() + line[self.at_project + len(_PROJECT_KEY) + 64 : -1]
+        head = line[: self.cut]
+        middle = line[self.cut + _HASH_SEGMENT : self.at_prev] + _PREV_KEY + prev + rest
+        digest = sha256(head + middle).hexdigest().encode()
+        return head + _HASH_KEY + digest + b'"' + middle + b"\n", digest
+
+
+def _quoted(digest: bytes | None) -> bytes:
+    return b"null" if digest is None else b'"' + digest + b'"'
 
 
 class Streamed:
     """What a streamed rewrite wrote: the new chain's head, its line count and length, whether any event was edited
     or dropped, and the task index written beside it (``None``: none could be written)."""
 
-    __slots__ = ("bindings", "changed", "head", "index", "length", "lines")
+    __slots__ = ("bindings", "changed", "head", "index", "length", "lines", "read_head", "read_lines")
 
     def __init__(self) -> None:
         self.head: str | None = None
@@ -189,87 +237,172 @@ class Streamed:
         self.changed = False
         self.index: str | None = None
         self.bindings = 0
+        self.read_head: str | None = None  # the source chain as read: its head and line count
+        self.read_lines = 0
+
+
+#: Index records gathered before they are written (12 bytes each on disk): a few writes per ledger, bounded memory.
+_INDEX_BATCH = 65_536
 
 
 def write_rewrite(
     out: int,
-    source: Iterator[tuple[bytes, list[Event]]],
+    source: Iterator[bytes],
     edit: Edit | None,
     *,
+    source_id: str,
+    touches: Sequence[bytes] | None,
     paths: ProjectPaths,
-    project_id: str | None,
     forbidden: Sequence[bytes],
     result: Streamed,
 ) -> None:
     """Write the edited, re-chained ledger to ``out`` chunk by chunk, verifying each written chunk as the continuation
     of the chain and indexing it into a new task index (``result.index``).
 
+    Each source line is checked against the chain as read (its hash is the SHA-256 of the line without it, its
+    ``prev_hash`` the previous line's hash; the caller compares the last hash with the head it verified, so the bytes
+    are those verified). Only a line holding one of ``touches`` (every line when ``None``) is decoded, verified on its
+    own and given to ``edit``: the others cannot change, and are only re-chained on their bytes. Until the first
+    change, a chunk holding none of ``touches`` is written as it is, unparsed: the verification of the written chunk
+    (chain, hashes, canonical form) is then the check of the source bytes.
+
     Args:
-        project_id: the id the new chain carries when it is not the source's (relink); ``None``: the same.
+        source_id: the project the source lines belong to; the new chain carries ``paths.project_id``.
+        touches: bytes every line the edit may change holds (the deleted task's id).
         forbidden: bytes no written line may hold (the deleted ids).
 
     Raises:
+        CorruptLedgerError: a source line does not verify.
         StorageError: ``DELETE_VERIFICATION_FAILED`` (a written line would not verify, cannot be encoded, or holds
             a forbidden byte string); ``OSError`` unchanged (the caller maps it).
     """
     target_id = paths.project_id
+    moved = None if source_id == target_id else target_id
     result.index = new_index(paths)
-    prev: str | None = None
-    for body, events in source:
+    read: bytes | None = None  # the source chain's last hash
+    prev: bytes | None = None  # the new chain's last hash
+    spans: list[tuple[str, str, int, int]] = []
+    for body in source:
+        if prev == read and moved is None and touches is not None and not any(needle in body for needle in touches):
+            last = body[body.rfind(b"\n", 0, len(body) - 1) + 1 :]
+            try:
+                read = prev = _Line(last).hash
+            except ValueError as exc:
+                raise CorruptLedgerError(f"ledger line {result.read_lines + 1}: not canonical") from exc
+            result.read_lines += body.count(b"\n")
+            _flush(out, [body], paths=paths, forbidden=forbidden, result=result, spans=spans)
+            continue
         out_lines: list[bytes] = []
         start = 0
-        for event in events:
+        while start < len(body):
             end = body.index(b"\n", start) + 1
             line = body[start:end]
             start = end
-            kept = event if edit is None else edit(event)
-            if kept is None:
-                result.changed = True
+            number = result.read_lines + 1
+            touched = edit is not None and (touches is None or any(needle in line for needle in touches))
+            if prev == read and moved is None and not touched:
+                # Unchanged so far: the line stays as it is, and the written chunk's verification checks it.
+                cut = line.find(b'"', len(_ACTOR_KEY)) + 1
+                read = prev = line[cut + len(_HASH_KEY) : cut + _HASH_SEGMENT - 1]
+                result.read_lines = number
+                out_lines.append(line)
                 continue
-            if kept is event:
-                if event.prev_hash == prev and project_id is None:
-                    prev = event.event_hash  # the chain is unchanged up to here: the line stays as it is
-                else:
-                    line, prev = rechain_line(line, event.actor, prev, project_id)
-            else:
-                result.changed = True
-                try:
-                    rechained = rechain([kept], project_id=target_id, prev_hash=prev)[0]
-                    line = event_line(rechained)
-                except (ValueError, TypeError) as exc:
-                    raise StorageError(
-                        "a rewritten event cannot be encoded", code="DELETE_VERIFICATION_FAILED"
-                    ) from exc
-                prev = rechained.event_hash
+            try:
+                where = _Line(line)
+                old_prev = where.prev(line)
+                intact = old_prev == _quoted(read) and sha256(where.unhashed(line)).hexdigest().encode() == where.hash
+            except ValueError:
+                intact = False
+            if not intact:
+                raise CorruptLedgerError(f"ledger line {number}: not the line that was verified", line=number)
+            read_prev = None if read is None else read.decode()
+            result.read_lines, read = number, where.hash
+            if touched:
+                assert edit is not None
+                checked = verify_continuation(line, project_id=source_id, prev_hash=read_prev, first_line=number)
+                if checked.error is not None:
+                    raise checked.error
+                event = checked.events[0]
+                kept = edit(event)
+                if kept is None:
+                    result.changed = True
+                    continue
+                if kept is not event:
+                    result.changed = True
+                    line, prev = _encoded(kept, target_id, prev)
+                    out_lines.append(line)
+                    continue
+            if old_prev == _quoted(prev) and moved is None:
+                prev = where.hash  # the chain is unchanged up to here: the line stays as it is
+                out_lines.append(line)
+                continue
+            line, prev = where.rechained(line, _quoted(prev), moved)
             out_lines.append(line)
-        chunk = b"".join(out_lines)
-        if not chunk:
-            continue
-        if any(needle in chunk for needle in forbidden):
-            raise StorageError(
-                "the rewritten ledger still contains the deleted identifier", code="DELETE_VERIFICATION_FAILED"
-            )
-        check = verify_continuation(chunk, project_id=target_id, prev_hash=result.head, first_line=result.lines + 1)
-        if check.error is not None:
-            raise StorageError(
-                f"the rewritten ledger would not verify: {check.error.reason}", code="DELETE_VERIFICATION_FAILED"
-            )
-        write_all(out, chunk)
-        if result.index is not None and not extend_index(
-            paths, result.index, check.events, result.length, result.length + len(chunk)
-        ):
-            remove_tree_quietly(paths.project_dir / result.index)
-            result.index = None
-        result.bindings += count_bindings(check.events)
-        result.head = check.head_hash
-        result.lines += check.line_count
-        result.length += len(chunk)
+        _flush(out, out_lines, paths=paths, forbidden=forbidden, result=result, spans=spans)
+    result.read_head = None if read is None else read.decode()
+    _index(paths, result, spans)
+
+
+def _encoded(event: Event, project_id: str, prev: bytes | None) -> tuple[bytes, bytes]:
+    """The line of an edited event chained after ``prev``, and its hash.
+
+    Raises:
+        StorageError: ``DELETE_VERIFICATION_FAILED`` when it has no canonical form.
+    """
+    try:
+        new = rechain([event], project_id=project_id, prev_hash=None if prev is None else prev.decode())[0]
+        return event_line(new), new.event_hash.encode()
+    except (ValueError, TypeError) as exc:
+        raise StorageError("a rewritten event cannot be encoded", code="DELETE_VERIFICATION_FAILED") from exc
+
+
+def _flush(
+    out: int,
+    lines: list[bytes],
+    *,
+    paths: ProjectPaths,
+    forbidden: Sequence[bytes],
+    result: Streamed,
+    spans: list[tuple[str, str, int, int]],
+) -> None:
+    """Verify ``lines`` as the continuation of the new chain, write them and gather their index records."""
+    chunk = b"".join(lines)
+    if not chunk:
+        return
+    if any(needle in chunk for needle in forbidden):
+        raise StorageError(
+            "the rewritten ledger still contains the deleted identifier", code="DELETE_VERIFICATION_FAILED"
+        )
+    check = verify_continuation(chunk, project_id=paths.project_id, prev_hash=result.head, first_line=result.lines + 1)
+    if check.error is not None or check.byte_length != len(chunk):
+        reason = check.error.reason if check.error is not None else "a line was lost"
+        raise StorageError(f"the rewritten ledger would not verify: {reason}", code="DELETE_VERIFICATION_FAILED")
+    write_all(out, chunk)
+    offset = result.length
+    lengths = [len(line) + 1 for line in chunk.split(b"\n")[:-1]]
+    for event, length in zip(check.events, lengths, strict=True):
+        spans.append((event.task_id, event.event_type, offset, length))
+        offset += length
+        result.bindings += event.event_type in BINDING_EVENTS
+    result.head = check.head_hash
+    result.lines += check.line_count
+    result.length += len(chunk)
+    if len(spans) >= _INDEX_BATCH:
+        _index(paths, result, spans)
+
+
+def _index(paths: ProjectPaths, result: Streamed, spans: list[tuple[str, str, int, int]]) -> None:
+    """Write the gathered index records (the index is given up, and removed, when that fails)."""
+    if result.index is not None and spans and not add_spans(paths, result.index, spans):
+        remove_tree_quietly(paths.project_dir / result.index)
+        result.index = None
+    spans.clear()
 
 
 __all__ = [
     "Edit",
     "Streamed",
-    "rechain_line",
+    "line_chunks",
     "stream_events",
     "task_events",
     "tasks_holding",
