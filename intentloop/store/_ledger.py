@@ -133,6 +133,11 @@ class LockedLedger:
         self._open = False
 
     @property
+    def head(self) -> tuple[str | None, int]:
+        """The chain's head hash and line count, known without reading the ledger (even by a lazy writer)."""
+        return self._head[0], self._head[1]
+
+    @property
     def view(self) -> LedgerView:
         """The verified ledger; read on first use by a writer that entered on the checkpoint alone.
 
