@@ -622,7 +622,7 @@ class LockedLedger:
         if kind in ("rewrite", "stream"):
             if os.path.lexists(target):
                 self._check_replaceable(target)
-            atomic_replace(target, ledger_temp_name(kind), data, before_replace=owner, on_commit=committed)
+            atomic_replace(target, ledger_temp_name("rewrite"), data, before_replace=owner, on_commit=committed)
         elif kind == "truncate":
             if self._identity is None or view is None:
                 raise StorageError("there is no ledger to repair", code="TRANSIENT_FILE_RACE")
