@@ -129,5 +129,4 @@ def test_forget_claim_memory_does_not_grow_with_the_ledger(tmp_path: Path) -> No
         finally:
             indexed.close()
         assert events is not None and events == task_events(store.paths, task) and len(events) == size // TASKS - 1
-    print("peaks", peaks)
     assert peaks[1] - peaks[0] < GROWTH_BOUND_MB, peaks
