@@ -9,16 +9,21 @@ of the id remains are the tool's, not a second implementation. On a terminal the
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from intentloop.cli._exit import DAMAGED, OK
 from intentloop.cli._options import JsonOption, ProjectIdOption, ProjectRootOption
 from intentloop.cli._output import Output, key_value_table
-from intentloop.cli._select import plural
+from intentloop.cli._select import _PREFIX_RE, plural
 from intentloop.cli.views import TaskArgument
 from intentloop.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from intentloop.cli._target import Target
+    from intentloop.model import ProjectState
 
 ClaimArgument = Annotated[str, typer.Argument(metavar="CLAIM", help="A claim id, or a unique prefix of one.")]
 YesOption = Annotated[
@@ -56,21 +61,48 @@ def forget_task(
     return out.guard(lambda: _run(out, "task", task, project_root, project_id, yes=yes))
 
 
+def _folded(target: Target, task_ids: Iterable[str]) -> ProjectState:
+    """The started tasks among ``task_ids``, each folded from its own events (never the whole ledger)."""
+    from intentloop.model import ProjectState, project
+    from intentloop.store import task_events
+
+    state = ProjectState()
+    for task_id in sorted(task_ids):
+        task = project(task_events(target.store.paths, task_id)).started_task(task_id)
+        if task is not None:
+            state.tasks[task_id] = task
+    return state
+
+
+def _named(target: Target, prefix: str) -> ProjectState:
+    """The started tasks whose ledger lines hold ``prefix`` (any case): every task that can hold a claim or be the
+    task it names, found by one byte scan of the ledger, then folded one at a time (why: a fold of every task held
+    every claim at once; docs/BENCHMARK.md)."""
+    from intentloop.store import tasks_holding
+
+    wanted = prefix.strip().lower()
+    if not _PREFIX_RE.match(wanted):
+        return _folded(target, ())  # unique_match explains why the prefix names nothing
+    return _folded(target, tasks_holding(target.store.paths, [wanted.encode()], lowered=True))
+
+
 def _run(out: Output, kind: str, prefix: str, project_root: str | None, project_id: str | None, *, yes: bool) -> int:
     from intentloop.cli._confirm import ask
-    from intentloop.cli._select import project_state, select_claim, select_project, verified_events
+    from intentloop.cli._select import select_claim, select_project, select_task
     from intentloop.cli._service import call_tool
-    from intentloop.cli.views import resolve_task
 
     target = select_project(project_root, project_id)
     arguments: dict[str, Any]
     if kind == "claim":
-        task_id, claim_id = select_claim(project_state(verified_events(target)[0]), prefix)
+        task_id, claim_id = select_claim(_named(target, prefix), prefix)
         expected = f"DELETE CLAIM {claim_id}"
         arguments = {"task_id": task_id, "target": "claim", "claim_id": claim_id, "confirmation": expected}
         rows = [("claim", claim_id), ("task", task_id)]
     else:
-        task_id, task = resolve_task(target, prefix)
+        state = _named(target, prefix)
+        private = {c.task_id for c in target.store.read_controls()}
+        task_id = select_task(state, prefix, extra=private)
+        task = state.started_task(task_id)
         expected = f"DELETE TASK {task_id}"
         arguments = {"task_id": task_id, "target": "task", "confirmation": expected}
         rows = [("task", task_id)]

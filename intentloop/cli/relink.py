@@ -76,9 +76,26 @@ def old_project_id(value: str) -> str:
     return unique_match("project", value, ids, not_found="PROJECT_NOT_FOUND", invalid="INVALID_PROJECT_ID")
 
 
+def _summary(store: Any) -> tuple[int, str | None, list[str]]:
+    """(events, head hash, started task ids in order of first appearance) of a project's ledger, read a chunk at a
+    time: relink never holds a whole ledger."""
+    from intentloop.store import stream_events
+
+    count, head = 0, None
+    first: dict[str, None] = {}  # every task, in order of its first event (as the fold orders them)
+    started: set[str] = set()
+    for chunk in stream_events(store.paths, torn_ok=False):
+        for event in chunk:
+            count, head = count + 1, event.event_hash
+            first.setdefault(event.task_id)
+            if event.event_type == "task_started":
+                started.add(event.task_id)
+    return count, head, [task_id for task_id in first if task_id in started]
+
+
 def _run(out: Output, from_: str, to: str, *, merge: bool, yes: bool, wait: float) -> int:
     from intentloop.cli._confirm import confirm, declined
-    from intentloop.cli._select import project_state, select_project
+    from intentloop.cli._select import select_project
     from intentloop.cli._target import Target
     from intentloop.errors import StorageError
     from intentloop.store import ProjectStore, resolve_data_root
@@ -92,8 +109,8 @@ def _run(out: Output, from_: str, to: str, *, merge: bool, yes: bool, wait: floa
     if old_id == new.project_id:
         raise InvalidInputError("--from and --to name the same project", code="INVALID_ARGUMENTS")
     old = Target(data_root=data_root, project_id=old_id, project_root=None, store=old_store)
-    old_view = old_store.read()
-    target_events = len(new.store.read().events) if new.store.exists() else 0
+    old_events, old_head, task_ids = _summary(old_store)
+    target_events = _summary(new.store)[0] if new.store.exists() else 0
     fields: dict[str, Any] = {
         "data_root": str(data_root),
         "from_project_id": old_id,
@@ -101,7 +118,7 @@ def _run(out: Output, from_: str, to: str, *, merge: bool, yes: bool, wait: floa
         "to_project_root": new.project_root,
         "mode": "merge" if target_events else "move",
     }
-    if not old_view.events:
+    if not old_events:
         if out.json_mode:
             out.json_object({**fields, "action": "none", "events": 0}, exit_code=OK)
         else:
@@ -112,7 +129,6 @@ def _run(out: Output, from_: str, to: str, *, merge: bool, yes: bool, wait: floa
             f"{new.project_root} already has a memory ({plural(target_events, 'event')}); nothing was moved",
             code="RELINK_TARGET_EXISTS",
         )
-    tasks = [t for t in project_state(old_view.events).tasks.values() if t.started]
     if not out.json_mode:
         how = "import its tasks into the memory already there" if target_events else "move every event, re-chained"
         out.show(
@@ -121,7 +137,7 @@ def _run(out: Output, from_: str, to: str, *, merge: bool, yes: bool, wait: floa
                 [
                     ("from", old_id),
                     ("to", f"{new.project_id} ({new.project_root})"),
-                    ("holds", f"{plural(len(old_view.events), 'event')}, {plural(len(tasks), 'task')}"),
+                    ("holds", f"{plural(old_events, 'event')}, {plural(len(task_ids), 'task')}"),
                     ("how", how),
                 ],
             )
@@ -130,7 +146,7 @@ def _run(out: Output, from_: str, to: str, *, merge: bool, yes: bool, wait: floa
         return declined(out, fields, exit_code=DAMAGED)
     deadline = time.monotonic() + wait
     if target_events:
-        result = _merge(out, old, new, tasks, old_view.head_hash, deadline)
+        result = _merge(out, old, new, task_ids, old_head, deadline)
     else:
         from intentloop.recovery import relink_project
 
@@ -161,13 +177,18 @@ def _left_behind(directory: Any) -> list[str]:
     return sorted(p.name for p in directory.iterdir() if not p.name.startswith(RELINK_PREFIX))
 
 
-def _merge(out: Output, old: Any, new: Any, tasks: list[Any], head: str | None, deadline: float) -> dict[str, Any]:
-    """Export each old task, start it in the new project if needed, import it; then empty the old ledger."""
-    from intentloop.cli._select import project_state
+def _merge(out: Output, old: Any, new: Any, task_ids: list[str], head: str | None, deadline: float) -> dict[str, Any]:
+    """Export each old task, start it in the new project if needed, import it; then empty the old ledger. Each task
+    is folded from its own events when its turn comes (never every task at once)."""
     from intentloop.cli._service import call_tool
+    from intentloop.model import TaskState, project
     from intentloop.recovery import retire_after_merge
+    from intentloop.store import task_events
 
-    off = [t.task_id for t in tasks if t.mode == "off"]
+    def fold(store: Any, task_id: str) -> TaskState | None:
+        return project(task_events(store.paths, task_id)).started_task(task_id)
+
+    off = [task_id for task_id in task_ids if (task := fold(old.store, task_id)) is not None and task.mode == "off"]
     if off:
         raise ConflictError(
             f"{plural(len(off), 'task')} of the old project {'is' if len(off) == 1 else 'are'} off ({off[0]}) and "
@@ -181,10 +202,12 @@ def _merge(out: Output, old: Any, new: Any, tasks: list[Any], head: str | None, 
         )
     merged: list[dict[str, Any]] = []
     tag = old.project_id[:16]
-    with out.progress("Importing tasks", total=len(tasks)) as tick:
-        for task in tasks:
+    with out.progress("Importing tasks", total=len(task_ids)) as tick:
+        for task_id in task_ids:
+            task = fold(old.store, task_id)
+            assert task is not None
             graph = call_tool(old, "intent_export", {"task_id": task.task_id, "detail": "portable"})
-            present = project_state(new.store.read().events).started_task(task.task_id) is not None
+            present = fold(new.store, task.task_id) is not None
             if not present:
                 start: dict[str, Any] = {"task_id": task.task_id, "request_id": f"relink-start-{tag}"}
                 if task.label:
@@ -209,7 +232,7 @@ def _merge(out: Output, old: Any, new: Any, tasks: list[Any], head: str | None, 
                 }
             )
             tick.advance()
-    events = len(old.store.read().events)
+    events = _summary(old.store)[0]
     record = retire_after_merge(old.store, new.store, expected_head=head, deadline=deadline)
     return {"events": events, "tasks": len(merged), "merged": merged, "record": record}
 

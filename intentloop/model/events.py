@@ -98,10 +98,11 @@ def seal(draft: EventDraft, *, project_id: str, prev_hash: str | None) -> Event:
     return Event(event_hash=event_hash, **body)
 
 
-def rechain(events: list[Event], *, project_id: str) -> list[Event]:
-    """Recompute ``prev_hash``/``event_hash`` for a rewritten ledger (deletion), keeping every other field."""
+def rechain(events: list[Event], *, project_id: str, prev_hash: str | None = None) -> list[Event]:
+    """Recompute ``prev_hash``/``event_hash`` for a rewritten ledger (deletion, relink), keeping every other field;
+    the first event is chained after ``prev_hash``."""
     out: list[Event] = []
-    prev: str | None = None
+    prev = prev_hash
     for ev in events:
         body = ev.to_dict()
         del body["event_hash"]

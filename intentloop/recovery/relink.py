@@ -3,23 +3,25 @@
 A project's id is the hash of its folder's real path and every event carries it inside its hash, so a moved folder
 finds an empty memory. Relink re-chains the old ledger's events for the new id — ``project_id``, ``prev_hash`` and
 ``event_hash`` are recomputed; ``event_id``, type, task, actor, request id, time and payload stay as they were — and
-writes them as the new project's ledger through the store's lock and rewrite path (which verifies the whole chain
-before it replaces anything). Only then is the old ledger emptied, under its own lock, after a record of the move
-(``quarantine/relinked-<ms>-<uuid>.json``: both ids, event count, both heads, time) is written beside it. Both ledgers
-stay verifiable v1 chains at every step; a run interrupted between the two writes is finished by running it again.
+writes them as the new project's ledger through the store's lock and streamed rewrite (one pass over the old file,
+each written chunk verified before anything is replaced; memory does not grow with the ledger). Only then is the old
+ledger emptied, under its own lock, after a record of the move (``quarantine/relinked-<ms>-<uuid>.json``: both ids,
+event count, both heads, time) is written beside it. Both ledgers stay verifiable v1 chains at every step; a run
+interrupted between the two writes is finished by running it again.
 """
 
 from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator
+from itertools import zip_longest
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from intentloop.errors import ConflictError, InvalidInputError, StorageError
-from intentloop.model import canonical_bytes, rechain, utc_now
+from intentloop.model import canonical_bytes, utc_now
 
 if TYPE_CHECKING:
     from intentloop.model import Event
@@ -55,11 +57,21 @@ class RelinkResult(msgspec.Struct, frozen=True, kw_only=True):
         return {name: getattr(self, name) for name in self.__struct_fields__}
 
 
-def _same_events(a: Sequence[Event], b: Sequence[Event]) -> bool:
-    return len(a) == len(b) and all(
-        (x.event_id, x.event_type, x.task_id, x.payload) == (y.event_id, y.event_type, y.task_id, y.payload)
-        for x, y in zip(a, b, strict=True)
-    )
+def _events(store: ProjectStore) -> Iterator[Event]:
+    from intentloop.store import stream_events
+
+    for chunk in stream_events(store.paths, torn_ok=False):
+        yield from chunk
+
+
+def _same_events(a: ProjectStore, b: ProjectStore) -> bool:
+    """Whether two ledgers hold the same events (ids, types, tasks, payloads), read side by side a chunk at a time."""
+    for x, y in zip_longest(_events(a), _events(b)):
+        if x is None or y is None:
+            return False
+        if (x.event_id, x.event_type, x.task_id, x.payload) != (y.event_id, y.event_type, y.task_id, y.payload):
+            return False
+    return True
 
 
 def relink_project(old: ProjectStore, new: ProjectStore, *, deadline: float | None = None) -> RelinkResult:
@@ -73,15 +85,14 @@ def relink_project(old: ProjectStore, new: ProjectStore, *, deadline: float | No
     """
     if old.project_id == new.project_id:
         raise InvalidInputError("the old and the new root are the same project", code="INVALID_ARGUMENTS")
-    with old.locked(deadline) as source:
+    with old.locked(deadline, lazy=True) as source:
         if old.read_controls():
             raise ConflictError(
                 "a private session of the old project holds a control; end private mode first",
                 code="PRIVATE_SESSION_ACTIVE",
             )
-        events = source.view.events
-        before = source.view.head_hash
-        if not events:  # nothing to move (already moved, or never used): touch neither project
+        before, count = source.head
+        if not count:  # nothing to move (already moved, or never used): touch neither project
             return RelinkResult(
                 from_project_id=old.project_id,
                 to_project_id=new.project_id,
@@ -92,26 +103,26 @@ def relink_project(old: ProjectStore, new: ProjectStore, *, deadline: float | No
                 record=None,
                 resumed=False,
             )
-        with new.locked(deadline) as target:
+        with new.locked(deadline, lazy=True) as target:
             resumed = False
-            if target.view.events:
-                if not _same_events(target.view.events, events):
+            if target.head[1]:
+                if not _same_events(new, old):
                     raise ConflictError(
-                        f"the new root already has a memory ({len(target.view.events)} events)",
-                        code="RELINK_TARGET_EXISTS",
+                        f"the new root already has a memory ({target.head[1]} events)", code="RELINK_TARGET_EXISTS"
                     )
                 resumed = True
             else:
-                target.rewrite(rechain(list(events), project_id=new.project_id))
-            after = target.view.head_hash
-            if not _same_events(target.view.events, events):
+                target.rewrite_each(None, source=source)
+            after = target.head[0]
+            if not _same_events(new, old):
                 raise StorageError("the moved ledger does not hold the old events", code="STORAGE_WRITE_FAILED")
-        name = _retire(source, old, new.project_id, len(events), before, after, how="moved")
+        tasks = len({event.task_id for event in _events(old)})
+        name = _retire(source, old, new.project_id, count, before, after, how="moved")
     return RelinkResult(
         from_project_id=old.project_id,
         to_project_id=new.project_id,
-        events=len(events),
-        tasks=len({e.task_id for e in events}),
+        events=count,
+        tasks=tasks,
         from_head_hash=before,
         to_head_hash=after,
         record=str(old.quarantine_dir / name),
@@ -149,13 +160,15 @@ def retire_after_merge(
     """
     from intentloop.errors import StorageError
 
-    with old.locked(deadline) as source:
-        if source.view.head_hash != expected_head:
+    with old.locked(deadline, lazy=True) as source:
+        if source.head[0] != expected_head:
             raise StorageError(
                 "the old project changed while it was merged; run relink --merge again", code="TRANSIENT_FILE_RACE"
             )
-        after = new.read().head_hash
-        name = _retire(source, old, new.project_id, len(source.view.events), expected_head, after, how="merged")
+        after = None
+        for event in _events(new):
+            after = event.event_hash
+        name = _retire(source, old, new.project_id, source.head[1], expected_head, after, how="merged")
     return str(old.quarantine_dir / name)
 
 

@@ -68,30 +68,28 @@ def _strip_task_from_candidate(candidate: Any, task_id: str) -> Any:
     return out
 
 
-def remove_task(events: Sequence[Event], task_id: str) -> list[Event]:
-    """Drop every event of ``task_id`` and every reference to it from the other tasks' events."""
-    out: list[Event] = []
-    for event in events:
-        if event.task_id == task_id:
-            continue
-        payload = event.payload
-        if event.event_type in _CANDIDATE_EVENTS and "candidate" in payload:
-            candidate = _strip_task_from_candidate(payload["candidate"], task_id)
-            if candidate != payload["candidate"]:
-                event = _with_payload(event, {**payload, "candidate": candidate})
-        elif event.event_type == "graph_imported":
-            new_payload = dict(payload)
-            if isinstance(payload.get("candidates"), list):
-                new_payload["candidates"] = [_strip_task_from_candidate(c, task_id) for c in payload["candidates"]]
-            imported = payload.get("imported_from")
-            if isinstance(imported, dict):
-                new_payload["imported_from"] = {
-                    k: v for k, v in imported.items() if not (k in ("task_id", "source_task_id") and v == task_id)
-                }
-            if new_payload != payload:
-                event = _with_payload(event, new_payload)
-        out.append(event)
-    return out
+def remove_task(event: Event, task_id: str) -> Event | None:
+    """``event`` without ``task_id``: ``None`` for an event of that task, the event with every reference to it
+    stripped otherwise (the same object when it names none)."""
+    if event.task_id == task_id:
+        return None
+    payload = event.payload
+    if event.event_type in _CANDIDATE_EVENTS and "candidate" in payload:
+        candidate = _strip_task_from_candidate(payload["candidate"], task_id)
+        if candidate != payload["candidate"]:
+            return _with_payload(event, {**payload, "candidate": candidate})
+    elif event.event_type == "graph_imported":
+        new_payload = dict(payload)
+        if isinstance(payload.get("candidates"), list):
+            new_payload["candidates"] = [_strip_task_from_candidate(c, task_id) for c in payload["candidates"]]
+        imported = payload.get("imported_from")
+        if isinstance(imported, dict):
+            new_payload["imported_from"] = {
+                k: v for k, v in imported.items() if not (k in ("task_id", "source_task_id") and v == task_id)
+            }
+        if new_payload != payload:
+            return _with_payload(event, new_payload)
+    return event
 
 
 def _remove_claim_from_event(event: Event, claim_id: str) -> Event | None:
@@ -155,24 +153,50 @@ def _remove_claim_from_event(event: Event, claim_id: str) -> Event | None:
     return event
 
 
-def remove_claim(events: Sequence[Event], task_id: str, claim_id: str) -> list[Event]:
-    """Drop ``claim_id`` from the events of ``task_id``: its own record, its invalidation and every reference."""
-    out: list[Event] = []
-    for event in events:
-        if event.task_id != task_id:
-            out.append(event)
-            continue
-        kept = _remove_claim_from_event(event, claim_id)
-        if kept is not None:
-            out.append(kept)
-    return out
+def remove_claim(event: Event, task_id: str, claim_id: str) -> Event | None:
+    """``event`` without ``claim_id`` of ``task_id``: ``None`` for its own record and its invalidation, the event with
+    every reference stripped (and its fingerprint recomputed) otherwise; the same object when it names none."""
+    if event.task_id != task_id:
+        return event
+    return _remove_claim_from_event(event, claim_id)
+
+
+#: Bytes of a file searched at a time: a file is never held whole (a ledger may be gigabytes).
+_SCAN_BYTES = 1 << 20
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _needles_in(path: Path, needles: Sequence[bytes]) -> set[bytes]:
+    """Which of ``needles`` occur in the file at ``path``, read a chunk at a time (each chunk searched with the last
+    bytes of the one before, so a needle across the boundary is found).
+
+    Raises:
+        StorageError: ``STORAGE_READ_FAILED``.
+    """
+    found: set[bytes] = set()
+    keep = max(map(len, needles), default=1) - 1
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except OSError as exc:
+        raise StorageError(f"cannot read {path.name}", code="STORAGE_READ_FAILED") from exc
+    try:
+        tail = b""
+        while chunk := os.read(fd, _SCAN_BYTES):
+            window = tail + chunk
+            found.update(needle for needle in needles if needle not in found and needle in window)
+            tail = window[-keep:] if keep else b""
+    except OSError as exc:
+        raise StorageError(f"cannot read {path.name}", code="STORAGE_READ_FAILED") from exc
+    finally:
+        os.close(fd)
+    return found
 
 
 def _project_files(
     project_dir: Path, skip: frozenset[str], name_needles: Sequence[bytes] = ()
-) -> Iterator[tuple[str, bytes, bool]]:
-    """Every persistent file under ``project_dir`` as (path relative to it, bytes, whether it is a derived cache), in a
-    stable order.
+) -> Iterator[tuple[str, Path, bool]]:
+    """Every persistent file under ``project_dir`` as (path relative to it, its path, whether it is a derived cache),
+    in a stable order.
 
     The lock directory (ours, held right now) and renamed lock remnants are skipped: they hold only owner records; so
     is ``head.sig``, rewritten after the deletion's commit, which holds only the signed head (hashes, a count, the key
@@ -218,16 +242,12 @@ def _project_files(
                 raise StorageError(f"{entry.name} is not a regular file", code="UNSAFE_DATA_FILE")
             if info.st_nlink != 1:
                 raise StorageError(f"{entry.name} has more than one link", code="UNSAFE_DATA_FILE")
-            try:
-                data = Path(entry.path).read_bytes()
-            except OSError as exc:
-                raise StorageError(f"cannot read {entry.name}", code="STORAGE_READ_FAILED") from exc
-            yield Path(entry.path).relative_to(project_dir).as_posix(), data, is_cache
+            yield Path(entry.path).relative_to(project_dir).as_posix(), Path(entry.path), is_cache
 
 
 def scan_project_files(project_dir: Path, markers: Sequence[str], *, skip: frozenset[str] = frozenset()) -> int:
-    """Read every persistent file under ``project_dir``; fail if a marker (a deleted id) is still in one, or in a
-    file's name.
+    """Read every persistent file under ``project_dir`` (a chunk at a time); fail if a marker (a deleted id) is still
+    in one, or in a file's name.
 
     Returns:
         The number of files scanned. The derived caches (the checkpoint and the task index) are scanned too but not
@@ -239,9 +259,9 @@ def scan_project_files(project_dir: Path, markers: Sequence[str], *, skip: froze
     """
     needles = [m.encode("utf-8") for m in markers]
     scanned = 0
-    for name, data, derived in _project_files(project_dir, skip, needles):
+    for name, path, derived in _project_files(project_dir, skip, needles):
         scanned += not derived
-        if any(needle in data for needle in needles):
+        if _needles_in(path, needles):
             raise StorageError(
                 f"a deleted identifier remained in {name.rsplit('/', 1)[-1]}", code="DELETE_VERIFICATION_FAILED"
             )
@@ -261,6 +281,11 @@ def is_derived(name: str) -> bool:
 MIN_CONTENT_CHARS = 8
 
 
+def statement_needles(statements: Iterable[str]) -> list[bytes]:
+    """The bytes of each statement in a ledger line, whatever its length: what a line holding a copy must hold."""
+    return sorted({canonical_bytes(s)[1:-1] for s in statements})
+
+
 def content_needles(statements: Iterable[str]) -> list[bytes]:
     """The bytes a statement has in a ledger line (canonical JSON, without the quotes), for the long enough ones."""
     return sorted({canonical_bytes(s)[1:-1] for s in statements if len(s) >= MIN_CONTENT_CHARS})
@@ -274,7 +299,7 @@ def files_holding(project_dir: Path, needles: Sequence[bytes]) -> list[str]:
     """
     if not needles:
         return []
-    return [name for name, data, _cache in _project_files(project_dir, frozenset()) if any(n in data for n in needles)]
+    return [name for name, path, _cache in _project_files(project_dir, frozenset()) if _needles_in(path, needles)]
 
 
 def find_copies(state: ProjectState, statements: Collection[str]) -> list[dict[str, str]]:
@@ -302,30 +327,29 @@ def tombstone_digest(key: bytes, task_id: str, request_id: str, fingerprint: str
     return hmac.new(key, b"intent-loop-deleted-request-v1\0" + body, hashlib.sha256).hexdigest()
 
 
-def creating_requests(events: Sequence[Event], task_id: str, claim_ids: Collection[str]) -> list[tuple[str, str, str]]:
-    """(task id, request id, fingerprint) of the events that created ``claim_ids`` in ``task_id`` by a request
+def creating_request(event: Event, task_id: str, claim_ids: Collection[str]) -> tuple[str, str, str] | None:
+    """(task id, request id, fingerprint) when ``event`` created one of ``claim_ids`` in ``task_id`` by a request
     (``claim_added``/``claim_replaced``; initial and imported claims answer ``REQUEST_ID_REUSED`` on a replay
     already, their events' fingerprints being recomputed without them)."""
-    out: list[tuple[str, str, str]] = []
-    for event in events:
-        if event.task_id != task_id or event.event_type not in _TOMBSTONED_EVENTS:
-            continue
-        claim = event.payload.get("claim")
-        fingerprint = event.payload.get("request_fingerprint")
-        if isinstance(claim, dict) and claim.get("claim_id") in claim_ids and isinstance(fingerprint, str):
-            out.append((event.task_id, event.request_id, fingerprint))
-    return out
+    if event.task_id != task_id or event.event_type not in _TOMBSTONED_EVENTS:
+        return None
+    claim = event.payload.get("claim")
+    fingerprint = event.payload.get("request_fingerprint")
+    if isinstance(claim, dict) and claim.get("claim_id") in claim_ids and isinstance(fingerprint, str):
+        return event.task_id, event.request_id, fingerprint
+    return None
 
 
 __all__ = [
     "MIN_CONTENT_CHARS",
     "REWRITTEN_BY_DELETE",
     "content_needles",
-    "creating_requests",
+    "creating_request",
     "files_holding",
     "find_copies",
     "remove_claim",
     "remove_task",
     "scan_project_files",
+    "statement_needles",
     "tombstone_digest",
 ]

@@ -11,51 +11,100 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from intentloop.errors import IntentLoopError, InvalidInputError, StorageError
-from intentloop.model import Event, event_line, project, rechain
+from intentloop.errors import IntentLoopError, InvalidInputError
+from intentloop.model import Event, ProjectState, TaskState, project
 from intentloop.service._delete import (
     REWRITTEN_BY_DELETE,
     content_needles,
-    creating_requests,
+    creating_request,
     files_holding,
     find_copies,
     remove_claim,
     remove_task,
     scan_project_files,
+    statement_needles,
     tombstone_digest,
 )
 from intentloop.service._hookkey import load_or_create_hook_key
 from intentloop.service._rules import check_uuid
 from intentloop.service._state import Ctx, Engine, task_not_found
 from intentloop.service.args import DeleteArgs, opt
-from intentloop.store import LockedLedger
+from intentloop.store import LockedLedger, task_events, tasks_holding
 from intentloop.store.aio import open_locked_ledger
 
 
-def _verify_absent(events: list[Event], markers: Sequence[str]) -> None:
-    needles = [marker.encode("utf-8") for marker in markers]
-    if any(needle in event_line(event) for event in events for needle in needles):
-        raise StorageError(
-            "the rewritten ledger still contains the deleted identifier", code="DELETE_VERIFICATION_FAILED"
-        )
+class _Deletion:
+    """The edit a deletion makes to each event of the ledger (see ``LockedLedger.rewrite_each``): the target task or
+    claim goes, then each exact copy (``delete_copies``); on the way it notes the requests that created a deleted
+    claim, for their tombstones."""
+
+    def __init__(self, *, task_id: str, claim_id: str | None) -> None:
+        self.task_id = task_id
+        self.claim_id = claim_id
+        self.copies: list[tuple[str, str]] = []  # (task id, claim id) of the exact copies deleted too
+        self.requests: list[tuple[str, str, str]] = []
+
+    def target(self, event: Event) -> Event | None:
+        """``event`` without the target alone (what the copies are looked for in)."""
+        if self.claim_id is None:
+            return remove_task(event, self.task_id)
+        return remove_claim(event, self.task_id, self.claim_id)
+
+    def __call__(self, event: Event) -> Event | None:
+        if self.claim_id is not None:
+            self._note(creating_request(event, self.task_id, {self.claim_id}))
+        for task_id, claim_id in self.copies:
+            self._note(creating_request(event, task_id, {claim_id}))
+        kept = self.target(event)
+        for task_id, claim_id in self.copies:
+            if kept is None:
+                break
+            kept = remove_claim(kept, task_id, claim_id)
+        return kept
+
+    def _note(self, request: tuple[str, str, str] | None) -> None:
+        if request is not None:
+            self.requests.append(request)
 
 
-def _rewrite(locked: LockedLedger, ctx: Ctx, base: list[Event], events: list[Event], markers: Sequence[str]) -> None:
-    """Rewrite the ledger as ``events`` unless they are ``base`` (the ledger's events, read once: a server's view
-    decodes them anew on every pass) untouched."""
-    if len(events) == len(base) and all(a is b for a, b in zip(events, base, strict=True)):
-        return
-    chained = rechain(events, project_id=ctx.project_id)
-    _verify_absent(chained, markers)
-    locked.rewrite(chained)
+def _fold(events: Sequence[Event], task_id: str) -> TaskState | None:
+    return project(events).tasks.get(task_id)
 
 
-def _without_copies(events: list[Event], statements: Collection[str]) -> tuple[list[Event], list[dict[str, str]]]:
-    """``events`` without the claims that repeat a deleted statement word for word (``delete_copies``)."""
-    copies = [c for c in find_copies(project(events), statements) if c["match"] == "same_statement"]
-    for copy in copies:
-        events = remove_claim(events, copy["task_id"], copy["claim_id"])
-    return events, [{"task_id": c["task_id"], "claim_id": c["claim_id"]} for c in copies]
+def _copies(ctx: Ctx, statements: Collection[str], edit: Any = None) -> list[dict[str, str]]:
+    """:func:`find_copies` over the durable ledger (after ``edit``, when given), folding only the tasks whose lines
+    hold a statement's bytes, one task at a time: the same answer as a fold of every task, in memory that is one
+    task's."""
+    found: list[dict[str, str]] = []
+    for task_id in sorted(tasks_holding(ctx.store.paths, statement_needles(statements))):
+        events = task_events(ctx.store.paths, task_id)
+        if edit is not None:
+            events = [kept for kept in map(edit, events) if kept is not None]
+        task = _fold(events, task_id)
+        if task is not None:
+            single = ProjectState()
+            single.tasks[task_id] = task
+            found += find_copies(single, statements)
+    return found
+
+
+def _with_copies(ctx: Ctx, deletion: _Deletion, statements: Collection[str]) -> list[dict[str, str]]:
+    """Add the claims that repeat a deleted statement word for word to ``deletion`` (``delete_copies``)."""
+    copies = [c for c in _copies(ctx, statements, deletion.target) if c["match"] == "same_statement"]
+    deletion.copies = [(c["task_id"], c["claim_id"]) for c in copies]
+    return [{"task_id": c["task_id"], "claim_id": c["claim_id"]} for c in copies]
+
+
+def _rewrite(locked: LockedLedger, deletion: _Deletion, markers: Sequence[str]) -> None:
+    """Rewrite the ledger without the deleted items in one streaming pass, unless the edit changes nothing. Only
+    the lines that name a task the edit concerns (the target's, each copy's) are decoded: an event of another task
+    changes only when it names the deleted task."""
+    touched = {deletion.task_id, *(task_id for task_id, _claim_id in deletion.copies)}
+    locked.rewrite_each(
+        deletion,
+        touches=sorted(t.encode() for t in touched),
+        forbidden=[marker.encode("utf-8") for marker in markers],
+    )
 
 
 def _remember_deleted(ctx: Ctx, locked: LockedLedger, requests: Sequence[tuple[str, str, str]]) -> None:
@@ -67,17 +116,14 @@ def _remember_deleted(ctx: Ctx, locked: LockedLedger, requests: Sequence[tuple[s
         locked.add_tombstones([tombstone_digest(key, *request) for request in requests])
 
 
-def _finish(
-    engine: Engine, ctx: Ctx, locked: LockedLedger, ids: Sequence[str], statements: Collection[str]
-) -> dict[str, Any]:
+def _finish(ctx: Ctx, locked: LockedLedger, ids: Sequence[str], statements: Collection[str]) -> dict[str, Any]:
     """After the rewrite, under the lock: strip quarantine, scan every file, report what else holds the content."""
     needles = content_needles(statements)
     locked.strip_quarantine([i.encode() for i in ids] + needles)
     scanned = scan_project_files(ctx.store.project_dir, ids)
-    state = engine.state(ctx, locked.view)
     return {
         "persistent_files_scanned": scanned,
-        "other_copies": find_copies(state, statements),
+        "other_copies": _copies(ctx, statements),
         "files_with_content": files_holding(ctx.store.project_dir, needles),
     }
 
@@ -106,30 +152,25 @@ async def delete(engine: Engine, ctx: Ctx, args: DeleteArgs) -> dict[str, Any]:
     if args.confirmation != expected:
         raise InvalidInputError(f"confirmation must equal {expected}", code="CONFIRMATION_REQUIRED")
     private = engine.private_task(ctx, task_id)
-    task = private if private is not None else engine.precheck_state(ctx).started_task(task_id)
+    task = private if private is not None else _fold(task_events(ctx.store.paths, task_id), task_id)
     if task is None or not task.started:
         raise task_not_found()
     if claim_id not in task.claims:
         raise IntentLoopError("claim does not exist in this task", code="CLAIM_NOT_FOUND")
     statements = {task.claims[claim_id].statement}
-    async with open_locked_ledger(ctx.store) as locked:
+    async with open_locked_ledger(ctx.store, lazy=True) as locked:
         # Refuse before changing anything when a file the deletion does not rewrite already holds the id.
         scan_project_files(ctx.store.project_dir, [claim_id], skip=REWRITTEN_BY_DELETE)
-        base = list(locked.view.events)
-        events = remove_claim(base, task_id, claim_id)
-        deleted_copies: list[dict[str, str]] = []
-        if copies_too:
-            events, deleted_copies = _without_copies(events, statements)
+        deletion = _Deletion(task_id=task_id, claim_id=claim_id)
+        deleted_copies = _with_copies(ctx, deletion, statements) if copies_too else []
         ids = [claim_id, *(c["claim_id"] for c in deleted_copies)]
-        gone = creating_requests(base, task_id, {claim_id})
-        for copy in deleted_copies:
-            gone += creating_requests(base, copy["task_id"], {copy["claim_id"]})
-        _rewrite(locked, ctx, base, events, ids)
-        _remember_deleted(ctx, locked, gone)
-        found = _finish(engine, ctx, locked, ids, statements)
+        _rewrite(locked, deletion, ids)
+        _remember_deleted(ctx, locked, deletion.requests)
+        found = _finish(ctx, locked, ids, statements)
     if private is not None:
         events = engine.private.get(ctx.project_id, task_id) or []
-        engine.private.replace(ctx.project_id, task_id, remove_claim(events, task_id, claim_id))
+        kept = [event for event in (remove_claim(e, task_id, claim_id) for e in events) if event is not None]
+        engine.private.replace(ctx.project_id, task_id, kept)
     return {"deleted": "claim", "claim_id": claim_id, **found, "deleted_copies": deleted_copies}
 
 
@@ -139,30 +180,25 @@ async def _delete_task(engine: Engine, ctx: Ctx, task_id: str, confirmation: str
         raise InvalidInputError(f"confirmation must equal {expected}", code="CONFIRMATION_REQUIRED")
     known = engine.private.has(ctx.project_id, task_id)
     if not known:
-        state = engine.precheck_state(ctx)
-        known = state.task(task_id) is not None or engine.control_for_task(ctx, task_id) is not None
+        known = bool(task_events(ctx.store.paths, task_id)) or engine.control_for_task(ctx, task_id) is not None
     if not known:
         raise task_not_found()
-    async with open_locked_ledger(ctx.store) as locked:
+    async with open_locked_ledger(ctx.store, lazy=True) as locked:
         # No CORRUPT_PRIVATE_STATE guard here: a durable private record is exactly what deletion must remove.
         scan_project_files(ctx.store.project_dir, [task_id], skip=REWRITTEN_BY_DELETE)
-        doomed = engine.state(ctx, locked.view).tasks.get(task_id)
+        doomed = _fold(task_events(ctx.store.paths, task_id), task_id)
         private = engine.private_state(ctx, task_id)
         statements = {
             c.statement for t in (doomed, private and private.tasks.get(task_id)) if t for c in t.claims.values()
         }
-        base = list(locked.view.events)
-        events = remove_task(base, task_id)
-        deleted_copies: list[dict[str, str]] = []
-        if copies_too:
-            events, deleted_copies = _without_copies(events, statements)
+        deletion = _Deletion(task_id=task_id, claim_id=None)
+        deleted_copies = _with_copies(ctx, deletion, statements) if copies_too else []
         ids = [task_id, *(c["claim_id"] for c in deleted_copies)]
-        gone = [r for c in deleted_copies for r in creating_requests(base, c["task_id"], {c["claim_id"]})]
-        _rewrite(locked, ctx, base, events, ids)
-        _remember_deleted(ctx, locked, gone)
+        _rewrite(locked, deletion, ids)
+        _remember_deleted(ctx, locked, deletion.requests)
         for control in engine.controls_for(ctx.store.read_controls(), task_id):
             locked.remove_control(control.host_session_hash)
-        found = _finish(engine, ctx, locked, ids, statements)
+        found = _finish(ctx, locked, ids, statements)
     engine.private.drop(ctx.project_id, task_id)
     return {"deleted": "task", "task_id": task_id, **found, "deleted_copies": deleted_copies}
 

@@ -67,6 +67,9 @@ _HANDLERS: dict[str, Handler] = {
     "intent_set_mode": _modes.set_mode,
 }
 assert tuple(_HANDLERS) == TOOL_NAMES
+#: Tools that never read the whole ledger as a view: a lean service does not verify one for them first (deletion
+#: streams the file itself; a view would be a third pass and memory that grows with the ledger).
+_UNWARMED = frozenset({"intent_delete"})
 
 
 class IntentService:
@@ -120,7 +123,7 @@ class IntentService:
             IntentLoopError: every code the operation defines.
         """
         ctx = self._engine.context(project_root, project_id)
-        if self._lean:
+        if self._lean and tool not in _UNWARMED:
             await self._warmed(ctx.store)
         return await _HANDLERS[tool](self._engine, ctx, args)
 

@@ -42,6 +42,12 @@ if TYPE_CHECKING:  # what mypy checks: `X as X` re-exports each name, so a missp
         validate_project_id as validate_project_id,
     )
     from intentloop.store._project import ProjectStore as ProjectStore
+    from intentloop.store._rewrite import (
+        Edit as Edit,
+        stream_events as stream_events,
+        task_events as task_events,
+        tasks_holding as tasks_holding,
+    )
     from intentloop.store._signing import (
         HEAD_SIG_NAME as HEAD_SIG_NAME,
         SIGNATURE_STATUSES as SIGNATURE_STATUSES,
@@ -61,6 +67,7 @@ else:  # the same names, each loaded from its submodule on first use (PEP 562)
     __getattr__, __dir__, __all__ = lazy_face(
         __name__,
         {
+            "_rewrite": ["Edit", "stream_events", "task_events", "tasks_holding"],
             "_checkpoint": ["CHECKPOINT_NAME"],
             "_config": ["ENV_CEILING", "ENV_HEARTBEAT", "ENV_STALE", "ENV_WAIT", "LockConfig"],
             "_controls": ["PrivateControl"],

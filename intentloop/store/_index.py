@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import msgspec
 
+from intentloop.errors import StorageError
 from intentloop.model._lazyre import LazyPattern
 from intentloop.model.events import Event, event_line
 from intentloop.model.projection import BINDING_EVENTS  # what decides a session binding: named by the fold
@@ -152,11 +153,29 @@ def extend_index(paths: ProjectPaths, name: str, events: Sequence[Event], start:
     """Add the records of ``events`` (whose lines fill bytes ``start`` to ``end``) to index ``name``; ``False`` when
     the index is not whole (a file whose size differs from its recorded count) or on failure: the caller then rebuilds
     it."""
-    directory = paths.project_dir / name
+    return _add(paths.project_dir / name, lambda: _entries(events, start, end))
+
+
+def add_spans(paths: ProjectPaths, name: str, spans: Iterable[tuple[str, str, int, int]]) -> bool:
+    """:func:`extend_index` for lines already measured, as (task id, event type, offset, length): a streamed rewrite
+    knows each line it wrote and need not encode its events again to index them."""
+
+    def entries() -> dict[str, list[tuple[int, int]]]:
+        files: dict[str, list[tuple[int, int]]] = {}
+        for task_id, event_type, offset, length in spans:
+            files.setdefault(_task_file(task_id), []).append((offset, length))
+            if event_type in BINDING_EVENTS:
+                files.setdefault(BINDINGS, []).append((offset, length))
+        return files
+
+    return _add(paths.project_dir / name, entries)
+
+
+def _add(directory: Path, measure: Callable[[], dict[str, list[tuple[int, int]]]]) -> bool:
     counts = _read_counts(directory)
     if counts is None:
         return False
-    entries = _entries(events, start, end)
+    entries = measure()
     try:
         for file in entries:
             try:
@@ -172,6 +191,20 @@ def extend_index(paths: ProjectPaths, name: str, events: Sequence[Event], start:
     except OSError:
         return False
     return True
+
+
+def new_index(paths: ProjectPaths) -> str | None:
+    """Create an empty index for :func:`extend_index` to fill (a streamed rewrite indexes each chunk it writes);
+    returns its name or ``None`` when it cannot be made."""
+    name = new_index_name()
+    directory = paths.project_dir / name
+    try:
+        make_dir(directory)
+        _write_counts(directory, {})
+    except (OSError, StorageError):
+        remove_tree_quietly(directory)
+        return None
+    return name
 
 
 def rebuild_index(paths: ProjectPaths, events: Sequence[Event], end: int) -> str | None:
@@ -358,8 +391,10 @@ __all__ = [
     "BINDING_EVENTS",
     "INDEX_DIR_RE",
     "IndexedLedger",
+    "add_spans",
     "count_bindings",
     "extend_index",
+    "new_index",
     "open_indexed",
     "rebuild_index",
     "remove_stale_indexes",

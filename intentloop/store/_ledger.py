@@ -48,8 +48,9 @@ from intentloop.store._signing import sign_committed_head
 from intentloop.store._verify import MAX_LINE_BYTES, Verification, verify_continuation, verify_ledger_bytes
 from intentloop.store._view import LedgerView
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # a hook's append never loads the rewrite machinery
     from intentloop.model.projection import TaskState
+    from intentloop.store._rewrite import Edit, Streamed
     from intentloop.store._sessions import SessionTask
 
 # Called after every commit with the new file's stat (None if unknown) and verified view.
@@ -80,6 +81,10 @@ def read_tombstones(paths: ProjectPaths) -> frozenset[str]:
     if not isinstance(digests, list) or not all(isinstance(d, str) and is_hex64(d) for d in digests):
         raise StorageError("deleted-requests.json is malformed", code="STORAGE_READ_FAILED")
     return frozenset(digests)
+
+
+class _Unchanged(Exception):
+    """A streamed rewrite whose edit changed nothing: the temp file is dropped and the ledger left as it is."""
 
 
 class LockedLedger:
@@ -139,6 +144,11 @@ class LockedLedger:
         from intentloop.store._sessions import session_task_locked
 
         return session_task_locked(self._paths, lambda: self.view, session_hash, since)
+
+    @property
+    def head(self) -> tuple[str | None, int]:
+        """The chain's head hash and line count, known without reading the ledger (even by a lazy writer)."""
+        return self._head[0], self._head[1]
 
     @property
     def view(self) -> LedgerView:
@@ -220,6 +230,79 @@ class LockedLedger:
                 f"the rewritten ledger would not verify: {check.error.reason}", code="DELETE_VERIFICATION_FAILED"
             )
         self._commit("rewrite", LedgerView(check.events, check.head_hash, len(data)), data, check.events)
+
+    def rewrite_each(
+        self,
+        edit: Edit | None,
+        *,
+        touches: Sequence[bytes] | None = None,
+        forbidden: Sequence[bytes] = (),
+        source: LockedLedger | None = None,
+    ) -> bool:
+        """Rewrite the ledger in one streaming pass over the verified file of ``source`` (this ledger by default):
+        events go through ``edit`` and the chain is recomputed as it goes (see ``_rewrite``); the new file is verified
+        chunk by chunk, indexed, and replaces the old one through the atomic write path. Deletion passes its edit;
+        relink passes the old project's ledger as ``source`` and no edit.
+
+        Args:
+            touches: bytes that every line ``edit`` may change holds (``None``: any line); the other lines are not
+                decoded.
+            forbidden: bytes no written line may hold.
+
+        Returns:
+            Whether the ledger was replaced: ``False`` when ``source`` is this ledger and ``edit`` changed nothing.
+
+        Raises:
+            CorruptLedgerError: ``source`` is damaged (opened with ``verify=False``), or a line is not the one
+                verified.
+            StorageError: ``DELETE_VERIFICATION_FAILED`` when a written line would not verify or holds one of
+                ``forbidden``; ``TRANSIENT_FILE_RACE`` (``source`` is not the file verified), ``LOCK_COMPROMISED``,
+                ``STORAGE_READ_FAILED``, ``STORAGE_WRITE_FAILED``.
+        """
+        from intentloop.store._rewrite import Streamed, line_chunks, write_rewrite
+
+        self._check_open()
+        origin = self if source is None else source
+        origin._check_writable()
+        opened = None if origin._identity is None else open_regular(origin._paths.ledger_path)
+        if origin._identity is not None and (
+            opened is None or (opened[1].st_dev, opened[1].st_ino, opened[1].st_size) != origin._identity
+        ):
+            if opened is not None:
+                os.close(opened[0])
+            raise StorageError("the ledger changed under the lock", code="TRANSIENT_FILE_RACE")
+        streamed = Streamed()
+
+        def write(out: int) -> None:
+            path = origin._paths.ledger_path
+            chunks = iter(()) if opened is None else line_chunks(opened[0], opened[1].st_size, path=path)
+            write_rewrite(
+                out,
+                chunks,
+                edit,
+                source_id=origin._paths.project_id,
+                touches=touches,
+                paths=self._paths,
+                forbidden=forbidden,
+                result=streamed,
+            )
+            if (streamed.read_head, streamed.read_lines) != origin._head[:2]:
+                raise StorageError("the ledger changed under the lock", code="TRANSIENT_FILE_RACE")
+            if origin is self and not streamed.changed:
+                raise _Unchanged
+
+        committed = False
+        try:
+            self._commit("stream", None, write, (), streamed=streamed)
+            committed = True
+        except _Unchanged:
+            return False
+        finally:
+            if opened is not None:
+                os.close(opened[0])
+            if not committed and streamed.index is not None:
+                remove_tree_quietly(self._paths.project_dir / streamed.index)
+        return True
 
     def write_control(self, control: PrivateControl) -> None:
         """Create or replace the control file of ``control.host_session_hash`` (atomically, 0600).
@@ -479,14 +562,23 @@ class LockedLedger:
             on_commit=lambda _st: None,
         )
 
-    def _commit(self, kind: str, view: LedgerView | None, data: bytes, events: Sequence[Event]) -> None:
+    def _commit(
+        self,
+        kind: str,
+        view: LedgerView | None,
+        data: bytes | Callable[[int], None],
+        events: Sequence[Event],
+        *,
+        streamed: Streamed | None = None,
+    ) -> None:
         """The one commit every ledger change goes through; ``view`` is the ledger after it (``None``: a writer that
         holds no view appends ``events``).
 
         ``append``: add ``data`` (the lines of ``events``) at the end of the verified file, in place (creating it when
         there is none). ``truncate``: cut the verified file to ``view.byte_length`` (a torn tail). ``rewrite``:
-        replace the whole file with ``data`` (temp file + rename). The owner token is checked right before the file
-        changes; the task index and the checkpoint are updated right after.
+        replace the whole file with ``data`` (temp file + rename). ``stream``: the same with ``data`` writing the
+        file itself and reporting the new chain in ``streamed`` (which brings its own task index). The owner token is
+        checked right before the file changes; the task index and the checkpoint are updated right after.
 
         Raises:
             StorageError: ``LOCK_COMPROMISED``, ``PATH_ESCAPE``, ``UNSAFE_DATA_FILE``, ``TRANSIENT_FILE_RACE`` (not
@@ -496,7 +588,19 @@ class LockedLedger:
 
         def committed(st: os.stat_result | None) -> None:
             self._identity = None if st is None else (st.st_dev, st.st_ino, st.st_size)
-            if view is not None:
+            if streamed is not None:
+                # No view: whoever asks for one after a streamed rewrite reads the new file (``view``'s loader).
+                self._view = None
+                self._head = (streamed.head, streamed.lines, streamed.length)
+                self._verification = Verification(
+                    events=(),
+                    head_hash=streamed.head,
+                    byte_length=streamed.length,
+                    line_count=streamed.lines,
+                    error=None,
+                    torn_tail=None,
+                )
+            elif view is not None:
                 self._view = view
                 self._head = (view.head_hash, len(view), view.byte_length)
                 self._verification = Verification(
@@ -508,9 +612,16 @@ class LockedLedger:
                     torn_tail=None,
                 )
             else:
+                assert isinstance(data, bytes)
                 self._head = (events[-1].event_hash, before_lines + len(events), before_length + len(data))
             self.damage = None
-            self._update_index(kind, events, before_length, view)
+            if streamed is not None:
+                from intentloop.store._index import remove_stale_indexes
+
+                self._index, self._bindings = streamed.index, streamed.bindings
+                remove_stale_indexes(self._paths, keep=streamed.index)
+            else:
+                self._update_index(kind, events, before_length, view)
             write_checkpoint(self._paths, st, self._head[1], self._head[0], self._index, self._bindings)
             # Every commit (append, truncation, rewrite) passes here, still under the lock: its head is signed once.
             # head.sig is renamed into place without an fsync of its own; after a crash it may lag behind the ledger,
@@ -521,15 +632,16 @@ class LockedLedger:
 
         target = self._paths.ledger_path
         owner = self._handle.require_owner
-        if kind == "rewrite":
+        if kind in ("rewrite", "stream"):
             if os.path.lexists(target):
                 self._check_replaceable(target)
-            atomic_replace(target, ledger_temp_name(kind), data, before_replace=owner, on_commit=committed)
+            atomic_replace(target, ledger_temp_name("rewrite"), data, before_replace=owner, on_commit=committed)
         elif kind == "truncate":
             if self._identity is None or view is None:
                 raise StorageError("there is no ledger to repair", code="TRANSIENT_FILE_RACE")
             truncate_durably(target, view.byte_length, expected=self._identity, before_write=owner, on_commit=committed)
         else:
+            assert isinstance(data, bytes)
             append_durably(target, data, expected=self._identity, before_write=owner, on_commit=committed)
 
     def _update_index(self, kind: str, events: Sequence[Event], start: int, view: LedgerView | None) -> None:

@@ -392,6 +392,7 @@ class ProjectStore:
             view=view,
             on_commit=self._remember,
             index=self._index_for(st),
+            loader=self._load,  # a streamed rewrite leaves no view: the next ask reads the new file
         )
         error = verification.error
         if not verify:

@@ -48,14 +48,14 @@ async def _keep_heartbeat(handle: LockHandle, interval: float, lost: list[bool],
 
 @asynccontextmanager
 async def open_locked_ledger(
-    store: ProjectStore, *, deadline: float | None = None, verify: bool = True
+    store: ProjectStore, *, deadline: float | None = None, verify: bool = True, lazy: bool = False
 ) -> AsyncIterator[LockedLedger]:
     """Hold the ledger lock for one mutation, with a supervised heartbeat.
 
     Args:
         store: the project.
         deadline: a ``trio.current_time()`` value at which to stop waiting for the lock.
-        verify: as for :meth:`ProjectStore.locked`.
+        verify, lazy: as for :meth:`ProjectStore.locked`.
 
     Raises:
         StorageError: ``LOCK_TIMEOUT``; ``LOCK_COMPROMISED`` when the heartbeat found the lock lost and cancelled the
@@ -64,7 +64,7 @@ async def open_locked_ledger(
     """
     handle = await acquire_lock(store, deadline=deadline)
     try:
-        ledger = store.enter_locked(handle, verify=verify)
+        ledger = store.enter_locked(handle, verify=verify, lazy=lazy)
         lost: list[bool] = []
         finished = False
         body_error: Exception | None = None

@@ -1,6 +1,6 @@
 """intentloop benchmark: medians through the public surfaces only (method and figures: docs/BENCHMARK.md).
 
-Run: ``python tools/bench/run.py [--sizes 200,10000,100000] [--sizes-only] [--out tools/bench/results/latest.json]``.
+Run: ``python tools/bench/run.py [--sizes 200,10000,100000] [--sizes-only | --forget-only] [--out FILE]``.
 
 Each figure is reported at each size, with the ratio of its value at the largest size to its value at the smallest
 (measured in the same run, so machine load affects both) and the load average before and after the sizes.
@@ -257,8 +257,8 @@ PROMPT_FLOORS: dict[str, list[str]] = {
     ],
     "hook_libraries_ms": [
         "-c",
-        "from intentloop.hooks._run import import_msgspec_alone; import_msgspec_alone(); import hashlib, pathlib, ctypes; "
-        "import cryptography.hazmat.primitives.asymmetric.ed25519",
+        "from intentloop.hooks._run import import_msgspec_alone; import_msgspec_alone(); "
+        "import hashlib, pathlib, ctypes; import cryptography.hazmat.primitives.asymmetric.ed25519",
     ],
 }
 
@@ -340,6 +340,70 @@ def _compile_project() -> None:
     import intentloop
 
     compileall.compile_dir(str(Path(intentloop.__file__).parent), quiet=1)
+
+
+# --------------------------------------------------------------------------------------------------- forget
+# Runs the command given as arguments; prints its wall time (s) and the peak RSS (KiB) of that child alone (a small
+# parent: a large one's figure would be carried across fork + exec).
+_CHILD_PEAK = (
+    "import resource, subprocess, sys, time\n"
+    "t0 = time.perf_counter()\n"
+    "done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)\n"
+    "elapsed = time.perf_counter() - t0\n"
+    "sys.stderr.buffer.write(done.stderr)\n"
+    "print(done.returncode, elapsed, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+)
+
+
+def _child_run(data_root: Path, args: list[str]) -> tuple[float, float]:
+    """(seconds, peak RSS in MB) of one ``intentloop`` process."""
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD_PEAK, INTENTLOOP, *args], capture_output=True, env=_env(data_root), check=True
+    )
+    code, elapsed, peak = done.stdout.split()
+    if int(code) != 0:
+        raise RuntimeError(f"intentloop {' '.join(args)} failed: {done.stderr.decode()[-500:]}")
+    return float(elapsed), int(peak) / 1024
+
+
+def _claims_at(ledger: Path, count: int) -> list[str]:
+    """Claim ids spread over the ledger (the deletion re-chains everything after its claim: the middle is typical)."""
+    total = ledger.stat().st_size
+    ids = []
+    with ledger.open("rb") as fh:
+        for i in range(count):
+            fh.seek(total * (i + 1) // (count + 2))
+            fh.readline()
+            event = json.loads(fh.readline())
+            ids.append(event["payload"]["claim"]["claim_id"])
+    return ids
+
+
+def measure_forget(data_root: Path, project_id: str, repeats: int = 3) -> dict[str, Any]:
+    """``intentloop forget claim ID --yes`` (the whole operation: a fresh process, the lock, the streamed rewrite and
+    the read-back scans) and its child's peak RSS, beside the floor ``intentloop --version`` in the same run. The first
+    deletion after seeding finds no checkpoint (``forget_claim_cold_s``); the others find the one it left."""
+    ledger = data_root / "projects" / project_id / "ledger.jsonl"
+    checkpoint = ledger.with_name(CHECKPOINT_NAME)
+    row: dict[str, Any] = {}
+    claims = _claims_at(ledger, repeats + 1)
+    if not checkpoint.exists():
+        row["forget_claim_cold_s"], row["forget_claim_cold_rss_mb"] = _child_run(
+            data_root, ["forget", "claim", claims.pop(), "--project-id", project_id, "--yes", "--json"]
+        )
+    times, peaks, floors, floor_peaks = [], [], [], []
+    for claim in claims[:repeats]:
+        elapsed, peak = _child_run(data_root, ["forget", "claim", claim, "--project-id", project_id, "--yes", "--json"])
+        times.append(elapsed)
+        peaks.append(peak)
+        elapsed, peak = _child_run(data_root, ["--version"])
+        floors.append(elapsed)
+        floor_peaks.append(peak)
+    row["forget_claim_s"] = round(statistics.median(times), 3)
+    row["forget_claim_rss_mb"] = round(max(peaks), 1)
+    row["version_s"] = round(statistics.median(floors), 3)
+    row["version_rss_mb"] = round(max(floor_peaks), 1)
+    return {k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()}
 
 
 # --------------------------------------------------------------------------------------------------- figures
@@ -429,6 +493,7 @@ async def measure_size(n: int, work: Path, repeats: int) -> dict[str, Any]:
         verified = verified and verify.returncode == 0
     row["verify_s"] = round(statistics.median(verifies), 3)
     row["verified"] = verified
+    row.update(measure_forget(data_root, project_id))
     return row
 
 
@@ -442,6 +507,9 @@ FIGURES = [
     "cold_rebuilt_s",
     "peak_rss_mb",
     "verify_s",
+    "forget_claim_s",
+    "forget_claim_rss_mb",
+    "version_s",
 ]
 
 
@@ -603,6 +671,9 @@ def _machine() -> str:
 async def main(args: argparse.Namespace) -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     _compile_project()
+    if args.forget_only:
+        await forget_only(sizes, args.out)
+        return
     with tempfile.TemporaryDirectory(prefix="intentloop-bench-") as tmp:
         work = Path(tmp)
         startup: dict[str, Any] = {}
@@ -644,6 +715,34 @@ async def main(args: argparse.Namespace) -> None:
     print(f"wrote {out}")
 
 
+async def forget_only(sizes: list[int], out: str) -> None:
+    """Only the deletion figures: seed each size, then :func:`measure_forget` (``--forget-only``)."""
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="intentloop-bench-") as tmp:
+        for n in sizes:
+            data_root, project = Path(tmp) / f"data-{n}", Path(tmp) / f"project-{n}"
+            data_root.mkdir(mode=0o700)
+            project.mkdir()
+            t0 = time.perf_counter()
+            project_id, _tasks = seed_ledger(data_root, project, n)
+            seeded = round(time.perf_counter() - t0, 1)
+            load = _load()
+            row = {"events": n, "seed_s": seeded, "load_average_before": load, **measure_forget(data_root, project_id)}
+            row["load_average_after"] = _load()
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+            shutil.rmtree(data_root)
+    result = {
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": _machine(),
+        "command": "python tools/bench/run.py " + " ".join(sys.argv[1:]),
+        "sizes": rows,
+    }
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(json.dumps(result, indent=1) + "\n")
+    print(f"wrote {out}")
+
+
 def _writer_main(argv: list[str]) -> None:
     idx, writes, data_root, project = int(argv[0]), int(argv[1]), Path(argv[2]), argv[3]
     print(anyio.run(_writer, data_root, project, idx, writes, backend="trio"))
@@ -657,5 +756,6 @@ if __name__ == "__main__":
     parser.add_argument("--sizes", default="200,10000,100000")
     parser.add_argument("--sizes-only", action="store_true", help="skip start-up, writers and lock figures")
     parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--forget-only", action="store_true", help="only seed each size and measure forget claim")
     parser.add_argument("--out", default="tools/bench/results/latest.json")
     anyio.run(main, parser.parse_args(), backend="trio")
