@@ -95,13 +95,17 @@ class Opening:
         self.listed = False
 
 
-def carry_out(decision: Decision, opening: Opening) -> dict[str, Any] | list[dict[str, Any]] | None:
-    """What the front loop writes for ``decision``, or ``None`` when nothing is owed.
+class HandOver:
+    """What :func:`carry_out` returns for a decision the trio server must carry out."""
 
-    Raises:
-        HandOver: the decision needs the trio server (a tool call, a resource read, a batch answered concurrently,
-            an answer whose failure must be logged).
-    """
+
+HAND_OVER: Final = HandOver()
+
+
+def carry_out(decision: Decision, opening: Opening) -> dict[str, Any] | list[dict[str, Any]] | HandOver | None:
+    """What the front loop writes for ``decision``, ``None`` when nothing is owed, or :data:`HAND_OVER` when the
+    decision needs the trio server (a tool call, a resource read, a batch answered concurrently, an answer whose
+    failure must be logged)."""
     if decision is None or isinstance(decision, Cancel | Response):
         return None  # nothing is in flight and no request of ours waits for an answer in this phase
     if isinstance(decision, Reply):
@@ -110,11 +114,7 @@ def carry_out(decision: Decision, opening: Opening) -> dict[str, Any] | list[dic
         opening.session.finished(decision.request_id)
         opening.listed = opening.listed or decision.method == "tools/list"
         return decision.message
-    raise HandOver
-
-
-class HandOver(Exception):
-    """The decision about a message must be carried out by the trio server."""
+    return HAND_OVER
 
 
 def answer_front(
@@ -142,9 +142,8 @@ def answer_front(
             del buffer[: newline + 1]
             if line.strip():
                 decision = opening.session.receive_line(line)
-                try:
-                    answer = carry_out(decision, opening)
-                except HandOver:
+                answer = carry_out(decision, opening)
+                if isinstance(answer, HandOver):
                     opening.decision = decision
                     opening.pending = bytes(buffer)
                     return True
@@ -301,6 +300,7 @@ def _leave(preparing: _Preparing, code: int = 0) -> int:
 
 
 __all__ = [
+    "HAND_OVER",
     "HandOver",
     "Opening",
     "WireFds",

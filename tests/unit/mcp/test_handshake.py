@@ -65,6 +65,9 @@ async def trio_answers(server: McpServer, data: bytes, opening: Opening | None =
     to_send, to_receive = trio.testing.memory_stream_one_way_pair()
     from_send, from_receive = trio.testing.memory_stream_one_way_pair()
     received = bytearray()
+    # Loaded first: the script ends with EOF, after which a call has only the server's short grace to finish, which
+    # the service's first import in this process can outlast on a loaded machine.
+    await server.ready()
 
     async def serve() -> None:
         async with from_send:
