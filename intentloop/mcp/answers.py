@@ -1,8 +1,8 @@
 """The answers that need neither trio nor the service: the handshake, the tool list, discovery and JSON-RPC framing.
 
-Both the trio server (:mod:`intentloop.mcp.server`) and the blocking front loop that answers the handshake before trio
-is imported (:mod:`intentloop.mcp.handshake`) build their answers here, so the two give the same bytes. Nothing here
-imports trio, the service or the standard library's heavier modules.
+The session (:mod:`intentloop.mcp.session`), which both the blocking front loop and the trio server drive, and the trio
+server's tool calls build their answers here. Nothing here imports trio, the service or the standard library's heavier
+modules.
 """
 
 from __future__ import annotations

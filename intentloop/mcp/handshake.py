@@ -2,17 +2,16 @@
 
 Why: a host waits a bounded time for a new server's tool list (Codex sends its first turn after 1 s, with or without
 our tools), and importing trio is most of a trio server's start: ~90 ms on a quiet 2-core machine, 0.3–0.5 s with four
-busy processes beside it. This loop needs only msgspec and the tool catalog. It answers ``initialize``, ``ping``,
-``server/discover`` and the three list methods (tools, resources, resource templates) the moment they arrive, while
-a background thread imports trio, the server and the service. Two things end this phase: the trio server being
-ready after the tools were listed, while the client is quiet (the usual end, a few hundred milliseconds after spawn,
-so the server can verify the project's ledger in the background before the first call; waiting for the tool list
-keeps the answer the host waits for on the fast path, whatever the load), or a message the loop does not answer
-itself — a tool call, a resource read, a batch, anything malformed or unusual — which then waits for the import.
-Either way the connection is handed over to the trio server (:func:`intentloop.mcp.stdio.serve_opened`) with the
-negotiated era, revision and client capabilities and every byte not yet handled, which the trio server answers
-exactly as if it had served from the start. Answers come from :mod:`intentloop.mcp.answers`, which the trio server
-uses too: both give the same bytes.
+busy processes beside it. This loop needs only msgspec and the tool catalog. It feeds each line to the connection's
+:class:`~intentloop.mcp.session.Session` and writes every answer the session gives by itself (``initialize``, ``ping``,
+``server/discover``, the three list methods, every protocol error) the moment the line arrives, while a background
+thread imports trio, the server and the service. Two things end this phase: the trio server being ready after the
+tools were listed, while the client is quiet (the usual end, a few hundred milliseconds after spawn, so the server can
+verify the project's ledger in the background before the first call; waiting for the tool list keeps the answer the
+host waits for on the fast path, whatever the load), or a decision the loop cannot carry out — a tool call, a resource
+read, a batch — which then waits for the import. Either way the trio server
+(:func:`intentloop.mcp.stdio.serve_opened`) goes on with the same session, carries out the decision left to it, then
+reads the bytes after it: one set of rules decides every answer, whichever loop writes it.
 
 Stopping: closing stdin or SIGINT/SIGTERM ends the process at once in this phase. The background thread starts with
 those signals blocked, so the kernel delivers them to the main thread, whose blocking read they interrupt; when the
@@ -32,27 +31,9 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
-import msgspec
-
-from intentloop.mcp.answers import (
-    discover_result,
-    encode_message,
-    initialize_result,
-    listing,
-    ordered,
-    result_message,
-    tools,
-    valid_id,
-)
-from intentloop.mcp.protocol import (
-    MODERN_VERSIONS,
-    REVISIONS,
-    ProtocolError,
-    Revision,
-    check_modern_envelope,
-    has_modern_envelope,
-    negotiate,
-)
+from intentloop.mcp.answers import encode_message, tools
+from intentloop.mcp.protocol import MODERN_VERSIONS, REVISIONS
+from intentloop.mcp.session import Cancel, Decision, Ready, Reply, Response, Session
 
 if TYPE_CHECKING:
     from intentloop.mcp.server import McpServer
@@ -62,7 +43,6 @@ _READ_CHUNK: Final = 256 * 1024
 _FRONT_MAX_LINE: Final = 1024 * 1024
 _STOP_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM)
 _FRONT_SWITCH_INTERVAL_S: Final = 0.001
-_decoder = msgspec.json.Decoder()
 
 
 class WireFds:
@@ -96,82 +76,45 @@ def take_wire_fds() -> WireFds:
 
 
 class Opening:
-    """What the front loop settled before handing the connection over.
+    """What the front loop leaves to the trio server.
 
     Attributes:
-        revision: the handshake era's negotiated revision (``None`` before ``initialize``).
-        modern: a request carrying the 2026-07-28 envelope was answered, so the connection is in the modern era.
-        client_capabilities: the capabilities the client declared in ``initialize``.
-        pending: the bytes the front loop did not handle, from the first message it left to the trio server.
+        session: the session the front loop drove (era, revision, client capabilities, requests in flight).
+        decision: the session's decision the front loop could not carry out (a tool call, a resource read, a batch),
+            which the trio server carries out first; ``None`` when it hands over between messages.
+        pending: the bytes not yet read as lines (after ``decision``'s line).
         listed: the front loop answered ``tools/list``: from then on it hands over as soon as the trio server is ready.
     """
 
-    __slots__ = ("client_capabilities", "listed", "modern", "pending", "revision")
+    __slots__ = ("decision", "listed", "pending", "session")
 
     def __init__(self) -> None:
-        self.revision: Revision | None = None
-        self.modern = False
-        self.client_capabilities: dict[str, Any] = {}
+        self.session = Session()
+        self.decision: Decision = None
         self.pending = b""
         self.listed = False
 
 
 class HandOver:
-    """The answer of :func:`answer_early` for a message the trio server must handle."""
+    """What :func:`carry_out` returns for a decision the trio server must carry out."""
 
 
 HAND_OVER: Final = HandOver()
 
 
-def answer_early(message: Any, opening: Opening) -> dict[str, Any] | HandOver | None:
-    """The front loop's answer to one decoded message: the answer, ``None`` when none is owed, or :data:`HAND_OVER`.
-
-    Only the answers the trio server would give in the same state come from here; ``opening`` is updated only when
-    the message is fully handled, so a handed-over message finds the state it was sent in.
-    """
-    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" or not isinstance(message.get("method"), str):
-        return HAND_OVER
-    method: str = message["method"]
-    if "id" not in message:
-        return None  # a notification: with nothing in flight yet, none of them asks anything of the server
-    request_id = message["id"]
-    params = message.get("params")
-    if not valid_id(request_id) or (params is not None and not isinstance(params, dict)):
-        return HAND_OVER
-    if opening.revision is None and not opening.modern:
-        if method == "initialize":
-            if not isinstance(params, dict) or not isinstance(params.get("protocolVersion"), str):
-                return HAND_OVER
-            revision = negotiate(params["protocolVersion"])
-            capabilities = params.get("capabilities")
-            opening.revision = revision
-            opening.client_capabilities = capabilities if isinstance(capabilities, dict) else {}
-            return result_message(request_id, initialize_result(revision))
-        if not has_modern_envelope(params):
-            return result_message(request_id, {}) if method == "ping" else HAND_OVER
-        return _answer_modern(request_id, method, params, opening)
-    if opening.modern:
-        return HAND_OVER if method == "initialize" else _answer_modern(request_id, method, params, opening)
-    negotiated = opening.revision
-    assert negotiated is not None
-    result = {} if method == "ping" else listing(method, negotiated)
-    if result is None or has_modern_envelope(params):
-        return HAND_OVER
-    opening.listed = opening.listed or method == "tools/list"
-    return result_message(request_id, ordered(result, negotiated, method))
-
-
-def _answer_modern(request_id: int | str, method: str, params: Any, opening: Opening) -> dict[str, Any] | HandOver:
-    try:
-        revision, _ = check_modern_envelope(params)
-    except ProtocolError:
-        return HAND_OVER
-    result = discover_result() if method == "server/discover" else listing(method, revision)
-    if result is None:
-        return HAND_OVER
-    opening.modern = True
-    opening.listed = opening.listed or method == "tools/list"
-    return result_message(request_id, ordered(result, revision, method))
+def carry_out(decision: Decision, opening: Opening) -> dict[str, Any] | list[dict[str, Any]] | HandOver | None:
+    """What the front loop writes for ``decision``, ``None`` when nothing is owed, or :data:`HAND_OVER` when the
+    decision needs the trio server (a tool call, a resource read, a batch answered concurrently, an answer whose
+    failure must be logged)."""
+    if decision is None or isinstance(decision, Cancel | Response):
+        return None  # nothing is in flight and no request of ours waits for an answer in this phase
+    if isinstance(decision, Reply):
+        return decision.message
+    if isinstance(decision, Ready) and decision.failure is None:
+        opening.session.finished(decision.request_id)
+        opening.listed = opening.listed or decision.method == "tools/list"
+        return decision.message
+    return HAND_OVER
 
 
 def answer_front(
@@ -184,21 +127,24 @@ def answer_front(
     becomes readable once the trio server can take over: the loop then hands over at its next wait for input.
 
     Returns:
-        ``True`` to hand over (``opening.pending`` holds the bytes not handled), ``False`` at stdin EOF or when the
-        client no longer reads stdout.
+        ``True`` to hand over (``opening.decision`` and ``opening.pending`` hold what is left), ``False`` at stdin EOF
+        or when the client no longer reads stdout.
     """
     buffer = bytearray()
     searched = 0
+    at_eof = False
     while True:
         newline = buffer.find(b"\n", searched)
+        if at_eof and newline < 0 and buffer.strip():
+            newline = len(buffer)  # a last line without its newline is still a line
         while newline >= 0:
             line = bytes(buffer[:newline]).rstrip(b"\r")
+            del buffer[: newline + 1]
             if line.strip():
-                try:
-                    answer = answer_early(_decoder.decode(line), opening)
-                except msgspec.DecodeError:
-                    answer = HAND_OVER
+                decision = opening.session.receive_line(line)
+                answer = carry_out(decision, opening)
                 if isinstance(answer, HandOver):
+                    opening.decision = decision
                     opening.pending = bytes(buffer)
                     return True
                 if answer is not None:
@@ -206,8 +152,9 @@ def answer_front(
                         _write_all(wire.write_fd, encode_message(answer))
                     except OSError:  # a closed pipe: the client is gone
                         return False
-            del buffer[: newline + 1]
             newline = buffer.find(b"\n")
+        if at_eof:
+            return False
         if len(buffer) > _FRONT_MAX_LINE:
             opening.pending = bytes(buffer)
             return True
@@ -221,11 +168,7 @@ def answer_front(
             chunk = os.read(wire.read_fd, _READ_CHUNK)
         except OSError:
             chunk = b""
-        if not chunk:
-            if buffer.strip():  # a last line without its newline: the trio server answers it
-                opening.pending = bytes(buffer)
-                return True
-            return False
+        at_eof = not chunk
         buffer += chunk
 
 
@@ -265,7 +208,8 @@ class _Preparing:
         """Start the thread (once) with SIGINT/SIGTERM blocked in it, so they always reach the main thread."""
         if self._thread.ident is not None:
             return
-        revision = self._opening.revision or (REVISIONS[MODERN_VERSIONS[-1]] if self._opening.modern else None)
+        session = self._opening.session
+        revision = session.revision or (REVISIONS[MODERN_VERSIONS[-1]] if session.modern else None)
         if revision is not None:
             tools(revision)  # built now, so the tools/list that follows initialize is only encoded
         # The main thread gets the interpreter lock back within 1 ms (not 5) whenever an answer is due.
@@ -360,8 +304,8 @@ __all__ = [
     "HandOver",
     "Opening",
     "WireFds",
-    "answer_early",
     "answer_front",
+    "carry_out",
     "serve_stdio",
     "take_wire_fds",
 ]

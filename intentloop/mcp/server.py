@@ -6,11 +6,12 @@ answers ``initialize`` about 1.1 × a bare ``import trio, msgspec`` later (``doc
 SDK stays the conformance oracle: the tests drive this server with the official client of each era and compare its
 answers byte for byte with the ones the SDK-based server gave.
 
-One :class:`Connection` per stdio session. The first request decides the era: ``initialize`` opens the handshake era,
-a request whose ``params._meta`` carries the 2026-07-28 envelope opens the modern one. Requests run as concurrent
-tasks (``initialize`` inline, so pipelined requests see the negotiated revision); ``notifications/cancelled`` cancels
-one and suppresses its answer. The service is imported in a worker thread right after the era is known, so neither
-``initialize`` nor ``tools/list`` waits for it, and a first ``tools/call`` seldom does.
+One :class:`Connection` per stdio session carries out what its :class:`~intentloop.mcp.session.Session` decides (the
+era, the revision, every validity rule and every answer that needs neither the service nor a file live there, shared
+with the front loop). Requests run as concurrent tasks (``initialize`` inline, so pipelined requests see the
+negotiated revision); ``notifications/cancelled`` cancels one and suppresses its answer. The service is imported in a
+worker thread right after the era is known, so neither ``initialize`` nor ``tools/list`` waits for it, and a first
+``tools/call`` seldom does.
 """
 
 from __future__ import annotations
@@ -19,44 +20,15 @@ import importlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-import msgspec
 import trio
 
 from intentloop.errors import IntentLoopError, InvalidInputError
 from intentloop.mcp import answers, envelope as env
-from intentloop.mcp.answers import (
-    EXPERIMENTAL_CAPABILITIES,
-    INSTRUCTIONS,
-    RequestId,
-    discover_result,
-    encode_message,
-    error_message,
-    id_of,
-    initialize_result,
-    listing,
-    ordered,
-    result_message,
-    valid_id,
-)
+from intentloop.mcp.answers import EXPERIMENTAL_CAPABILITIES, INSTRUCTIONS, RequestId, encode_message
 from intentloop.mcp.catalog import Catalog, load_catalog
-from intentloop.mcp.protocol import (
-    HANDSHAKE_METHODS,
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    METHOD_NOT_FOUND,
-    MODERN_METHODS,
-    MODERN_VERSIONS,
-    PARSE_ERROR,
-    UNSUPPORTED_PROTOCOL_VERSION,
-    ProtocolError,
-    Revision,
-    check_modern_envelope,
-    has_modern_envelope,
-    negotiate,
-)
+from intentloop.mcp.protocol import INTERNAL_ERROR, ProtocolError, Revision
 from intentloop.mcp.roots import (
     Canonicalize,
     ResolvedRoot,
@@ -66,23 +38,15 @@ from intentloop.mcp.roots import (
     root_required,
     single_local_root,
 )
-from intentloop.mcp.skill import (
-    SKILL_MIME_TYPE,
-    SKILL_URI,
-    read_skill,
-)
+from intentloop.mcp.session import Batch, Call, Cancel, Decision, Ready, Reply, Response, Session
+from intentloop.mcp.skill import SKILL_MIME_TYPE, SKILL_URI, read_skill
 from intentloop.model import project_id_for
-
-if TYPE_CHECKING:
-    from intentloop.mcp.handshake import Opening
 
 logger = logging.getLogger(__name__)
 
 ROOTS_TIMEOUT_S = 2.0  # how long a handshake-era client may take to answer roots/list
 # The key under which the 2026-07-28 roots input request travels; the client echoes it in ``inputResponses``.
 ROOTS_INPUT_KEY = "intent_loop_roots"
-
-_decoder = msgspec.json.Decoder()
 
 Decode = Callable[[str, Any], object]
 Send = Callable[[Any], Awaitable[None]]
@@ -223,164 +187,83 @@ class _Pending:
 
 
 class Connection:
-    """One client session: its era and revision, its requests in flight, and requests it owes the server an answer.
+    """One client session on trio: its :class:`~intentloop.mcp.session.Session` decides, this carries the decisions
+    out (requests as concurrent tasks, cancellation, tool calls, the roots back-channel).
 
     Args:
         server: the shared server state.
         send: writes one JSON-RPC message (a dict or a batch list) to the client.
+        session: the session to go on with (the front loop's, :mod:`intentloop.mcp.handshake`); a new one by default.
     """
 
-    def __init__(self, server: McpServer, send: Send) -> None:
+    def __init__(self, server: McpServer, send: Send, session: Session | None = None) -> None:
         self.server = server
         self.send = send
-        self.revision: Revision | None = None  # the handshake era's negotiated revision
-        self.modern = False  # the first request carried the 2026-07-28 envelope
-        self.client_capabilities: dict[str, Any] = {}
-        self._in_flight: dict[RequestId, trio.CancelScope] = {}
+        self.session = session if session is not None else Session()
+        self._scopes: dict[RequestId, trio.CancelScope] = {}
         self._pending: dict[RequestId, _Pending] = {}
-        self._next_server_id = 0
-
-    def adopt(self, opening: Opening) -> None:
-        """Go on from where the front loop (:mod:`intentloop.mcp.handshake`) left the connection."""
-        self.revision = opening.revision
-        self.modern = opening.modern
-        self.client_capabilities = opening.client_capabilities
-        if self.revision is not None or self.modern:
+        if self.session.opened:
             self.server.start_loading()
 
     # -- inbound ---------------------------------------------------------------------------------------------------
 
     async def receive(self, line: bytes, nursery: trio.Nursery) -> None:
         """Handle one line from the client: a message, a batch, or something that is neither."""
-        try:
-            message = _decoder.decode(line)
-        except msgspec.DecodeError:
-            await self.send(error_message(None, PARSE_ERROR, "Parse error: the line is not valid JSON"))
-            return
-        if isinstance(message, list):
-            await self._receive_batch(message, nursery)
-            return
-        answer_now = await self._receive_one(message, nursery, batch=None)
-        if answer_now is not None:
-            await self.send(answer_now)
+        await self.carry_out(self.session.receive_line(line), nursery)
 
-    async def _receive_batch(self, batch: list[Any], nursery: trio.Nursery) -> None:
-        if self.modern or self.revision is None or not self.revision.batches or not batch:
-            reason = "an empty batch" if not batch else "JSON-RPC batches are not part of the negotiated revision"
-            await self.send(error_message(None, INVALID_REQUEST, f"Invalid Request: {reason}"))
+    async def carry_out(self, decision: Decision, nursery: trio.Nursery) -> None:
+        """Carry out the session's decision about one line (also the one the front loop handed over)."""
+        if self.session.opened:
+            self.server.start_loading()  # once the era is known, so neither initialize nor tools/list waits for it
+        if isinstance(decision, Batch):
+            replies: list[dict[str, Any]] = []
+            async with trio.open_nursery() as batch_nursery:
+                for member in decision.members:
+                    immediate = self._start(member, batch_nursery, batch=replies)
+                    if immediate is not None:
+                        replies.append(immediate)
+            if replies:
+                await self.send(replies)
             return
-        replies: list[dict[str, Any]] = []
-        async with trio.open_nursery() as batch_nursery:
-            for message in batch:
-                if isinstance(message, dict) and message.get("method") == "initialize":
-                    replies.append(
-                        error_message(id_of(message), INVALID_REQUEST, "initialize cannot be part of a batch")
-                    )
-                    continue
-                immediate = await self._receive_one(message, batch_nursery, batch=replies)
-                if immediate is not None:
-                    replies.append(immediate)
-        if replies:
-            await self.send(replies)
+        immediate = self._start(decision, nursery, batch=None)
+        if immediate is not None:
+            await self.send(immediate)
 
-    async def _receive_one(
-        self, message: Any, nursery: trio.Nursery, *, batch: list[dict[str, Any]] | None
-    ) -> dict[str, Any] | None:
-        """Route one message; returns an answer to send at once, or ``None`` (answered later, or nothing owed)."""
-        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-            return error_message(id_of(message), INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message")
-        if "method" not in message:
-            if "id" in message and ("result" in message or "error" in message):
-                self._answer_pending(message)
-                return None
-            return error_message(id_of(message), INVALID_REQUEST, "Invalid Request: no method")
-        method = message["method"]
-        params = message.get("params")
-        if not isinstance(method, str):
-            return error_message(id_of(message), INVALID_REQUEST, "Invalid Request: method must be a string")
-        if "id" not in message:
-            self._notification(method, params)
-            return None
-        request_id = message["id"]
-        if not valid_id(request_id):
-            return error_message(None, INVALID_REQUEST, "Invalid Request: id must be a string or an integer")
-        if params is not None and not isinstance(params, dict):
-            return error_message(request_id, INVALID_PARAMS, "Invalid params: params must be an object")
-        if request_id in self._in_flight:
-            return error_message(request_id, INVALID_REQUEST, "Invalid Request: this id is already in use by a request")
-        if method == "initialize" or (self.revision is None and not self.modern and not has_modern_envelope(params)):
-            return self._before_or_at_initialize(request_id, method, params)
-        if self.revision is None and not self.modern:
-            self.modern = True
-            self.server.start_loading()
-        scope = trio.CancelScope()
-        self._in_flight[request_id] = scope
-        nursery.start_soon(self._answer, request_id, method, params or {}, scope, batch)
+    def _start(
+        self,
+        decision: Reply | Ready | Call | Cancel | Response | None,
+        nursery: trio.Nursery,
+        *,
+        batch: list[dict[str, Any]] | None,
+    ) -> Any:
+        """Start what ``decision`` asks for; returns an answer to send at once, or ``None``."""
+        if isinstance(decision, Reply):
+            return decision.message
+        if isinstance(decision, Ready | Call):
+            scope = trio.CancelScope()
+            self._scopes[decision.request_id] = scope
+            nursery.start_soon(self._answer, decision, scope, batch)
+        elif isinstance(decision, Cancel):
+            cancelled = self._scopes.get(decision.request_id)
+            if cancelled is not None:
+                cancelled.cancel()
+        elif isinstance(decision, Response):
+            pending = self._pending.pop(decision.request_id, None)
+            if pending is not None:
+                pending.answer = decision.message
+                pending.done.set()
         return None
-
-    def _before_or_at_initialize(self, request_id: RequestId, method: str, params: Any) -> dict[str, Any]:
-        if method == "initialize":
-            if self.modern:
-                requested = params.get("protocolVersion") if isinstance(params, dict) else None
-                return error_message(
-                    request_id,
-                    UNSUPPORTED_PROTOCOL_VERSION,
-                    "this connection serves the 2026-07-28 protocol; the initialize handshake is not accepted",
-                    {"supported": list(MODERN_VERSIONS), "requested": requested},
-                )
-            if self.revision is not None:
-                return error_message(
-                    request_id, INVALID_REQUEST, "Invalid Request: the connection is already initialized"
-                )
-            return self._initialize(request_id, params)
-        if method == "ping":
-            return result_message(request_id, {})
-        return error_message(
-            request_id,
-            INVALID_REQUEST,
-            "Invalid Request: the server is not initialized; send initialize first (or a request carrying the "
-            "2026-07-28 _meta envelope)",
-        )
-
-    def _initialize(self, request_id: RequestId, params: Any) -> dict[str, Any]:
-        if not isinstance(params, dict) or not isinstance(params.get("protocolVersion"), str):
-            return error_message(request_id, INVALID_PARAMS, "Invalid params: initialize needs params.protocolVersion")
-        capabilities = params.get("capabilities")
-        self.client_capabilities = capabilities if isinstance(capabilities, dict) else {}
-        revision = negotiate(params["protocolVersion"])
-        self.revision = revision
-        self.server.start_loading()
-        return result_message(request_id, initialize_result(revision))
-
-    def _notification(self, method: str, params: Any) -> None:
-        if method == "notifications/cancelled" and isinstance(params, dict):
-            scope = self._in_flight.get(params.get("requestId"))  # type: ignore[arg-type]
-            if scope is not None:
-                scope.cancel()
-        # notifications/initialized, notifications/roots/list_changed and unknown notifications need nothing.
-
-    def _answer_pending(self, message: dict[str, Any]) -> None:
-        pending = self._pending.pop(message["id"], None) if valid_id(message["id"]) else None
-        if pending is not None:
-            pending.answer = message
-            pending.done.set()
 
     # -- requests --------------------------------------------------------------------------------------------------
 
-    async def _answer(
-        self,
-        request_id: RequestId,
-        method: str,
-        params: dict[str, Any],
-        scope: trio.CancelScope,
-        batch: list[dict[str, Any]] | None,
-    ) -> None:
+    async def _answer(self, request: Ready | Call, scope: trio.CancelScope, batch: list[dict[str, Any]] | None) -> None:
         answer: dict[str, Any] | None = None
         try:
             with scope:
-                answer = await self._request(request_id, method, params)
+                answer = await self._answer_of(request)
         finally:
-            del self._in_flight[request_id]
+            del self._scopes[request.request_id]
+            self.session.finished(request.request_id)
         if answer is None or scope.cancel_called:
             return  # cancelled: the specification asks for no response
         if batch is not None:
@@ -388,65 +271,32 @@ class Connection:
         else:
             await self.send(answer)
 
-    async def _request(self, request_id: RequestId, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    async def _answer_of(self, request: Ready | Call) -> dict[str, Any]:
+        if isinstance(request, Ready):
+            if request.failure is not None:
+                logger.error("%s failed unexpectedly", request.method, exc_info=request.failure)
+            return request.message
         try:
-            if self.modern:
-                revision, capabilities = check_modern_envelope(params)
-                if method not in MODERN_METHODS:
-                    raise ProtocolError(METHOD_NOT_FOUND, "Method not found", method)
-            else:
-                assert self.revision is not None
-                revision, capabilities = self.revision, self.client_capabilities
-                if has_modern_envelope(params):
-                    raise ProtocolError(
-                        INVALID_REQUEST,
-                        "this connection serves the handshake protocol era; requests carrying the 2026-07-28 "
-                        "envelope are not accepted on it",
-                    )
-                if method not in HANDSHAKE_METHODS:
-                    raise ProtocolError(METHOD_NOT_FOUND, "Method not found", method)
-            result = await self._method(method, params, revision, capabilities)
+            if request.method == "tools/call":
+                return request.result(await self._call_tool(request))
+            return request.result(self._read_resource(request))
         except ProtocolError as error:
-            return error_message(request_id, error.code, error.message, error.data)
+            return request.error(error.code, error.message, error.data)
         except Exception:
-            logger.exception("%s failed unexpectedly", method)
-            return error_message(request_id, INTERNAL_ERROR, "Internal error")
-        return result_message(request_id, ordered(result, revision, method))
+            logger.exception("%s failed unexpectedly", request.method)
+            return request.error(INTERNAL_ERROR, "Internal error")
 
-    async def _method(
-        self, method: str, params: dict[str, Any], revision: Revision, capabilities: Mapping[str, Any]
-    ) -> dict[str, Any]:
-        if method == "tools/call":
-            return await self._call_tool(params, revision, capabilities)
-        listed = listing(method, revision)
-        if listed is not None:
-            return listed
-        if method == "resources/read":
-            return self._read_resource(params, revision)
-        if method == "server/discover":
-            return discover_result()
-        return {}  # ping
-
-    def _read_resource(self, params: dict[str, Any], revision: Revision) -> dict[str, Any]:
-        uri = params.get("uri")
-        if not isinstance(uri, str):
-            raise ProtocolError(INVALID_PARAMS, "Invalid params: resources/read needs params.uri (a string)")
-        if uri != SKILL_URI:
-            raise ProtocolError(revision.resource_not_found, "Resource not found", {"uri": uri[:200]})
+    def _read_resource(self, call: Call) -> dict[str, Any]:
         try:
             text = read_skill(self.server.skill_paths)
         except IntentLoopError as error:
             raise ProtocolError(
-                revision.resource_not_found, f"{error.code}: {error.message}", error.to_dict()
+                call.revision.resource_not_found, f"{error.code}: {error.message}", error.to_dict()
             ) from error
         return {"contents": [{"mimeType": SKILL_MIME_TYPE, "text": text, "uri": SKILL_URI}]}
 
-    async def _call_tool(
-        self, params: dict[str, Any], revision: Revision, capabilities: Mapping[str, Any]
-    ) -> dict[str, Any]:
-        name = params.get("name")
-        if not isinstance(name, str):
-            raise ProtocolError(INVALID_PARAMS, "Invalid params: tools/call needs params.name (a string)")
+    async def _call_tool(self, call: Call) -> dict[str, Any]:
+        name, params, revision = call.target, call.params, call.revision
         raw_arguments = params.get("arguments")
         if self.server.catalog.get(name) is None:
             envelope = env.failure(name, None, {}, InvalidInputError(f"Unknown tool `{name[:200]}`"))
@@ -458,7 +308,7 @@ class Connection:
         try:
             service, decode = await self.server.ready()
             args = decode(name, arguments)
-            resolved = await self._resolve_root(params, arguments, revision, capabilities)
+            resolved = await self._resolve_root(params, arguments, revision, call.capabilities)
         except IntentLoopError as error:
             return _tool_result(env.failure(name, None, arguments, error), revision)
         if resolved is None:  # a 2026-07-28 client with roots: ask for them and let it retry
@@ -498,12 +348,11 @@ class Connection:
 
     async def _list_roots(self) -> list[str]:
         """Root URIs from a handshake-era ``roots/list`` request; ``[]`` when the client cannot or does not answer."""
-        self._next_server_id += 1
-        request_id = self._next_server_id
+        request_id, request = self.session.roots_request()
         pending = _Pending()
         self._pending[request_id] = pending
         try:
-            await self.send({"jsonrpc": "2.0", "id": request_id, "method": "roots/list"})
+            await self.send(request)
             with trio.move_on_after(self.server.roots_timeout):
                 await pending.done.wait()
         finally:
@@ -518,12 +367,12 @@ class Connection:
 
     def cancel_all(self) -> None:
         """Cancel every request in flight (their answers are not sent)."""
-        for scope in self._in_flight.values():
+        for scope in self._scopes.values():
             scope.cancel()
 
     async def wait_idle(self) -> None:
         """Return once no request is being answered (polled: it runs only while the client is going away)."""
-        while self._in_flight:
+        while self._scopes:
             await trio.sleep(0.005)
 
 

@@ -152,7 +152,8 @@ async def serve_streams(
         send: where the answers go, one line each.
         early: signals recorded before serving began; any of them stops the server at once.
         watch_signals: stop on SIGINT/SIGTERM (only possible in the main thread).
-        opening: what the front loop (:mod:`intentloop.mcp.handshake`) settled and the bytes it left unhandled.
+        opening: the front loop's session (:mod:`intentloop.mcp.handshake`), the decision it left and the bytes it did
+            not read as lines.
 
     Returns:
         Why serving stopped: ``"eof"``, ``"stdout closed"``, ``"SIGINT"`` or ``"SIGTERM"``.
@@ -166,9 +167,7 @@ async def serve_streams(
         with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
             outbound_send.send_nowait(encode_message(message))
 
-    connection = Connection(server, send_message)
-    if opening is not None:
-        connection.adopt(opening)
+    connection = Connection(server, send_message, opening.session if opening is not None else None)
     async with trio.open_nursery() as nursery:
         stop = nursery.cancel_scope
         if watch_signals:
@@ -178,6 +177,8 @@ async def serve_streams(
             stop.cancel()
         nursery.start_soon(_write_lines, send, outbound_receive, written, stop, shutdown)
         async with trio.open_nursery() as requests:
+            if opening is not None:  # the decision the front loop left, then the bytes after it
+                await connection.carry_out(opening.decision, requests)
             await read_lines(receive, connection, requests, pending=opening.pending if opening is not None else b"")
             with trio.move_on_after(_EOF_GRACE_S):
                 await connection.wait_idle()
@@ -250,7 +251,7 @@ def serve_opened(server: McpServer | None, wire: WireFds, opening: Opening) -> i
         server: the server; by default :class:`~intentloop.mcp.server.McpServer` over
             ``intentloop.service.IntentService()``.
         wire: the descriptors :func:`~intentloop.mcp.handshake.take_wire_fds` took.
-        opening: the era, revision and capabilities settled so far, and the bytes not yet handled.
+        opening: the front loop's session, the decision it left to this server and the bytes not yet read as lines.
 
     Returns:
         The process exit code: 0 for every orderly end (EOF, a closed stdout, SIGINT, SIGTERM).

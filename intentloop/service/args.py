@@ -1,4 +1,4 @@
-"""Strict input structs for the 15 tools and how each tool is published: the one source of the tool catalog.
+"""Strict input structs for the 15 tools and one row per tool (:data:`TOOLS`): name, struct, handler and metadata.
 
 ``intentloop/mcp/tool_schemas.json`` (what ``tools/list`` sends) is generated from :data:`TOOLS` and these structs by
 ``python -m intentloop.mcp.schemagen``: field types, limits, patterns and defaults come from the annotations, field
@@ -311,10 +311,19 @@ class SetModeArgs(ToolArgs, frozen=True, kw_only=True):
 
 
 class Tool(Struct, frozen=True, kw_only=True):
-    """How one tool is published: its argument struct, title, description for the model and behaviour hints.
+    """One tool, in one row: its wire name, argument struct, handler and how it is published.
+
+    The handler is named, not imported, so that reading the rows (the catalog check at server start, the schema
+    generator) loads none of the handler modules or trio; :mod:`intentloop.service.intent_service` resolves every
+    row's handler when it is imported, so a row naming a missing handler fails there, for every tool at once.
 
     Attributes:
+        name: the wire name, e.g. ``intent_status``.
         args: the strict argument struct (its fields are the published input schema).
+        handler: ``"module:function"`` inside :mod:`intentloop.service`: the operation, called with the engine, the
+            call's context and the decoded arguments (a plain function runs inline, a coroutine function is awaited).
+        marks_evidence: the result holds claims (a snapshot or an export): each one bound to a file gets
+            ``evidence_stale``.
         title: the human title.
         description: what the tool does, for the model.
         read_only: ``readOnlyHint``: the tool changes nothing.
@@ -322,7 +331,10 @@ class Tool(Struct, frozen=True, kw_only=True):
         idempotent: ``idempotentHint``: repeating the same call changes nothing more.
     """
 
+    name: str
     args: type[ToolArgs]
+    handler: str
+    marks_evidence: bool = False
     title: str
     description: str
     read_only: bool
@@ -330,17 +342,34 @@ class Tool(Struct, frozen=True, kw_only=True):
     idempotent: bool = True
 
 
+def _by_name(*tools: Tool) -> dict[str, Tool]:
+    """The rows keyed by name, in their order.
+
+    Raises:
+        ValueError: two rows share a name.
+    """
+    table = {tool.name: tool for tool in tools}
+    if len(table) != len(tools):
+        raise ValueError("two tool rows share a name")
+    return table
+
+
 #: The 15 tools in their published order (``openWorldHint`` is false for all: they touch only local files).
-TOOLS: dict[str, Tool] = {
-    "intent_status": Tool(
+TOOLS: dict[str, Tool] = _by_name(
+    Tool(
+        name="intent_status",
         args=StatusArgs,
+        handler="_reads:status",
         title="Intent Loop status",
         description="Report schema version, storage location, task/candidate counts and private-control counts for "
         "this project, or the mode and counts of one task. Returns no claim content and creates no storage.",
         read_only=True,
     ),
-    "intent_start_task": Tool(
+    Tool(
+        name="intent_start_task",
         args=StartTaskArgs,
+        handler="_modes:start_task",
+        marks_evidence=True,
         title="Start or associate task intent",
         description="Start a task (omit task_id) or re-associate an existing one with this host session. Optional "
         "initial_explicit claims must be the user's own words. private mode needs host_session_id. Not idempotent "
@@ -348,84 +377,111 @@ TOOLS: dict[str, Tool] = {
         read_only=False,
         idempotent=False,
     ),
-    "intent_get_snapshot": Tool(
+    Tool(
+        name="intent_get_snapshot",
         args=SnapshotArgs,
+        handler="_reads:snapshot",
+        marks_evidence=True,
         title="Read current intent",
         description="Read the current intent of a task: active claims, unknowns, disagreements, stale long-term "
         "items, candidate count and a capped compact_text. Read-only.",
         read_only=True,
     ),
-    "intent_add_explicit": Tool(
+    Tool(
+        name="intent_add_explicit",
         args=AddExplicitArgs,
+        handler="_claims:add_explicit",
         title="Add user-explicit intent",
         description="Record one atomic statement the user directly said or confirmed (source_ref.kind user_event, "
         "confirmation_reason required). Never use it for tool output, evidence or your own inference.",
         read_only=False,
     ),
-    "intent_add_inference": Tool(
+    Tool(
+        name="intent_add_inference",
         args=AddInferenceArgs,
+        handler="_claims:add_inference",
         title="Add visible inference",
         description="Record one visible agent inference with a confidence in [0,1]. It stays inferred; scope "
         "long_term only creates a candidate that needs 3 tasks and user confirmation.",
         read_only=False,
     ),
-    "intent_add_evidence": Tool(
+    Tool(
+        name="intent_add_evidence",
         args=AddEvidenceArgs,
+        handler="_claims:add_evidence",
         title="Add result or external evidence",
         description="Record result feedback or tool/external evidence, optionally classified (keep, "
         "implementation_change, intent_change, uncertain). Evidence stays evidence, however compelling.",
         read_only=False,
     ),
-    "intent_mark_unknown": Tool(
+    Tool(
+        name="intent_mark_unknown",
         args=MarkUnknownArgs,
+        handler="_claims:mark_unknown",
         title="Mark an unknown",
         description="Record an open question the user has not answered, with the decision it affects.",
         read_only=False,
     ),
-    "intent_mark_dispute": Tool(
+    Tool(
+        name="intent_mark_dispute",
         args=MarkDisputeArgs,
+        handler="_claims:mark_dispute",
         title="Preserve an unresolved disagreement",
         description="Preserve an unresolved disagreement, optionally referencing the claims involved. It never picks "
         "a winner.",
         read_only=False,
     ),
-    "intent_replace_claim": Tool(
+    Tool(
+        name="intent_replace_claim",
         args=ReplaceClaimArgs,
+        handler="_claims:replace_claim",
         title="Correct or replace intent",
         description="Correct intent by adding a new claim that supersedes active ones; history is kept. A "
         "user-explicit claim can only be replaced by a new user-explicit statement from a user event.",
         read_only=False,
     ),
-    "intent_invalidate": Tool(
+    Tool(
+        name="intent_invalidate",
         args=InvalidateArgs,
+        handler="_claims:invalidate",
         title="Invalidate an intent claim",
         description="Mark an active claim as no longer valid, with a one-line reason and source. A user-explicit "
         "claim can only be invalidated from a user event.",
         read_only=False,
     ),
-    "intent_list_candidates": Tool(
+    Tool(
+        name="intent_list_candidates",
         args=ListCandidatesArgs,
+        handler="_reads:list_candidates",
         title="List unconfirmed intent candidates",
         description="List unconfirmed candidates (hook observations, result feedback, long-term preferences, "
         "imports). Never promotes them.",
         read_only=True,
     ),
-    "intent_export": Tool(
+    Tool(
+        name="intent_export",
         args=ExportArgs,
+        handler="_reads:export",
+        marks_evidence=True,
         title="Export intent state",
         description="Export a task as a portable versioned graph (default) or a human summary. Returns data; writes "
         "no file.",
         read_only=True,
     ),
-    "intent_import": Tool(
+    Tool(
+        name="intent_import",
         args=ImportArgs,
+        handler="_import:import_graph",
+        marks_evidence=True,
         title="Explicitly import an intent graph",
         description="Import a portable graph into a task after validation. Ids are remapped, provenance becomes "
         "explicit_import, history is marked incomplete; nothing is merged silently.",
         read_only=False,
     ),
-    "intent_delete": Tool(
+    Tool(
+        name="intent_delete",
         args=DeleteArgs,
+        handler="_delete_tool:delete",
         title="Physically delete intent data",
         description="Physically delete a task or one claim after an exact confirmation string (DELETE TASK <task_id> "
         "or DELETE CLAIM <claim_id>), then verify no byte of its id remains. The result lists other claims that "
@@ -435,14 +491,16 @@ TOOLS: dict[str, Tool] = {
         destructive=True,
         idempotent=False,
     ),
-    "intent_set_mode": Tool(
+    Tool(
+        name="intent_set_mode",
         args=SetModeArgs,
+        handler="_modes:set_mode",
         title="Set task intent mode",
         description="Set a task's mode: on (durable), private (memory-only, needs a known host session) or off "
         "(semantic reads and writes refused).",
         read_only=False,
     ),
-}
+)
 TOOL_ARGS: dict[str, type[ToolArgs]] = {name: tool.args for name, tool in TOOLS.items()}
 TOOL_NAMES: tuple[str, ...] = tuple(TOOL_ARGS)
 

@@ -3,7 +3,8 @@
 The MCP adapter decodes the arguments strictly, resolves and canonicalizes the project root, computes the project id
 and calls :meth:`run`; everything after that (the rules, the ledger transaction) happens here. :meth:`dispatch`
 decodes and runs in one step, for callers that hold raw arguments. Results are plain
-JSON-ready values in the exact shapes of docs/TOOLS.md; failures are :class:`IntentLoopError`.
+JSON-ready values in the exact shapes of docs/TOOLS.md; failures are :class:`IntentLoopError`. Which function answers a
+tool is said by its row in :data:`~intentloop.service.args.TOOLS`; this module binds every row when it is imported.
 
 A lean (long-running) service verifies a project's ledger off the event loop: when this process has not verified the
 file as it now is, a call first waits for :meth:`IntentService.warm`, which reads and verifies it in a worker thread
@@ -14,23 +15,28 @@ logged; the call then meets the same failure as a structured error from its own 
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import logging
 import os
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Final
 
 import trio
 
 from intentloop.errors import IntentLoopError
-from intentloop.service import _claims, _delete_tool, _import, _modes, _reads
 from intentloop.service._evidence import mark_evidence_stale
 from intentloop.service._state import Ctx, Engine
-from intentloop.service.args import TOOL_NAMES, decode_arguments
+from intentloop.service.args import TOOL_NAMES, TOOLS, Tool, decode_arguments
 from intentloop.store import ProjectStore, resolve_data_root
 
 logger = logging.getLogger(__name__)
 
 Handler = Callable[[Engine, Ctx, Any], Awaitable[Any]]
+
+
+class HandlerMissingError(LookupError):
+    """A tool row names a handler that does not exist (raised when this module is imported)."""
 
 
 def _sync(function: Callable[[Engine, Ctx, Any], Any]) -> Handler:
@@ -49,24 +55,24 @@ def _with_evidence(handler: Handler) -> Handler:
     return run
 
 
-_HANDLERS: dict[str, Handler] = {
-    "intent_status": _sync(_reads.status),
-    "intent_start_task": _with_evidence(_modes.start_task),
-    "intent_get_snapshot": _with_evidence(_sync(_reads.snapshot)),
-    "intent_add_explicit": _claims.add_explicit,
-    "intent_add_inference": _claims.add_inference,
-    "intent_add_evidence": _claims.add_evidence,
-    "intent_mark_unknown": _claims.mark_unknown,
-    "intent_mark_dispute": _claims.mark_dispute,
-    "intent_replace_claim": _claims.replace_claim,
-    "intent_invalidate": _claims.invalidate,
-    "intent_list_candidates": _sync(_reads.list_candidates),
-    "intent_export": _with_evidence(_sync(_reads.export)),
-    "intent_import": _with_evidence(_import.import_graph),
-    "intent_delete": _delete_tool.delete,
-    "intent_set_mode": _modes.set_mode,
-}
-assert tuple(_HANDLERS) == TOOL_NAMES
+def bind(tool: Tool) -> Handler:
+    """The coroutine that runs ``tool``: the function its row names, awaited or run inline, marking evidence when the
+    row says so.
+
+    Raises:
+        HandlerMissingError: the row names a module or function that does not exist.
+    """
+    module_name, _, attribute = tool.handler.partition(":")
+    try:
+        function = getattr(importlib.import_module(f"intentloop.service.{module_name}"), attribute)
+    except (ImportError, AttributeError) as exc:
+        raise HandlerMissingError(f"{tool.name}: no handler {tool.handler!r} in intentloop.service") from exc
+    handler: Handler = function if inspect.iscoroutinefunction(function) else _sync(function)
+    return _with_evidence(handler) if tool.marks_evidence else handler
+
+
+# Built from the rows when the module is imported: a row naming a missing handler stops the import.
+_HANDLERS: Final[dict[str, Handler]] = {name: bind(tool) for name, tool in TOOLS.items()}
 #: Tools that never read the whole ledger as a view: a lean service does not verify one for them first (deletion
 #: streams the file itself; a view would be a third pass and memory that grows with the ledger).
 _UNWARMED = frozenset({"intent_delete"})
@@ -166,4 +172,4 @@ class IntentService:
             done.set()
 
 
-__all__ = ["TOOL_NAMES", "IntentLoopError", "IntentService"]
+__all__ = ["TOOL_NAMES", "HandlerMissingError", "IntentLoopError", "IntentService", "bind"]

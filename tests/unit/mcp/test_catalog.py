@@ -169,7 +169,8 @@ def test_the_server_start_up_path_imports_nothing_beyond_trio_msgspec_and_our_mo
         "import sys, trio, msgspec\n"
         "before = set(sys.modules)\n"
         "import intentloop.mcp.stdio, intentloop.mcp.server as server\n"
-        "server.McpServer().tools(server.negotiate('2025-06-18'))\n"
+        "from intentloop.mcp.protocol import negotiate\n"
+        "server.McpServer().tools(negotiate('2025-06-18'))\n"
         "print(sorted(m for m in set(sys.modules) - before if not m.startswith('intentloop')))\n"
         "print('intentloop.service.intent_service' in sys.modules, 'intentloop.store' in sys.modules)\n"
     )

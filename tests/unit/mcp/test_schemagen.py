@@ -97,7 +97,8 @@ def test_the_walk_refuses_what_it_cannot_publish() -> None:
 def test_the_server_start_up_does_not_load_the_generator() -> None:
     code = (
         "import sys, intentloop.mcp.server as server\n"
-        "server.McpServer().tools(server.negotiate('2025-06-18'))\n"
+        "from intentloop.mcp.protocol import negotiate\n"
+        "server.McpServer().tools(negotiate('2025-06-18'))\n"
         "print('intentloop.mcp.schemagen' in sys.modules, 'json' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

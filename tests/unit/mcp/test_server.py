@@ -16,7 +16,7 @@ from mcp.shared.exceptions import MCPError
 
 from intentloop import __version__
 from intentloop.errors import IntentLoopError
-from intentloop.mcp import TOOL_NAMES
+from intentloop.mcp import TOOL_NAMES, session as session_module
 from intentloop.mcp.catalog import iter_object_schemas, load_catalog
 from intentloop.mcp.server import McpServer
 from intentloop.model import project_id_for
@@ -416,3 +416,17 @@ async def test_the_working_directorys_project_is_warmed_once_the_service_loads(
     await trio.testing.wait_all_tasks_blocked()
     expected = [(str(project), project_id_for(str(project)))] if where == "project" else []
     assert service.warmed == expected  # a directory that is not one warms nothing, and nothing fails
+
+
+async def test_a_failure_while_answering_a_list_is_logged_and_answered_without_details(
+    server: McpServer, raw: Any, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(method: str, revision: object) -> dict[str, Any]:
+        raise RuntimeError("secret detail /home/u/.ssh")
+
+    async with raw(server) as session:
+        assert "tools" in (await session.request("tools/list"))["result"]  # control
+        monkeypatch.setattr(session_module, "_result", broken)
+        answer = await session.request("tools/list")
+    assert answer["error"] == {"code": -32603, "message": "Internal error"}
+    assert "secret detail" in caplog.text  # the operator still finds it in the server log
