@@ -181,11 +181,19 @@ def _decide(
 COMPACT_SOURCE: Final = "compact"
 
 
-def session_context(data_root: Path, cwd: str, session_id: str, source: str | None = None) -> str:
+def session_context(
+    data_root: Path,
+    cwd: str,
+    session_id: str,
+    source: str | None = None,
+    *,
+    before_whole_read: Callable[[ProjectStore], None] | None = None,
+) -> str:
     """SessionStart's context for ``session_id`` in the project at ``cwd``; reads only, creates nothing.
 
     ``source`` is SessionStart's ``source``; after compaction (``"compact"``) a linked task's context is the
-    recovery packet (hard constraints and outcomes first, within a reserved budget).
+    recovery packet (hard constraints and outcomes first, within a reserved budget). ``before_whole_read`` is called
+    with the project's store before the whole ledger is read (the task index could not answer); it may raise.
 
     Returns:
         The private-control notice, the linked task with its direct user-explicit claims, or the association hint.
@@ -199,7 +207,7 @@ def session_context(data_root: Path, cwd: str, session_id: str, source: str | No
     control = store.read_control(shash)
     if control is not None:
         return private_control_context(control.task_id, session_id)
-    task, _view = _bound_task(store, shash)
+    task, _view = _bound_task(store, shash, None if before_whole_read is None else lambda: before_whole_read(store))
     recovery = source == COMPACT_SOURCE
     return _decide(task, store.read_controls(), None, session_id, recovery_packet=recovery)[1]
 
