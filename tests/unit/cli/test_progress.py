@@ -138,3 +138,21 @@ def test_a_phase_outside_a_command_run_is_a_no_op(terminal: Terminal) -> None:
         tick.advance()
         time.sleep(DELAY_S + 0.1)
     assert _drawn(terminal.master) == b""
+
+
+def test_once_a_question_is_answered_the_line_comes_back(terminal: Terminal) -> None:
+    answers = open(os.dup(terminal.stream.fileno()), encoding="utf-8")  # noqa: SIM115 - closed below
+    saved = sys.stdin
+    sys.stdin = answers
+    try:
+        with _stderr(terminal.stream), showing_progress("forget claim"):
+            sys.stderr.write("Type DELETE CLAIM x to confirm: ")
+            os.write(terminal.master, b"DELETE CLAIM x\n")  # typed on the terminal, which echoes it
+            assert sys.stdin.readline() == "DELETE CLAIM x\n"
+            time.sleep(DELAY_S + 0.2)
+    finally:
+        sys.stdin = saved
+        answers.close()
+    question, after = _drawn(terminal.master).split(b"DELETE CLAIM x\r\n", 1)
+    assert question.endswith(b"Type DELETE CLAIM x to confirm: ")
+    assert after.startswith(ERASE + b"intentloop forget claim: Deleting the claim")
