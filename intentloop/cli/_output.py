@@ -1,7 +1,7 @@
 """How every command speaks: one JSON object on stdout with ``--json``, rich tables otherwise, errors with a remedy.
 
-rich is imported only when a human-readable table or a progress display is actually drawn, so ``--json`` runs and
-error paths stay cheap. Progress is drawn on stderr and only when stderr is a terminal.
+rich is imported only when a human-readable table is actually drawn, so ``--json`` runs and error paths stay cheap.
+Progress is ``cli/_progress.py``'s one line on stderr, on a terminal only.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from intentloop import SCHEMA_VERSION
 from intentloop.cli._exit import OK, exit_code_for, remedy_for
+from intentloop.cli._progress import Tick, phase
 from intentloop.errors import IntentLoopError
 
 if TYPE_CHECKING:
@@ -36,7 +37,6 @@ class Output:
         self.command = command
         self.json_mode = json_mode
         self._stdout: Console | None = None
-        self._stderr: Console | None = None
 
     # -- JSON ------------------------------------------------------------------------------------------------------
 
@@ -67,15 +67,6 @@ class Output:
             self._stdout = Console(highlight=False, soft_wrap=False, width=width)
         return self._stdout
 
-    @property
-    def err_console(self) -> Console:
-        """A rich console on stderr, for progress and prompts."""
-        if self._stderr is None:
-            from rich.console import Console
-
-            self._stderr = Console(stderr=True, highlight=False)
-        return self._stderr
-
     def show(self, *renderables: RenderableType) -> None:
         """Print rich renderables (tables, text) on stdout; nothing in JSON mode."""
         if not self.json_mode:
@@ -103,31 +94,11 @@ class Output:
         return code
 
     @contextmanager
-    def progress(self, label: str, total: int | None = None) -> Iterator[ProgressTick]:
-        """Show a transient spinner or bar on stderr while the body runs, only when stderr is a terminal."""
-        if self.json_mode or not _is_terminal(sys.stderr):
-            yield ProgressTick(None, None)
-            return
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn
-
-        columns = [SpinnerColumn(), TextColumn("{task.description}")]
-        if total is not None:
-            columns += [BarColumn(), MofNCompleteColumn()]
-        with Progress(*columns, console=self.err_console, transient=True) as bar:
-            task_id = bar.add_task(label, total=total)
-            yield ProgressTick(bar, task_id)
-
-
-class ProgressTick:
-    """Advance a progress display; a no-op when none is drawn."""
-
-    def __init__(self, bar: Any, task_id: Any) -> None:
-        self._bar = bar
-        self._task_id = task_id
-
-    def advance(self, steps: int = 1) -> None:
-        if self._bar is not None:
-            self._bar.advance(self._task_id, steps)
+    def progress(self, label: str, total: int | None = None) -> Iterator[Tick]:
+        """Name the phase the command is in (``cli/_progress.py`` shows it on a terminal once the command has run for
+        half a second); the returned tick counts its steps toward ``total``."""
+        with phase(label, total) as tick:
+            yield tick
 
 
 def error_dict(error: IntentLoopError) -> dict[str, Any]:
@@ -161,4 +132,4 @@ def _is_terminal(stream: Any) -> bool:
         return False
 
 
-__all__ = ["Output", "ProgressTick", "error_dict", "key_value_table", "print_error"]
+__all__ = ["Output", "error_dict", "key_value_table", "print_error"]

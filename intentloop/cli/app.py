@@ -10,7 +10,7 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -31,6 +31,7 @@ from intentloop.cli import (
 )
 from intentloop.cli._exit import USAGE
 from intentloop.cli._output import Output
+from intentloop.cli._progress import showing_progress
 from intentloop.errors import IntentLoopError, InvalidInputError
 
 HELP = (
@@ -120,12 +121,23 @@ def build_app() -> typer.Typer:
 
 
 def run(argv: Sequence[str]) -> int:
-    """Run the CLI on ``argv`` (without the program name) and return the exit code; never raises but SystemExit."""
-    from typer._click import exceptions as click_exc
+    """Run the CLI on ``argv`` (without the program name) and return the exit code; never raises but SystemExit.
+
+    On a terminal, a command that runs over half a second shows what it is doing on stderr (``cli/_progress.py``),
+    unless it prints JSON.
+    """
     from typer.main import get_command
 
+    if "--json" in argv:  # one JSON object and nothing else, on a terminal too
+        return _run(argv, get_command(build_app()))
+    with showing_progress(_command_name(argv)):
+        return _run(argv, get_command(build_app()))
+
+
+def _run(argv: Sequence[str], command: Any) -> int:
+    from typer._click import exceptions as click_exc
+
     json_mode = "--json" in argv
-    command = get_command(build_app())
     try:
         result = command.main(list(argv), prog_name="intentloop", standalone_mode=False)
     except click_exc.NoArgsIsHelpError as exc:

@@ -8,7 +8,9 @@ path is synchronous and trio-free: one implementation of the rules is worth more
 starts with a command pays it; every other prompt keeps the light path. Measured on this 2-core machine at load ~4,
 whole hook process, median of 9: ordinary prompt 170 ms, ``/intent remember`` 300 ms, ``/intent show`` 330 ms (``import
 trio`` plus the service alone: 0.4 s at load 14) — well inside the 2.5 s deadline. Lock waits end at the hook's deadline
-through the store (``ProjectStore(deadline=…)``): a write is never cancelled half-way.
+through the store (``ProjectStore(deadline=…)``): a write is never cancelled half-way. The session's task is found
+through the task index, never by a whole read before that wait: at 100,000 events the read alone (2.4 s) outlived the
+deadline while another process held the lock, and the host got the bare fail-open line, neither receipt nor refusal.
 
 A command that needs a task and has none first passes the tool's own argument decoding and claim rules on its input
 (so a statement the tool would refuse starts no task), then starts the session's task as ``intent_start_task`` with
@@ -24,6 +26,7 @@ observation (recorded right after every command, as for any prompt) and does not
 from __future__ import annotations
 
 import functools
+import os
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -35,6 +38,7 @@ from intentloop.errors import ConflictError, IntentLoopError, InvalidInputError,
 from intentloop.model import Claim, TaskState, project_id_for, session_hash, sha256_hex
 from intentloop.model.commands import LAST, IntentCommand
 from intentloop.service.hookops import (
+    SLOW_READ_BYTES,
     Identity,
     Observation,
     _identity,
@@ -57,6 +61,8 @@ PRIVATE_REFUSAL: Final = (
 #: Seconds a command needs at least (loading the service, taking the lock, writing): with less left it is refused
 #: rather than cut off by the watchdog.
 MIN_COMMAND_BUDGET_S: Final = 0.3
+#: How often a command waiting for another process's rewrite looks again whether the index answers.
+_BUSY_POLL_S: Final = 0.05
 _PROMPT_EVENT: Final = "UserPromptSubmit"
 _PLACEHOLDER_TASK: Final = "00000000-0000-4000-8000-000000000000"
 _REASONS: Final[dict[str, str]] = {
@@ -175,7 +181,24 @@ class _Run:
         return f"{RECEIPT_HEAD}{self.receipt}] {text}"
 
     def bound_task(self) -> TaskState | None:
-        return self.store.session_task(self.shash).task
+        """The session's bound task, through the task index when it answers, else from the whole ledger.
+
+        A large ledger the index cannot answer for while another process holds the lock is being rewritten or
+        repaired by it (forget, relink, recovery): its whole read would not fit the hook's budget, so the command
+        waits for that process, as its own lock wait would, until the deadline.
+
+        Raises:
+            StorageError: ``LOCK_TIMEOUT`` when that process still holds the lock at the deadline.
+        """
+        while True:
+            held = self.deadline is not None and os.path.lexists(self.store.lock_path)
+            found = self.store.session_task(self.shash, whole_read_limit=SLOW_READ_BYTES if held else None)
+            if found.answered:
+                return found.task
+            assert self.deadline is not None  # only a held lock sets a limit
+            if time.monotonic() >= self.deadline:
+                raise StorageError("another process held the ledger until the hook's deadline", code="LOCK_TIMEOUT")
+            time.sleep(_BUSY_POLL_S)
 
     def call(self, tool: str, arguments: dict[str, Any]) -> Any:
         """One tool call through the service (trio and the service are loaded here: only command prompts pay)."""
@@ -440,7 +463,9 @@ def _with_context(
     try:
         root = data_root if data_root is not None else resolve_data_root(env)
         if not done:
-            return CommandAnswer(receipt=receipt, context=session_context(root, cwd, session_id), done=False)
+            # A refusal's context that would need a whole read of a large ledger is left out: the refusal comes in time.
+            context = session_context(root, cwd, session_id, whole_read_limit=SLOW_READ_BYTES)
+            return CommandAnswer(receipt=receipt, context=context, done=False)
         outcome = record_observation(
             root,
             cwd,

@@ -87,7 +87,7 @@ def _decide(
 ) -> tuple[TaskState | None, str]:
     """(the task an observation may be recorded into, the context text), per docs/HOOKS.md.
 
-    ``task`` is the session's bound task (:func:`_session_task`), ``control`` the session's own private control;
+    ``task`` is the session's bound task (``ProjectStore.session_task``), ``control`` the session's own private control;
     ``recovery_packet`` asks for the post-compaction packet as the linked task's context.
     """
     if control is not None:
@@ -104,11 +104,19 @@ def _decide(
 COMPACT_SOURCE: Final = "compact"
 
 
-def session_context(data_root: Path, cwd: str, session_id: str, source: str | None = None) -> str:
+def session_context(
+    data_root: Path,
+    cwd: str,
+    session_id: str,
+    source: str | None = None,
+    *,
+    whole_read_limit: int | None = None,
+) -> str | None:
     """SessionStart's context for ``session_id`` in the project at ``cwd``; reads only, creates nothing.
 
     ``source`` is SessionStart's ``source``; after compaction (``"compact"``) a linked task's context is the
-    recovery packet (hard constraints and outcomes first, within a reserved budget).
+    recovery packet (hard constraints and outcomes first, within a reserved budget). With ``whole_read_limit``, a
+    ledger the task index cannot answer for and larger than that many bytes is not read: the answer is then ``None``.
 
     Returns:
         The private-control notice, the linked task with its direct user-explicit claims, or the association hint.
@@ -122,9 +130,11 @@ def session_context(data_root: Path, cwd: str, session_id: str, source: str | No
     control = store.read_control(shash)
     if control is not None:
         return private_control_context(control.task_id, session_id)
-    task = store.session_task(shash).task
+    found = store.session_task(shash, whole_read_limit=whole_read_limit)
+    if not found.answered:
+        return None
     recovery = source == COMPACT_SOURCE
-    return _decide(task, store.read_controls(), None, session_id, recovery_packet=recovery)[1]
+    return _decide(found.task, store.read_controls(), None, session_id, recovery_packet=recovery)[1]
 
 
 Identity = tuple[str, str, str | None, int]

@@ -375,7 +375,21 @@ def _stderr_on_a_terminal(world: World, *args: str) -> tuple[int, bytes]:
 
 def test_progress_is_drawn_on_a_terminal_only(world: World) -> None:
     _root, pid, ledger = world.project()
-    world.write(ledger, b"".join(world.lines(pid, 3)))
+    # Slow for real: progress shows only once a command has run for half a second, so the ledger is large (48 MiB, no
+    # checkpoint: verified whole, ~0.8 s on the development machine).
+    task, prev, lines = new_uuid(), None, []
+    for index in range(768):
+        draft = EventDraft(
+            event_type="task_started" if index == 0 else "claim_added",
+            task_id=task,
+            actor="user",
+            request_id=f"r{index}",
+            payload={"n": index, "pad": "x" * 65536},
+        )
+        event = seal(draft, project_id=pid, prev_hash=prev)
+        prev = event.event_hash
+        lines.append(event_line(event))
+    world.write(ledger, b"".join(lines))
     code, drawn = _stderr_on_a_terminal(world, "status")
     assert code == 0 and b"Verifying projects" in drawn
     code, drawn = _stderr_on_a_terminal(world, "status", "--json")
