@@ -3,10 +3,8 @@
 The handler runs in a forked child (:func:`answer_in_child`) with every wait bounded by the deadline; the parent only
 waits for the child's line on a pipe until the deadline, and when none came it answers fail-open itself, kills the
 child and exits. Why a process and not a thread: a watchdog thread needs the GIL to run, and a handler stuck in C
-code (a regular expression, a hung ``read``) holds it, so the thread could not answer (an 800 KB prompt once kept
-a hook busy for 90 s). Measured on the 2-core development machine under load (load average 10): ``fork()`` 0.4 ms,
-the whole round trip (fork, child answers on the pipe, parent reads and reaps) 1.5–3 ms median, and no difference in
-the hook's end-to-end median that the noise (±5 ms) could show. Where
+code (a regular expression, a hung ``read``) holds it; the fork's round trip costs 1.5–3 ms (docs/BENCHMARK.md,
+"Measurements behind the code"). Where
 ``fork`` is unavailable the handler runs inline and the :class:`Watchdog` thread is the last resort: it writes the
 fail-open line itself and ends the process with ``os._exit(0)``, so the host never kills us at its own 3 s timeout.
 """

@@ -5,9 +5,8 @@ Every command that changes something is one call of the tool an agent would make
 through :class:`~intentloop.service.intent_service.IntentService` itself, so the rules, argument decoding, redaction,
 idempotency and the locked write path are the tools' own, not a copy. Why the async service in a hook whose ordinary
 path is synchronous and trio-free: one implementation of the rules is worth more than the cost, and only a prompt that
-starts with a command pays it; every other prompt keeps the light path. Measured on this 2-core machine at load ~4,
-whole hook process, median of 9: ordinary prompt 170 ms, ``/intent remember`` 300 ms, ``/intent show`` 330 ms (``import
-trio`` plus the service alone: 0.4 s at load 14) — well inside the 2.5 s deadline. Lock waits end at the hook's deadline
+starts with a command pays it (~130–160 ms more than an ordinary prompt, docs/BENCHMARK.md), every other prompt keeps
+the light path. Lock waits end at the hook's deadline
 through the store (``ProjectStore(deadline=…)``): a write is never cancelled half-way. The session's task is found
 through the task index, never by a whole read before that wait: at 100,000 events the read alone (2.4 s) outlived the
 deadline while another process held the lock, and the host got the bare fail-open line, neither receipt nor refusal.

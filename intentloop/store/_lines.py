@@ -1,10 +1,10 @@
 """The lean view of a long-running process: the verified ledger as offsets into its file, events decoded on demand.
 
-A server used to keep every decoded :class:`Event` of every ledger it had read (and the whole file's bytes while
-verifying it): 446 MB peak RSS at 100,000 events (96 MB of ledger) — 270 MB of it decoded events. A lean store verifies
-the file in chunks of whole lines (the chain carried from chunk to chunk, so each line gets exactly the checks of a
-whole-file verification) and keeps, per line, its end offset, its ``event_hash`` (32 bytes), its task and its place in
-its task's and its event type's position lists: about 60 bytes an event instead of about 2.7 KB. An event asked for is
+Why: decoded events cost about 2.7 KB each (a server peaked at 446 MB on a 100,000-event ledger; docs/BENCHMARK.md,
+"Measurements behind the code"), offsets about 60 bytes. A lean store verifies the file in chunks of whole lines (the
+chain carried from chunk to chunk, so each line gets exactly the checks of a whole-file verification) and keeps, per
+line, its end offset, its ``event_hash`` (32 bytes), its task and its place in its task's and its event type's
+position lists. An event asked for is
 read back from the same open file (the verified inode, whatever has been renamed over its path since) and must hash to
 the ``event_hash`` recorded for its position, so bytes changed after verification are ``CORRUPT_LEDGER``, never a wrong
 answer.

@@ -149,11 +149,8 @@ def sign_committed_head(
             key_id=key.key_id,
             signature=key.sign(head_message(paths.project_id, head_hash, events)),
         )
-        # Not durable: ``head.sig`` is remade by every write, and this runs between the ledger's rename and that
-        # commit's directory fsync, which makes the rename durable too. A crash can at worst leave the previous
-        # ``head.sig`` (an append then reads ``unsigned``: its signed head is still a prefix) or an empty or
-        # zero-filled one, which reads ``unsigned`` like a deleted one. The two fsyncs saved cost about 3 ms per write
-        # on this machine's ext4 (3.5 ms per ``head.sig`` written with them, well under 1 ms without).
+        # Not durable: the commit's own directory fsync follows, and a lost head.sig reads ``unsigned`` like a deleted
+        # one; the two fsyncs it saves cost ~3 ms a write (docs/BENCHMARK.md, "Measurements behind the code").
         data = canonical_bytes(msgspec.to_builtins(record)) + b"\n"
         replace_file(target, head_sig_temp_name(), data, durable=False, before_replace=before_replace)
     except Exception:  # after the commit point: never a failed mutation (see above)

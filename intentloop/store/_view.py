@@ -4,7 +4,7 @@ Indexes are built on first use and hold positions into ``events``. When a write 
 the old one's index dictionaries over and adds the new events to them (O(new events)); the old view keeps answering
 correctly by ignoring positions at or past its own length, and gives up the right to extend them again, so a second
 extension of the same old view (a branch) copies them instead. Why: copying the request index made every append
-O(n) — 7 ms of an append at 100,000 events (measured on the 2-core development machine).
+O(n) (7 ms of an append at 100,000 events).
 
 A lean store (the server's) hands out views whose ``events`` are a :class:`~intentloop.store._lines.LineEvents`: offsets
 into the verified file, decoded when asked for; its per-task positions are kept while verifying, so such a view builds
