@@ -80,6 +80,8 @@ def parse_payload(data: bytes, forced_event: str | None) -> HookPayload:
         obj = _decoder.decode(data)
     except msgspec.DecodeError as exc:
         raise PayloadError("payload is not valid JSON") from exc
+    except RecursionError as exc:  # msgspec refuses nesting deeper than the interpreter's recursion limit
+        raise PayloadError("payload is nested too deeply") from exc
     if not isinstance(obj, dict):
         raise PayloadError("payload is not a JSON object")
     event = forced_event or _opt_str(obj, "hook_event_name")

@@ -142,6 +142,8 @@ class Session:
             message = _decoder.decode(line)
         except msgspec.DecodeError:
             return Reply(error_message(None, PARSE_ERROR, "Parse error: the line is not valid JSON"))
+        except RecursionError:  # msgspec's decoder refuses nesting deeper than the interpreter's recursion limit
+            return Reply(error_message(None, PARSE_ERROR, "Parse error: the line is nested too deeply"))
         if isinstance(message, list):
             return self._batch(message)
         return self.receive(message)

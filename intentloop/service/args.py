@@ -34,6 +34,9 @@ from intentloop.model import (
 #: At most this many claims in ``intent_start_task``'s ``initial_explicit`` (the schema's ``maxItems``; the service
 #: checks it again, as ``INITIAL_CLAIM_LIMIT``, for callers that build argument structs without decoding).
 MAX_INITIAL_CLAIMS = 12
+#: How deeply a tool's arguments may nest (objects and arrays): a portable graph needs 6 levels. Deeper input is
+#: refused before anything recurses over it (Python's recursion limit would otherwise decide, with a traceback).
+MAX_ARGUMENT_DEPTH = 64
 
 _T = TypeVar("_T")
 
@@ -505,14 +508,24 @@ TOOL_ARGS: dict[str, type[ToolArgs]] = {name: tool.args for name, tool in TOOLS.
 TOOL_NAMES: tuple[str, ...] = tuple(TOOL_ARGS)
 
 
-def _js_numbers(value: Any) -> Any:
-    """JSON has one number type: ``600.0`` is the integer 600 to a JavaScript client, so integral floats become ints."""
+class _TooDeepError(Exception):
+    """Arguments nested deeper than :data:`MAX_ARGUMENT_DEPTH`."""
+
+
+def _js_numbers(value: Any, depth: int = 0) -> Any:
+    """JSON has one number type: ``600.0`` is the integer 600 to a JavaScript client, so integral floats become ints.
+
+    Raises:
+        _TooDeepError: the value nests deeper than :data:`MAX_ARGUMENT_DEPTH`.
+    """
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if isinstance(value, dict):
-        return {key: _js_numbers(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_js_numbers(item) for item in value]
+    if isinstance(value, dict | list):
+        if depth >= MAX_ARGUMENT_DEPTH:
+            raise _TooDeepError
+        if isinstance(value, dict):
+            return {key: _js_numbers(item, depth + 1) for key, item in value.items()}
+        return [_js_numbers(item, depth + 1) for item in value]
     return value
 
 
@@ -542,6 +555,10 @@ def decode_arguments(tool: str, arguments: Any) -> ToolArgs:
         return msgspec.convert(_js_numbers(arguments), struct_type, strict=True)
     except msgspec.ValidationError as exc:
         raise InvalidInputError(str(exc), code="INVALID_ARGUMENTS") from exc
+    except _TooDeepError as exc:
+        raise InvalidInputError(
+            f"arguments nest deeper than {MAX_ARGUMENT_DEPTH} levels - at `$`", code="INVALID_ARGUMENTS"
+        ) from exc
 
 
 def opt(value: _T | UnsetType) -> _T | None:
