@@ -37,10 +37,11 @@ LAST: Final = "last"
 MIN_PREFIX: Final = 4
 
 _COMMAND_STARTS: Final = tuple({word[0] for word in COMMAND_WORDS})
-_HEAD = LazyPattern("(?:" + "|".join(map(re.escape, COMMAND_WORDS)) + r")(?=\s|$)", re.IGNORECASE)
+# ASCII case-insensitivity only: Unicode folding would take ``/ıntent`` or ``/İntent`` (Turkish i) for the command.
+_HEAD = LazyPattern("(?:" + "|".join(map(re.escape, COMMAND_WORDS)) + r")(?=\s|$)", re.IGNORECASE | re.ASCII)
 _WORD = LazyPattern(r"(\S+)")
 _PREFIX = LazyPattern(r"[0-9a-f][0-9a-f-]{" + str(MIN_PREFIX - 1) + ",35}")
-_FACET_PREFIX = LazyPattern("(" + "|".join(REMEMBER_FACETS) + r"):[ \t]*", re.IGNORECASE)
+_FACET_PREFIX = LazyPattern("(" + "|".join(REMEMBER_FACETS) + r"):[ \t]*", re.IGNORECASE | re.ASCII)
 _FEEDBACK = LazyPattern(r"([A-Za-z_]+)[ \t]*:[ \t]*(.*)", re.DOTALL)
 _ARROW = "=>"
 
@@ -101,7 +102,7 @@ def parse_intent_command(prompt: str) -> IntentCommand | None:
     if word is None:
         return None
     verb = word.group(1).lower()
-    if verb not in COMMAND_VERBS:
+    if verb not in COMMAND_VERBS or not word.group(1).isascii():  # the Kelvin sign lowers to an ASCII k
         return None
     args = rest[word.end() :]
     if verb == "remember":

@@ -88,3 +88,25 @@ def test_well_formed_arguments() -> None:
     assert parse_intent_command("/intent feedback Intent_Change: wrong goal") == IntentCommand(
         verb="feedback", statement="wrong goal", feedback_class="intent_change"
     )
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "/ıntent remember Use PostgreSQL",  # dotless i: Unicode case folding would take it for the command word
+        "/İntent remember Use PostgreSQL",  # dotted capital I
+        "/intent rememBer Use PostgreSQL",  # control below: only this one is a command
+        "/intent \u212aeep Use PostgreSQL",  # not a verb either way
+        "/intent feedbac\u212a implementation_change: slow",  # the Kelvin sign lowers to an ASCII k
+    ],
+)
+def test_only_ascii_letters_spell_the_command_and_its_verb(prompt: str) -> None:
+    command = parse_intent_command(prompt)
+    assert (command is not None) == prompt.startswith("/intent rememBer")
+
+
+def test_a_facet_prefix_is_spelt_in_ascii() -> None:
+    command = parse_intent_command("/intent remember \u017fuccess: it builds")  # long s folds to s in Unicode
+    assert command is not None and command.facet == "outcome" and command.statement == "\u017fuccess: it builds"
+    control = parse_intent_command("/intent remember SUCCESS: it builds")
+    assert control is not None and control.facet == "success_signal" and control.statement == "it builds"

@@ -150,3 +150,13 @@ async def test_as_of_reads_a_private_task_from_memory(h: Any) -> None:
     assert (snap["mode"], _statements(snap)) == ("private", ["private start"])
     assert _statements(await h.snapshot(task)) == ["private start", "private later"]
     await h.fails("TASK_NOT_FOUND", "intent_get_snapshot", task_id=task, as_of=_before(first))
+
+
+async def test_as_of_takes_ascii_digits_only(h: Any) -> None:
+    task = await h.start("first wording")
+    snapshot = await h.call("intent_get_snapshot", task_id=task)
+    now = snapshot["generated_at"]
+    assert await h.call("intent_get_snapshot", task_id=task, as_of=now)  # control: the ASCII instant is accepted
+    fullwidth = now.translate(str.maketrans("0123456789", "０１２３４５６７８９"))
+    error = await h.fails("INVALID_ARGUMENTS", "intent_get_snapshot", task_id=task, as_of=fullwidth)
+    assert "$.as_of" in error.message
