@@ -16,6 +16,7 @@ import msgspec
 from intentloop.hooks._guard import BACKGROUND_LIMIT_S, FAIL_OPEN_LINE, Detach, debug_log
 from intentloop.hooks._payload import HookPayload
 from intentloop.model.hook_events import HOOK_EVENT_BY_NAME
+from intentloop.model.printable import escape_controls
 from intentloop.service.hookops import (
     SLOW_READ_BYTES,
     Observation,
@@ -33,13 +34,18 @@ def answer_line(event: str, context: str | None, system_message: str | None = No
     ``systemMessage`` (shown to the user by the host) when there is one."""
     if not context:
         return FAIL_OPEN_LINE
+    # Stored text reaches the host (and, through systemMessage, the user's terminal) with its controls escaped, also
+    # from a ledger written before statements were stored escaped.
     out: dict[str, object] = {
         "continue": True,
         "suppressOutput": True,
-        "hookSpecificOutput": {"hookEventName": event, "additionalContext": context},
+        "hookSpecificOutput": {
+            "hookEventName": event,
+            "additionalContext": escape_controls(context, keep_newlines=True),
+        },
     }
     if system_message:
-        out["systemMessage"] = system_message
+        out["systemMessage"] = escape_controls(system_message, keep_newlines=True)
     return _encoder.encode(out) + b"\n"
 
 

@@ -13,7 +13,9 @@ from intentloop.model.canonical import canonical_bytes, sha256_hex
 UUID_RE = LazyPattern(r"^[a-f0-9]{8}-[a-f0-9]{4}-[1-8][a-f0-9]{3}-[89ab][a-f0-9]{3}-[a-f0-9]{12}\Z", re.IGNORECASE)
 HEX64_RE = LazyPattern(r"^[a-f0-9]{64}\Z")
 OPAQUE_ID_RE = LazyPattern(r"^[A-Za-z0-9_.:@-]{1,200}\Z")
-RFC3339_UTC_RE = LazyPattern(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?Z\Z")  # ASCII digits
+RFC3339_UTC_RE = LazyPattern(
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?Z\Z"
+)  # ASCII digits
 
 
 def project_id_for(canonical_root: str) -> str:

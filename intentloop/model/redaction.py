@@ -49,6 +49,7 @@ import msgspec
 from intentloop.errors import InvalidInputError
 from intentloop.model._entropy import high_entropy_spans
 from intentloop.model._lazyre import LazyPattern
+from intentloop.model.printable import escape_controls
 
 # JavaScript's String.prototype.trim() and regex \s: WhiteSpace plus LineTerminator.
 JS_WHITESPACE = (
@@ -398,7 +399,7 @@ def atomic_statement(text: str, max_len: int = 500) -> str:
     """Validate and redact one atomic statement (claims, reasons, summaries).
 
     Returns:
-        The trimmed, redacted statement.
+        The trimmed, redacted statement, terminal controls written as visible escapes (:func:`escape_controls`).
 
     Raises:
         InvalidInputError: ``INVALID_STATEMENT`` when blank or longer than ``max_len`` after redaction;
@@ -411,7 +412,7 @@ def atomic_statement(text: str, max_len: int = 500) -> str:
         raise InvalidInputError("statement is too long for an atomic intent claim", code="RAW_PROMPT_REJECTED")
     if _LINE_BREAK.search(text):
         raise InvalidInputError("an atomic intent claim must be a single line", code="RAW_PROMPT_REJECTED")
-    redacted = redact(js_trim(text)).text
+    redacted = escape_controls(redact(js_trim(text)).text)
     if len(redacted) > max_len:
         raise InvalidInputError(f"statement exceeds {max_len} characters after redaction", code="INVALID_STATEMENT")
     return redacted
@@ -421,7 +422,7 @@ def minimal_excerpt(text: str | None) -> str | None:
     """Trim → redact → collapse whitespace → at most 160 characters (159 and ``…``); ``None`` when blank."""
     if text is None or not js_trim(text):
         return None
-    collapsed = _WS_RUN.sub(" ", redact(js_trim(text)).text)
+    collapsed = escape_controls(_WS_RUN.sub(" ", redact(js_trim(text)).text))
     return collapsed if len(collapsed) <= 160 else collapsed[:159] + "…"
 
 
@@ -433,8 +434,10 @@ def sanitize_label(label: str | None) -> str | None:
     """
     if label is None or not js_trim(label):
         return None
-    redacted = redact(js_trim(label)).text
-    if len(redacted) > 120 or _LINE_BREAK.search(redacted):
+    if _LINE_BREAK.search(js_trim(label)):
+        raise InvalidInputError("task label must be one redacted line of at most 120 characters", code="INVALID_LABEL")
+    redacted = escape_controls(redact(js_trim(label)).text)
+    if len(redacted) > 120:
         raise InvalidInputError("task label must be one redacted line of at most 120 characters", code="INVALID_LABEL")
     return redacted
 
