@@ -293,13 +293,14 @@ def write_rewrite(
             _flush(out, [body], paths=paths, forbidden=forbidden, result=result, spans=spans)
             continue
         out_lines: list[bytes] = []
+        marks = _lines_holding(body, touches) if edit is not None and touches is not None else set()
         start = 0
         while start < len(body):
             end = body.index(b"\n", start) + 1
             line = body[start:end]
+            touched = edit is not None and (touches is None or start in marks)
             start = end
             number = result.read_lines + 1
-            touched = edit is not None and (touches is None or any(needle in line for needle in touches))
             if prev == read and moved is None and not touched:
                 # Unchanged so far: the line stays as it is, and the written chunk's verification checks it.
                 cut = line.find(b'"', len(_ACTOR_KEY)) + 1
@@ -341,6 +342,18 @@ def write_rewrite(
         _flush(out, out_lines, paths=paths, forbidden=forbidden, result=result, spans=spans)
     result.read_head = None if read is None else read.decode()
     _index(paths, result, spans)
+
+
+def _lines_holding(body: bytes, needles: Sequence[bytes]) -> set[int]:
+    """Where the lines of ``body`` that hold one of ``needles`` start (found by searching the chunk, not each line)."""
+    starts: set[int] = set()
+    for needle in needles:
+        at = body.find(needle)
+        while at != -1:
+            line = body.rfind(b"\n", 0, at) + 1
+            starts.add(line)
+            at = body.find(needle, body.find(b"\n", at) + 1)
+    return starts
 
 
 def _encoded(event: Event, project_id: str, prev: bytes | None) -> tuple[bytes, bytes]:
