@@ -31,7 +31,7 @@ if TYPE_CHECKING:
         validate_project_id,
     )
     from intentloop.store._project import ProjectStore
-    from intentloop.store._rewrite import Edit, stream_events, task_events, tasks_holding
+    from intentloop.store._rewrite import Edit, events_holding, stream_events, task_events, tasks_holding
     from intentloop.store._signing import (
         HEAD_SIG_NAME,
         SIGNATURE_STATUSES,
@@ -48,6 +48,7 @@ _LAZY = {
     "CURRENT_SCHEMA_VERSION": "_migrate",
     "Damage": "_verify",
     "Edit": "_rewrite",
+    "events_holding": "_rewrite",
     "stream_events": "_rewrite",
     "task_events": "_rewrite",
     "tasks_holding": "_rewrite",
@@ -112,6 +113,7 @@ __all__ = [
     "ProjectStore",
     "Verification",
     "canonicalize_project_root",
+    "events_holding",
     "export_signature_status",
     "head_signature_status",
     "locate_data_root",
