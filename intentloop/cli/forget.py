@@ -74,16 +74,39 @@ def _folded(target: Target, task_ids: Iterable[str]) -> ProjectState:
     return state
 
 
-def _named(target: Target, prefix: str) -> ProjectState:
-    """The started tasks whose ledger lines hold ``prefix`` (any case): every task that can hold a claim or be the
-    task it names, found by one byte scan of the ledger, then folded one at a time (why: a fold of every task held
-    every claim at once; docs/BENCHMARK.md)."""
-    from intentloop.store import tasks_holding
+_STARTED = b'"event_type":"task_started"'
+_UUID_LENGTH = 36
+
+
+def _claim_owners(target: Target, prefix: str) -> ProjectState:
+    """The started tasks that can hold a claim whose id starts with ``prefix`` (any case), with those claims.
+
+    A whole claim id is looked up by the lines that hold it (and the ``task_started`` lines): every event that
+    records it is among them, so their fold has the claim as the whole task's fold has it, without the rest of the
+    task (a task of 20,000 claims folded whole took ~80 MB). A shorter prefix may be in many lines: the tasks whose
+    lines hold it are folded one at a time instead.
+    """
+    from intentloop.model import project
+    from intentloop.store import events_holding, tasks_holding
 
     wanted = prefix.strip().lower()
     if not _PREFIX_RE.match(wanted):
         return _folded(target, ())  # unique_match explains why the prefix names nothing
-    return _folded(target, tasks_holding(target.store.paths, [wanted.encode()], lowered=True))
+    if len(wanted) < _UUID_LENGTH:
+        return _folded(target, tasks_holding(target.store.paths, [wanted.encode()], lowered=True))
+    state = project(events_holding(target.store.paths, [wanted.encode(), _STARTED], lowered=True))
+    for task_id in [t for t, task in state.tasks.items() if not task.started]:
+        del state.tasks[task_id]
+    return state
+
+
+def _started(target: Target) -> ProjectState:
+    """The started tasks, folded from their ``task_started`` events alone: enough to name one (its full fold is
+    read only to show what it holds)."""
+    from intentloop.model import project
+    from intentloop.store import events_holding
+
+    return project(e for e in events_holding(target.store.paths, [_STARTED]) if e.event_type == "task_started")
 
 
 def _run(out: Output, kind: str, prefix: str, project_root: str | None, project_id: str | None, *, yes: bool) -> int:
@@ -94,18 +117,17 @@ def _run(out: Output, kind: str, prefix: str, project_root: str | None, project_
     target = select_project(project_root, project_id)
     arguments: dict[str, Any]
     if kind == "claim":
-        task_id, claim_id = select_claim(_named(target, prefix), prefix)
+        task_id, claim_id = select_claim(_claim_owners(target, prefix), prefix)
         expected = f"DELETE CLAIM {claim_id}"
         arguments = {"task_id": task_id, "target": "claim", "claim_id": claim_id, "confirmation": expected}
         rows = [("claim", claim_id), ("task", task_id)]
     else:
-        state = _named(target, prefix)
         private = {c.task_id for c in target.store.read_controls()}
-        task_id = select_task(state, prefix, extra=private)
-        task = state.started_task(task_id)
+        task_id = select_task(_started(target), prefix, extra=private)
         expected = f"DELETE TASK {task_id}"
         arguments = {"task_id": task_id, "target": "task", "confirmation": expected}
         rows = [("task", task_id)]
+        task = None if yes or out.json_mode else _folded(target, [task_id]).started_task(task_id)
         if task is not None:
             rows += [
                 ("label", task.label or "-"),

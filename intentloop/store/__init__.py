@@ -44,6 +44,7 @@ if TYPE_CHECKING:  # what mypy checks: `X as X` re-exports each name, so a missp
     from intentloop.store._project import ProjectStore as ProjectStore
     from intentloop.store._rewrite import (
         Edit as Edit,
+        events_holding as events_holding,
         stream_events as stream_events,
         task_events as task_events,
         tasks_holding as tasks_holding,
@@ -67,7 +68,7 @@ else:  # the same names, each loaded from its submodule on first use (PEP 562)
     __getattr__, __dir__, __all__ = lazy_face(
         __name__,
         {
-            "_rewrite": ["Edit", "stream_events", "task_events", "tasks_holding"],
+            "_rewrite": ["events_holding", "Edit", "stream_events", "task_events", "tasks_holding"],
             "_checkpoint": ["CHECKPOINT_NAME"],
             "_config": ["ENV_CEILING", "ENV_HEARTBEAT", "ENV_STALE", "ENV_WAIT", "LockConfig"],
             "_controls": ["PrivateControl"],

@@ -117,20 +117,18 @@ def task_events(paths: ProjectPaths, task_id: str) -> list[Event]:
     return [event for chunk in stream_events(paths) for event in chunk if event.task_id == task_id]
 
 
-def tasks_holding(paths: ProjectPaths, needles: Sequence[bytes], *, lowered: bool = False) -> set[str]:
-    """The tasks of the ledger lines that hold one of ``needles`` (in the line lowered to ASCII lower case when
-    ``lowered``), read a chunk of whole lines at a time without decoding: a cheap superset of the tasks a question
-    can concern (a claim id's prefix, a deleted statement), which are then folded one at a time. Lock-free.
+def _lines_holding(paths: ProjectPaths, needles: Sequence[bytes], lowered: bool) -> Iterator[bytes]:
+    """The ledger lines (without their newline) that hold one of ``needles`` (in the line lowered to ASCII lower case
+    when ``lowered``), read a chunk of whole lines at a time without decoding.
 
     Raises:
         StorageError: path-safety refusals, ``STORAGE_READ_FAILED``.
     """
-    tasks: set[str] = set()
     if not needles or not paths.check_project():
-        return tasks
+        return
     opened = open_regular(paths.ledger_path)
     if opened is None:
-        return tasks
+        return
     fd, st = opened
     try:
         pending = b""
@@ -147,12 +145,49 @@ def tasks_holding(paths: ProjectPaths, needles: Sequence[bytes], *, lowered: boo
             if any(needle in searched for needle in needles):
                 for line, seen in zip(body.split(b"\n"), searched.split(b"\n"), strict=True):
                     if any(needle in seen for needle in needles):
-                        tasks.add(line[-38:-2].decode("ascii", "replace"))  # a canonical line ends with its task id
+                        yield line
     except OSError as exc:
         raise storage_error(exc, f"reading {paths.ledger_path.name}", code="STORAGE_READ_FAILED") from exc
     finally:
         os.close(fd)
-    return tasks
+
+
+def tasks_holding(paths: ProjectPaths, needles: Sequence[bytes], *, lowered: bool = False) -> set[str]:
+    """The tasks of the ledger lines that hold one of ``needles`` (in the line lowered to ASCII lower case when
+    ``lowered``): a cheap superset of the tasks a question can concern (a claim id's prefix, a deleted statement),
+    which are then folded one at a time. Lock-free; nothing is decoded.
+
+    Raises:
+        StorageError: path-safety refusals, ``STORAGE_READ_FAILED``.
+    """
+    return {line[-38:-2].decode("ascii", "replace") for line in _lines_holding(paths, needles, lowered)}
+
+
+def events_holding(paths: ProjectPaths, needles: Sequence[bytes], *, lowered: bool = False) -> list[Event]:
+    """The events of the ledger lines that hold one of ``needles``, in ledger order, each line verified on its own
+    (canonical form, hash, project; as a line read through the task index is): what a question about one claim needs
+    (every event that records or names it, and the ``task_started`` events), without the rest of its task. Lock-free.
+
+    Raises:
+        CorruptLedgerError: a line holding a needle does not verify.
+        StorageError: path-safety refusals, ``STORAGE_READ_FAILED``.
+    """
+    events: list[Event] = []
+    for line in _lines_holding(paths, needles, lowered):
+        try:
+            prev = _Line(line + b"\n").prev(line)
+        except ValueError:
+            prev = b"null"
+        checked = verify_continuation(
+            line + b"\n",
+            project_id=paths.project_id,
+            prev_hash=None if prev == b"null" else prev[1:-1].decode(),
+            first_line=1,
+        )
+        if checked.error is not None or checked.line_count != 1:
+            raise CorruptLedgerError(f"a line of {paths.ledger_path.name} does not verify", code="CORRUPT_LEDGER")
+        events.append(checked.events[0])
+    return events
 
 
 def line_chunks(fd: int, size: int, *, path: Path) -> Iterator[bytes]:
@@ -293,13 +328,14 @@ def write_rewrite(
             _flush(out, [body], paths=paths, forbidden=forbidden, result=result, spans=spans)
             continue
         out_lines: list[bytes] = []
+        marks = _starts_holding(body, touches) if edit is not None and touches is not None else set()
         start = 0
         while start < len(body):
             end = body.index(b"\n", start) + 1
             line = body[start:end]
+            touched = edit is not None and (touches is None or start in marks)
             start = end
             number = result.read_lines + 1
-            touched = edit is not None and (touches is None or any(needle in line for needle in touches))
             if prev == read and moved is None and not touched:
                 # Unchanged so far: the line stays as it is, and the written chunk's verification checks it.
                 cut = line.find(b'"', len(_ACTOR_KEY)) + 1
@@ -341,6 +377,18 @@ def write_rewrite(
         _flush(out, out_lines, paths=paths, forbidden=forbidden, result=result, spans=spans)
     result.read_head = None if read is None else read.decode()
     _index(paths, result, spans)
+
+
+def _starts_holding(body: bytes, needles: Sequence[bytes]) -> set[int]:
+    """Where the lines of ``body`` that hold one of ``needles`` start (found by searching the chunk, not each line)."""
+    starts: set[int] = set()
+    for needle in needles:
+        at = body.find(needle)
+        while at != -1:
+            line = body.rfind(b"\n", 0, at) + 1
+            starts.add(line)
+            at = body.find(needle, body.find(b"\n", at) + 1)
+    return starts
 
 
 def _encoded(event: Event, project_id: str, prev: bytes | None) -> tuple[bytes, bytes]:
@@ -402,6 +450,7 @@ def _index(paths: ProjectPaths, result: Streamed, spans: list[tuple[str, str, in
 __all__ = [
     "Edit",
     "Streamed",
+    "events_holding",
     "line_chunks",
     "stream_events",
     "task_events",

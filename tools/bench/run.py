@@ -351,19 +351,21 @@ _CHILD_PEAK = (
     "done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)\n"
     "elapsed = time.perf_counter() - t0\n"
     "sys.stderr.buffer.write(done.stderr)\n"
-    "print(done.returncode, elapsed, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+    "usage = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+    "print(done.returncode, elapsed, usage.ru_maxrss, usage.ru_utime + usage.ru_stime)\n"
 )
 
 
-def _child_run(data_root: Path, args: list[str]) -> tuple[float, float]:
-    """(seconds, peak RSS in MB) of one ``intentloop`` process."""
+def _child_run(data_root: Path, args: list[str]) -> tuple[float, float, float]:
+    """(seconds, peak RSS in MB, CPU seconds: user + system) of one ``intentloop`` process. The CPU time is the figure
+    a loaded machine moves least: on 2 cores shared with other work the wall time can be several times the CPU time."""
     done = subprocess.run(
         [sys.executable, "-c", _CHILD_PEAK, INTENTLOOP, *args], capture_output=True, env=_env(data_root), check=True
     )
-    code, elapsed, peak = done.stdout.split()
+    code, elapsed, peak, cpu = done.stdout.split()
     if int(code) != 0:
         raise RuntimeError(f"intentloop {' '.join(args)} failed: {done.stderr.decode()[-500:]}")
-    return float(elapsed), int(peak) / 1024
+    return float(elapsed), int(peak) / 1024, float(cpu)
 
 
 def _claims_at(ledger: Path, count: int) -> list[str]:
@@ -381,29 +383,39 @@ def _claims_at(ledger: Path, count: int) -> list[str]:
 
 def measure_forget(data_root: Path, project_id: str, repeats: int = 3) -> dict[str, Any]:
     """``intentloop forget claim ID --yes`` (the whole operation: a fresh process, the lock, the streamed rewrite and
-    the read-back scans) and its child's peak RSS, beside the floor ``intentloop --version`` in the same run. The first
-    deletion after seeding finds no checkpoint (``forget_claim_cold_s``); the others find the one it left."""
+    the read-back scans), its child's peak RSS and CPU time, beside the floor ``intentloop --version`` measured after
+    each deletion (same load). The ledger has a checkpoint (written by an earlier write, as any ledger intentloop has
+    written to), each deletion removing a claim from another place of the ledger."""
     ledger = data_root / "projects" / project_id / "ledger.jsonl"
-    checkpoint = ledger.with_name(CHECKPOINT_NAME)
-    row: dict[str, Any] = {}
-    claims = _claims_at(ledger, repeats + 1)
-    if not checkpoint.exists():
-        row["forget_claim_cold_s"], row["forget_claim_cold_rss_mb"] = _child_run(
-            data_root, ["forget", "claim", claims.pop(), "--project-id", project_id, "--yes", "--json"]
-        )
-    times, peaks, floors, floor_peaks = [], [], [], []
-    for claim in claims[:repeats]:
-        elapsed, peak = _child_run(data_root, ["forget", "claim", claim, "--project-id", project_id, "--yes", "--json"])
-        times.append(elapsed)
-        peaks.append(peak)
-        elapsed, peak = _child_run(data_root, ["--version"])
-        floors.append(elapsed)
-        floor_peaks.append(peak)
-    row["forget_claim_s"] = round(statistics.median(times), 3)
-    row["forget_claim_rss_mb"] = round(max(peaks), 1)
-    row["version_s"] = round(statistics.median(floors), 3)
-    row["version_rss_mb"] = round(max(floor_peaks), 1)
-    return {k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()}
+    claims = _claims_at(ledger, repeats)
+    runs: dict[str, list[float]] = {name: [] for name in ("s", "rss", "cpu", "floor_s", "floor_rss", "floor_cpu")}
+    for claim in claims:
+        args = ["forget", "claim", claim, "--project-id", project_id, "--yes", "--json"]
+        for prefix, command in (("", args), ("floor_", ["--version"])):
+            elapsed, peak, cpu = _child_run(data_root, command)
+            runs[prefix + "s"].append(elapsed)
+            runs[prefix + "rss"].append(peak)
+            runs[prefix + "cpu"].append(cpu)
+    return {
+        "forget_claim_s": round(statistics.median(runs["s"]), 3),
+        "forget_claim_cpu_s": round(statistics.median(runs["cpu"]), 3),
+        "forget_claim_rss_mb": round(max(runs["rss"]), 1),
+        "version_s": round(statistics.median(runs["floor_s"]), 3),
+        "version_cpu_s": round(statistics.median(runs["floor_cpu"]), 3),
+        "version_rss_mb": round(max(runs["floor_rss"]), 1),
+    }
+
+
+def _prime(data_root: Path, project_id: str, task_id: str) -> None:
+    """One ordinary write to a freshly seeded ledger (a lean store: verified a chunk at a time), so it has the
+    checkpoint and the task index every ledger intentloop has written to has."""
+    from intentloop.store import ProjectStore
+
+    draft = EventDraft(
+        event_type="mode_set", task_id=task_id, actor="user", request_id="bench-prime", payload={"mode": "on"}
+    )
+    with ProjectStore(data_root, project_id, lean=True).locked() as ledger:
+        ledger.append([draft])
 
 
 # --------------------------------------------------------------------------------------------------- figures
@@ -508,8 +520,10 @@ FIGURES = [
     "peak_rss_mb",
     "verify_s",
     "forget_claim_s",
+    "forget_claim_cpu_s",
     "forget_claim_rss_mb",
     "version_s",
+    "version_cpu_s",
 ]
 
 
@@ -724,7 +738,8 @@ async def forget_only(sizes: list[int], out: str) -> None:
             data_root.mkdir(mode=0o700)
             project.mkdir()
             t0 = time.perf_counter()
-            project_id, _tasks = seed_ledger(data_root, project, n)
+            project_id, tasks = seed_ledger(data_root, project, n)
+            _prime(data_root, project_id, tasks[1])
             seeded = round(time.perf_counter() - t0, 1)
             load = _load()
             row = {"events": n, "seed_s": seeded, "load_average_before": load, **measure_forget(data_root, project_id)}

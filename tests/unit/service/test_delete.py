@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import uuid
 from typing import Any
 
 from intentloop.model import request_fingerprint
@@ -325,3 +326,35 @@ async def test_a_deleted_replacement_is_remembered_too(h: Any) -> None:
     await h.fails("CLAIM_DELETED", "intent_replace_claim", **replacement)
     assert replaced["claim_id"].encode() not in h.disk_bytes() and b"ZK-7304" not in h.disk_bytes()
     assert [c["claim_id"] for c in (await h.snapshot(task))["active_claims"]] == [base["claim_id"]]
+
+
+async def test_a_claim_is_looked_up_in_its_own_task_even_when_another_task_quotes_its_id(h: Any) -> None:
+    """The claim is found by the lines that name it: a line of another task holding the id is not the claim."""
+    owner = await h.start("owner's claim")
+    other = await h.start("other's claim")
+    doomed = await h.inferred(owner, "doomed statement QX-8801")
+    quoting = await h.inferred(other, f"see claim {doomed['claim_id']} in the other task")
+    for task in (other, str(uuid.uuid4())):
+        code = "CLAIM_NOT_FOUND" if task == other else "TASK_NOT_FOUND"
+        await h.fails(
+            code,
+            "intent_delete",
+            task_id=task,
+            target="claim",
+            claim_id=doomed["claim_id"],
+            confirmation=f"DELETE CLAIM {doomed['claim_id']}",
+        )
+    before = h.ledger.read_bytes()
+    # In its own task it is found; its id is still quoted by the other task, so the rewrite refuses to go on.
+    await h.fails(
+        "DELETE_VERIFICATION_FAILED",
+        "intent_delete",
+        task_id=owner,
+        target="claim",
+        claim_id=doomed["claim_id"],
+        confirmation=f"DELETE CLAIM {doomed['claim_id']}",
+    )
+    assert h.ledger.read_bytes() == before  # refused before anything changed
+    await _delete_claim(h, other, quoting["claim_id"])
+    result = await _delete_claim(h, owner, doomed["claim_id"])  # control: nothing quotes it any more
+    assert result["deleted"] == "claim" and b"QX-8801" not in h.disk_bytes()
