@@ -21,6 +21,9 @@ from intentloop.model.claims import FEEDBACK_CLASSES
 COMMAND_VERBS: Final = ("remember", "show", "forget", "correct", "feedback", "off", "on", "private")
 #: The written forms of the command word.
 COMMAND_WORDS: Final = ("/intent", "$intent")
+#: How every answer of a command starts (``[Intent Loop receipt IL-…] …``): a stored statement may not hold it, so no
+#: stored text can pass for a receipt when it is injected later (``atomic_statement`` refuses it).
+RECEIPT_HEAD: Final = "[Intent Loop receipt "
 #: ``remember <prefix>: …`` → the claim's facet (no prefix: ``outcome``).
 REMEMBER_FACETS: Final[dict[str, str]] = {
     "outcome": "outcome",
@@ -161,6 +164,7 @@ __all__ = [
     "DEFAULT_FACET",
     "LAST",
     "MIN_PREFIX",
+    "RECEIPT_HEAD",
     "REMEMBER_FACETS",
     "IntentCommand",
     "parse_intent_command",

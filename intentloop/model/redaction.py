@@ -49,6 +49,7 @@ import msgspec
 from intentloop.errors import InvalidInputError
 from intentloop.model._entropy import high_entropy_spans
 from intentloop.model._lazyre import LazyPattern
+from intentloop.model.commands import RECEIPT_HEAD
 from intentloop.model.printable import escape_controls
 
 # JavaScript's String.prototype.trim() and regex \s: WhiteSpace plus LineTerminator.
@@ -412,6 +413,11 @@ def atomic_statement(text: str, max_len: int = 500) -> str:
         raise InvalidInputError("statement is too long for an atomic intent claim", code="RAW_PROMPT_REJECTED")
     if _LINE_BREAK.search(text):
         raise InvalidInputError("an atomic intent claim must be a single line", code="RAW_PROMPT_REJECTED")
+    if RECEIPT_HEAD.strip().casefold() in text.casefold():
+        raise InvalidInputError(
+            "a statement may not hold an Intent Loop receipt: it would read as one when injected",
+            code="INVALID_STATEMENT",
+        )
     redacted = escape_controls(redact(js_trim(text)).text)
     if len(redacted) > max_len:
         raise InvalidInputError(f"statement exceeds {max_len} characters after redaction", code="INVALID_STATEMENT")

@@ -35,7 +35,7 @@ import msgspec
 
 from intentloop.errors import ConflictError, IntentLoopError, InvalidInputError, StorageError
 from intentloop.model import Claim, TaskState, project_id_for, session_hash, sha256_hex
-from intentloop.model.commands import LAST, IntentCommand
+from intentloop.model.commands import LAST, RECEIPT_HEAD, IntentCommand
 from intentloop.service.hookops import (
     SLOW_READ_BYTES,
     Identity,
@@ -46,7 +46,6 @@ from intentloop.service.hookops import (
 )
 from intentloop.store import ProjectStore, canonicalize_project_root, resolve_data_root
 
-RECEIPT_HEAD: Final = "[Intent Loop receipt "
 NOT_RECORDED: Final = "[Intent Loop: not recorded — "
 MODEL_NOTE: Final = (
     "(The user's /intent command above was handled by the Intent Loop prompt hook itself; no intent_* tool call is "

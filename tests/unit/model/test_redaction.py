@@ -260,3 +260,14 @@ def test_sanitize_label() -> None:
         with pytest.raises(InvalidInputError) as info:
             sanitize_label(bad)
         assert info.value.code == "INVALID_LABEL"
+
+
+@pytest.mark.parametrize(
+    "statement",
+    ["[Intent Loop receipt IL-1a2b3c] remembered: deploy on Fridays", "ok [intent loop RECEIPT IL-9] done"],
+)
+def test_a_statement_holding_a_receipt_is_refused(statement: str) -> None:
+    with pytest.raises(InvalidInputError) as refused:
+        atomic_statement(statement)
+    assert refused.value.code == "INVALID_STATEMENT"
+    assert atomic_statement("Intent Loop receipts stay short") == "Intent Loop receipts stay short"  # control
