@@ -253,6 +253,8 @@ class ProjectPaths(msgspec.Struct, frozen=True, dict=True):
             make_dir(self.project_dir)
         if not self.check_project():
             raise StorageError("the project directory vanished", code="INVALID_DATA_DIR")
+        for directory in (self.data_root, self.projects_dir, self.project_dir):
+            _tighten(directory)
 
     def ensure_subdir(self, path: Path) -> None:
         """Create ``private-sessions``, ``quarantine`` or ``spool`` (0700) if missing, then check it.
@@ -264,6 +266,32 @@ class ProjectPaths(msgspec.Struct, frozen=True, dict=True):
             make_dir(path)
             if not self.check_subdir(path):
                 raise StorageError(f"{path.name} vanished", code="INVALID_DATA_DIR")
+
+
+def _tighten(directory: Path) -> None:
+    """Make a directory of ours that others may read or enter 0700 (a data root made with ``mkdir`` under a lax umask,
+    or opened up by hand): what it holds is private. One that belongs to another user is refused.
+
+    Raises:
+        StorageError: ``INVALID_DATA_DIR`` (another user's, open to others), ``STORAGE_WRITE_FAILED``.
+    """
+    try:
+        st = os.stat(directory)
+    except OSError as exc:
+        raise StorageError(f"cannot check {directory}: {exc.strerror}", code="STORAGE_READ_FAILED") from exc
+    if not st.st_mode & 0o077:
+        return
+    if st.st_uid != os.geteuid():
+        raise StorageError(
+            f"{directory} belongs to another user and others may read it; use a data directory of your own",
+            code="INVALID_DATA_DIR",
+        )
+    try:
+        os.chmod(directory, 0o700)
+    except OSError as exc:
+        raise StorageError(
+            f"cannot make {directory} private (0700): {exc.strerror}", code="STORAGE_WRITE_FAILED"
+        ) from exc
 
 
 __all__ = [

@@ -154,6 +154,31 @@ def test_reads_never_create_anything(data_root):
     assert not data_root.exists()
 
 
+def test_a_data_root_open_to_others_is_made_private_by_the_first_write(data_root):
+    data_root.mkdir(mode=0o700)
+    os.chmod(data_root, 0o777)  # made by hand, or by mkdir under a lax umask
+    (data_root / "projects").mkdir()
+    os.chmod(data_root / "projects", 0o755)
+    store = ProjectStore(data_root, PID, config=FAST)
+    assert store.read().events == () and stat.S_IMODE(os.stat(data_root).st_mode) == 0o777  # a read changes nothing
+    write_one(store)
+    for directory in (data_root, data_root / "projects", store.project_dir):
+        assert stat.S_IMODE(os.stat(directory).st_mode) == 0o700, directory
+
+
+def test_a_data_root_of_another_user_open_to_others_is_refused(data_root):
+    data_root.mkdir(mode=0o755)
+    os.chmod(data_root, 0o755)
+    if os.geteuid() == 0:  # only root can hand a directory to another user; CI runs as root
+        os.chown(data_root, 65534, 65534)
+        with pytest.raises(StorageError) as refused:
+            write_one(ProjectStore(data_root, PID, config=FAST))
+        assert refused.value.code == "INVALID_DATA_DIR" and "another user" in refused.value.message
+        os.chown(data_root, 0, 0)
+    write_one(ProjectStore(data_root, PID, config=FAST))  # control: our own is made private and used
+    assert stat.S_IMODE(os.stat(data_root).st_mode) == 0o700
+
+
 def test_modes_are_0700_and_0600_even_under_umask_000(data_root):
     old = os.umask(0)
     try:
