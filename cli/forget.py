@@ -79,8 +79,8 @@ def _run(out: Output, kind: str, prefix: str, project_root: str | None, project_
                 ("label", task.label or "-"),
                 (
                     "holds",
-                    f"{plural(len(task.claims), 'claim')}, {plural(len(task.candidates), 'candidate')}, "
-                    f"{plural(task.event_count, 'event')}",
+                    f"{plural(len(task.claims), 'claim')}, {plural(task.candidates, 'candidate')}, "
+                    f"{plural(task.events, 'event')}",
                 ),
             ]
     fields: dict[str, Any] = {**target.fields(), "target": kind, "task_id": task_id}

@@ -39,6 +39,8 @@ if TYPE_CHECKING:
         read_head_signature,
         sign_export,
     )
+    from intentloop.store._summary import TaskSummary
+    from intentloop.store._task_queries import TaskListing
     from intentloop.store._verify import MAX_LINE_BYTES, Damage, Verification, verify_ledger_bytes
     from intentloop.store._view import LedgerView
 
@@ -66,6 +68,8 @@ _LAZY = {
     "ProjectPaths": "_paths",
     "ProjectStore": "_project",
     "SIGNATURE_STATUSES": "_signing",
+    "TaskListing": "_task_queries",
+    "TaskSummary": "_summary",
     "Verification": "_verify",
     "canonicalize_project_root": "_paths",
     "export_signature_status": "_signing",
@@ -104,6 +108,8 @@ __all__ = [
     "PrivateControl",
     "ProjectPaths",
     "ProjectStore",
+    "TaskListing",
+    "TaskSummary",
     "Verification",
     "canonicalize_project_root",
     "export_signature_status",

@@ -185,6 +185,11 @@ def rebuild_index(paths: ProjectPaths, events: Sequence[Event], end: int) -> str
         for file, spans in entries.items():
             _append_file(directory / file, _records(spans))
         _write_counts(directory, {file: len(spans) for file, spans in entries.items()})
+        from intentloop.store._summary import SummaryBuilder  # the per-task summaries listings read (``_summary``)
+
+        summaries = SummaryBuilder()
+        summaries.add(events)
+        summaries.write(directory, {file[2:]: spans[0][0] for file, spans in entries.items() if file != BINDINGS})
     except (OSError, msgspec.EncodeError, ValueError):
         remove_tree_quietly(directory)
         return None
@@ -212,13 +217,45 @@ _prev_decoder = msgspec.json.Decoder(_Prev)
 class IndexedLedger:
     """Lines of a ledger whose checkpoint matched it exactly and whose index covers it, read by offset."""
 
-    def __init__(self, paths: ProjectPaths, fd: int, size: int, directory: Path, bindings: int) -> None:
+    def __init__(
+        self, paths: ProjectPaths, fd: int, size: int, directory: Path, bindings: int, lines: int | None = None
+    ) -> None:
         self._counts = _read_counts(directory)
         self._paths = paths
         self._fd = fd
         self._size = size
         self._directory = directory
         self._bindings = bindings
+        self.lines = lines  # the checkpoint's line count (``None``: not known)
+
+    @property
+    def directory(self) -> Path:
+        return self._directory
+
+    def task_counts(self) -> dict[str, int] | None:
+        """Task id → how many records the index holds of it, for every task it holds (``None``: no counts)."""
+        if self._counts is None:
+            return None
+        return {file[2:]: count for file, count in self._counts.items() if file != BINDINGS and count > 0}
+
+    def first_offset(self, task_id: str) -> int | None:
+        """Where the task's first line starts (``None``: no record, or the index cannot say)."""
+        if not _TASK_RE.match(task_id):
+            return None
+        opened = None
+        try:
+            opened = open_regular(self._directory / _task_file(task_id))
+            if opened is None:
+                return None
+            record = os.pread(opened[0], _RECORD, 0)
+        except Exception:
+            return None
+        finally:
+            if opened is not None:
+                os.close(opened[0])
+        if len(record) != _RECORD:
+            return None
+        return int.from_bytes(record[:8], "big")
 
     def close(self) -> None:
         os.close(self._fd)
@@ -336,7 +373,7 @@ def open_indexed(paths: ProjectPaths) -> IndexedLedger | None:
     fd, st = opened
     checkpoint = read_checkpoint(paths)
     covering = None if checkpoint is None or not checkpoint.matches(st) else checkpoint.covering_index()
-    if covering is None or not INDEX_DIR_RE.match(covering[0]):
+    if checkpoint is None or covering is None or not INDEX_DIR_RE.match(covering[0]):
         os.close(fd)
         return None
     index, bindings = covering
@@ -351,7 +388,7 @@ def open_indexed(paths: ProjectPaths) -> IndexedLedger | None:
     if not stat_module.S_ISDIR(dir_st.st_mode):
         os.close(fd)
         return None
-    return IndexedLedger(paths, fd, st.st_size, directory, bindings)
+    return IndexedLedger(paths, fd, st.st_size, directory, bindings, checkpoint.lines)
 
 
 __all__ = [
