@@ -79,7 +79,7 @@ def _run(out: Output, kind: str, prefix: str, project_root: str | None, project_
                 ("label", task.label or "-"),
                 (
                     "holds",
-                    f"{plural(len(task.claims), 'claim')}, {plural(task.candidates, 'candidate')}, "
+                    f"{plural(task.claims, 'claim')}, {plural(task.candidates, 'candidate')}, "
                     f"{plural(task.events, 'event')}",
                 ),
             ]

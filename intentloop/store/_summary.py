@@ -16,12 +16,12 @@ import os
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import msgspec
 
 from intentloop.model.events import Event
-from intentloop.model.projection import ProjectState, TaskState, apply_event
+from intentloop.model.projection import CLAIM_BEARING_EVENTS, ProjectState, TaskState, apply_event
 from intentloop.store._fs import create_exclusive, open_regular, read_regular, unlink_quietly
 from intentloop.store._paths import ProjectPaths
 
@@ -29,11 +29,12 @@ if TYPE_CHECKING:
     from intentloop.store._index import IndexedLedger
 
 SUMMARY_PREFIX = "s-"
-_MAX_SUMMARY_BYTES = 64 * 1024 * 1024
+MARKS_PREFIX = "m-"
+_MAX_FILE_BYTES = 64 * 1024 * 1024
 
 
 class TaskSummary(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """One task as the listings see it: the fold of its first ``events`` events, claims reduced to their marks.
+    """One task as the listings see it: counts from the fold of its first ``events`` events.
 
     Attributes:
         task_id: the task.
@@ -43,8 +44,10 @@ class TaskSummary(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
         latest: the greatest ``occurred_at`` of its events (a project's last activity).
         candidates: unconfirmed candidates.
         malformed: records the fold skipped.
-        claims: claim id → ``[epistemic_status, supersedes]``, in first-recorded order.
-        invalidated: invalidated claim ids (sorted; they need not name a claim of the task).
+        claims: claims recorded (active, superseded and invalidated).
+        active, superseded, invalidated: the claims by lifecycle (the order the projection applies).
+        active_by_status: active claims by epistemic status (sorted).
+        marks_at: how many events the task's claim marks (``m-<task_id>``, the writer's) fold.
     """
 
     task_id: str
@@ -59,46 +62,59 @@ class TaskSummary(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     latest: str | None
     candidates: int
     malformed: int
-    claims: dict[str, tuple[str, tuple[str, ...]]]
-    invalidated: tuple[str, ...]
+    claims: int
+    active: int
+    superseded: int
+    invalidated: int
+    active_by_status: dict[str, int]
+    marks_at: int
 
     @property
     def started(self) -> bool:
         return self.started_at is not None
 
-    def claim_status(self, claim_id: str) -> str:
-        """``invalidated``, ``superseded`` or ``active`` (the order the projection applies)."""
-        if claim_id in self.invalidated:
-            return "invalidated"
-        if any(claim_id in supersedes for _status, supersedes in self.claims.values()):
-            return "superseded"
-        return "active"
-
     def lifecycle(self) -> tuple[dict[str, int], dict[str, int]]:
         """Claims by lifecycle (``active``, ``superseded``, ``invalidated``) and active claims by epistemic status
         (sorted), as ``intentloop tasks`` lists them."""
-        superseded = {old for _status, supersedes in self.claims.values() for old in supersedes}
-        invalidated = set(self.invalidated)
-        counts = {"active": 0, "superseded": 0, "invalidated": 0}
-        by_status: dict[str, int] = {}
-        for claim_id, (status, _supersedes) in self.claims.items():
-            if claim_id in invalidated:
-                counts["invalidated"] += 1
-            elif claim_id in superseded:
-                counts["superseded"] += 1
-            else:
-                counts["active"] += 1
-                by_status[status] = by_status.get(status, 0) + 1
-        return counts, dict(sorted(by_status.items()))
+        counts = {"active": self.active, "superseded": self.superseded, "invalidated": self.invalidated}
+        return counts, dict(self.active_by_status)
+
+
+class ClaimMarks(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """What a writer needs to advance a task's claim counts: each claim's ``[epistemic_status, supersedes]`` and the
+    invalidated ids, as the fold of the task's first ``events`` events leaves them."""
+
+    task_id: str
+    events: int
+    claims: dict[str, tuple[str, tuple[str, ...]]]
+    invalidated: tuple[str, ...]
+
+
+class _NeedsMarks(Exception):
+    """An event that can change claims met a fold that does not hold the task's claim marks."""
 
 
 class _Fold:
     """A task's summary being folded: the real fold applied one event at a time to a task that holds only the
-    summary's scalars, whose claims, invalidations and candidates are then moved into the marks."""
+    summary's scalars; claims, invalidations and candidates it records are moved into the marks and counts."""
 
-    __slots__ = ("_state", "candidates", "claims", "events", "first", "invalidated", "latest", "malformed", "task")
+    __slots__ = (
+        "_state",
+        "candidates",
+        "claims",
+        "counts",
+        "events",
+        "first",
+        "invalidated",
+        "latest",
+        "malformed",
+        "marks_at",
+        "task",
+    )
 
-    def __init__(self, task_id: str, first: int, summary: TaskSummary | None = None) -> None:
+    def __init__(
+        self, task_id: str, first: int, summary: TaskSummary | None = None, marks: ClaimMarks | None = None
+    ) -> None:
         self.task = TaskState(task_id)
         self._state = ProjectState()
         self._state.tasks[task_id] = self.task
@@ -107,28 +123,44 @@ class _Fold:
         self.latest: str | None = None
         self.candidates = 0
         self.malformed = 0
-        self.claims: dict[str, tuple[str, tuple[str, ...]]] = {}
+        self.marks_at = 0
+        # The claim marks (``None``: not held; only events that cannot change claims may then be added).
+        self.claims: dict[str, tuple[str, tuple[str, ...]]] | None = {}
         self.invalidated: set[str] = set()
+        self.counts: tuple[int, int, int, int, dict[str, int]] = (0, 0, 0, 0, {})
         if summary is not None:
             task = self.task
             task.started_at, task.label, task.mode = summary.started_at, summary.label, summary.mode
             task.host_session_hash, task.last_event_at = summary.host_session_hash, summary.last_event_at
             task.recovered_from_private = summary.recovered_from_private
             self.first, self.events, self.latest = summary.first, summary.events, summary.latest
-            self.candidates, self.malformed = summary.candidates, summary.malformed
-            self.claims = dict(summary.claims)
-            self.invalidated = set(summary.invalidated)
+            self.candidates, self.malformed, self.marks_at = summary.candidates, summary.malformed, summary.marks_at
+            self.counts = (
+                summary.claims,
+                summary.active,
+                summary.superseded,
+                summary.invalidated,
+                dict(summary.active_by_status),
+            )
+            self.claims = None if marks is None else dict(marks.claims)
+            self.invalidated = set() if marks is None else set(marks.invalidated)
 
     def add(self, event: Event) -> None:
         task = self.task
+        claims = self.claims
+        if claims is None and event.event_type in CLAIM_BEARING_EVENTS:
+            raise _NeedsMarks
         apply_event(self._state, event)
         self.events += 1
         if self.latest is None or event.occurred_at > self.latest:
             self.latest = event.occurred_at
+        if claims is not None and event.event_type in CLAIM_BEARING_EVENTS:
+            self.marks_at = self.events
         if task.claims:
+            assert claims is not None
             for claim_id, claim in task.claims.items():
                 # A re-recorded claim replaces its marks: its old ``supersedes`` go with it, as in the fold.
-                self.claims[claim_id] = (claim.epistemic_status, tuple(claim.supersedes))
+                claims[claim_id] = (claim.epistemic_status, tuple(claim.supersedes))
             task.claims.clear()
             task.superseded_by.clear()
             task.recorded_at.clear()
@@ -142,8 +174,25 @@ class _Fold:
         task.malformed = 0
         task.requests.clear()
 
+    def _counted(self) -> tuple[int, int, int, int, dict[str, int]]:
+        if self.claims is None:
+            return self.counts
+        superseded = {old for _status, supersedes in self.claims.values() for old in supersedes}
+        active = gone = invalidated = 0
+        by_status: dict[str, int] = {}
+        for claim_id, (status, _supersedes) in self.claims.items():
+            if claim_id in self.invalidated:
+                invalidated += 1
+            elif claim_id in superseded:
+                gone += 1
+            else:
+                active += 1
+                by_status[status] = by_status.get(status, 0) + 1
+        return len(self.claims), active, gone, invalidated, dict(sorted(by_status.items()))
+
     def summary(self) -> TaskSummary:
         task = self.task
+        claims, active, superseded, invalidated, by_status = self._counted()
         return TaskSummary(
             task_id=task.task_id,
             events=self.events,
@@ -157,9 +206,35 @@ class _Fold:
             latest=self.latest,
             candidates=self.candidates,
             malformed=self.malformed,
+            claims=claims,
+            active=active,
+            superseded=superseded,
+            invalidated=invalidated,
+            active_by_status=by_status,
+            marks_at=self.marks_at,
+        )
+
+    def marks(self) -> ClaimMarks | None:
+        if self.claims is None:
+            return None
+        return ClaimMarks(
+            task_id=self.task.task_id,
+            events=self.marks_at,
             claims=self.claims,
             invalidated=tuple(sorted(self.invalidated)),
         )
+
+    def write(self, directory: Path, *, marks: bool = True) -> None:
+        """Write the marks (when held and ``marks``), then the summary (so a summary never names marks not there).
+
+        Raises:
+            OSError: a file could not be written.
+        """
+        held = self.marks() if marks else None
+        if held is not None:
+            _write(directory, MARKS_PREFIX, held.task_id, _encoder.encode(held))
+        summary = self.summary()
+        _write(directory, SUMMARY_PREFIX, summary.task_id, _encoder.encode(summary))
 
 
 class SummaryBuilder:
@@ -180,7 +255,7 @@ class SummaryBuilder:
             fold.add(event)
 
     def add_task(self, task_id: str, events: Iterable[Event], first: int) -> None:
-        """Fold the events of one task (all of them, in ledger order; ``first``: the position of its first event)."""
+        """Fold the events of one task (all of them, in ledger order; ``first``: the offset of its first line)."""
         fold = self._folds.get(task_id)
         if fold is None:
             fold = self._folds[task_id] = _Fold(task_id, first)
@@ -192,37 +267,35 @@ class SummaryBuilder:
         return {task_id: fold.summary() for task_id, fold in self._folds.items()}
 
     def write(self, directory: Path, firsts: Mapping[str, int]) -> None:
-        """Write every summary into the index ``directory``, each with its task's first line offset from ``firsts``.
+        """Write every summary and its claim marks into the index ``directory``, each with its task's first line
+        offset from ``firsts``.
 
         Raises:
-            OSError: a summary could not be written (the caller gives the index up).
+            OSError: a file could not be written (the caller gives the index up).
         """
         for task_id, fold in self._folds.items():
             fold.first = firsts[task_id]
-            write_summary(directory, fold.summary())
-
-
-def advance(summary: TaskSummary, events: Sequence[Event]) -> TaskSummary:
-    """``summary`` with the task's next ``events`` folded in (only those are read)."""
-    fold = _Fold(summary.task_id, summary.first, summary)
-    for event in events:
-        fold.add(event)
-    return fold.summary()
+            fold.write(directory)
 
 
 def summarize(task_id: str, events: Iterable[Event], first: int) -> TaskSummary:
     """The summary of a task from all its events."""
-    builder = SummaryBuilder()
-    builder.add_task(task_id, events, first)
-    found = builder.summaries().get(task_id)
-    return found if found is not None else _Fold(task_id, first).summary()
+    return _fold_all(task_id, events, first).summary()
+
+
+def _fold_all(task_id: str, events: Iterable[Event], first: int) -> _Fold:
+    fold = _Fold(task_id, first)
+    for event in events:
+        fold.add(event)
+    return fold
 
 
 def update_summaries(paths: ProjectPaths, index: str, events: Sequence[Event], start: int, end: int) -> None:
     """After the index ``index`` was extended by ``events`` (whose lines fill bytes ``start`` to ``end``), advance the
-    summary of each task they touch by those events alone; a task whose stored summary does not vouch for its earlier
-    events is summarized afresh from its events read through the index. A summary that cannot be written is removed
-    (readers then recompute it). Never raises: the summaries are a cache."""
+    summary of each task they touch by those events alone (with the task's claim marks when one of them can change
+    claims); a task whose stored summary or marks do not vouch for its earlier events is folded afresh from its events
+    read through the index. A task whose files cannot be written loses its summary (readers then fold the task).
+    Never raises: the summaries are a cache."""
     from intentloop.store._index import BINDINGS, _entries, _read_counts, _task_file
 
     directory = paths.project_dir / index
@@ -238,20 +311,41 @@ def update_summaries(paths: ProjectPaths, index: str, events: Sequence[Event], s
                 if firsts is None:
                     spans = _entries(events, start, end)
                     firsts = {file[2:]: found[0][0] for file, found in spans.items() if file != BINDINGS}
-                summary: TaskSummary | None = summarize(task_id, added, firsts[task_id])
+                fold: _Fold | None = _fold_all(task_id, added, firsts[task_id])
             else:
-                old = read_summary(directory, task_id, before)
-                summary = advance(old, added) if old is not None else _recompute(paths, directory, task_id, end)
-            if summary is None:
-                unlink_quietly(directory / summary_file(task_id))
+                fold = _advanced(directory, task_id, before, added)
+                if fold is None:
+                    fold = _refolded(paths, directory, task_id, end)
+            if fold is None:
+                _drop(directory, task_id)
             else:
-                write_summary(directory, summary)
-        except Exception:  # a cache: any failure only costs readers a recomputation
-            unlink_quietly(directory / summary_file(task_id))
+                fold.write(directory)
+        except Exception:  # a cache: any failure only costs readers a fold of the task
+            _drop(directory, task_id)
 
 
-def _recompute(paths: ProjectPaths, directory: Path, task_id: str, size: int) -> TaskSummary | None:
-    """The summary of ``task_id`` from all its events, read through the index (``None``: the index cannot say)."""
+def _advanced(directory: Path, task_id: str, before: int, added: Sequence[Event]) -> _Fold | None:
+    """The stored summary of the task's first ``before`` events advanced by ``added`` (``None``: what is stored does
+    not vouch for them)."""
+    summary = read_summary(directory, task_id, before)
+    if summary is None:
+        return None
+    marks = None
+    if any(event.event_type in CLAIM_BEARING_EVENTS for event in added):
+        marks = _read(directory, MARKS_PREFIX, task_id, _marks_decoder)
+        if marks is None or marks.task_id != task_id or marks.events != summary.marks_at:
+            return None
+    fold = _Fold(task_id, summary.first, summary, marks)
+    try:
+        for event in added:
+            fold.add(event)
+    except _NeedsMarks:
+        return None
+    return fold
+
+
+def _refolded(paths: ProjectPaths, directory: Path, task_id: str, size: int) -> _Fold | None:
+    """The task folded from all its events, read through the index (``None``: the index cannot vouch for them)."""
     from intentloop.store._index import IndexedLedger
 
     opened = open_regular(paths.ledger_path)
@@ -259,9 +353,18 @@ def _recompute(paths: ProjectPaths, directory: Path, task_id: str, size: int) ->
         return None
     indexed = IndexedLedger(paths, opened[0], size, directory, 0)
     try:
-        return indexed_summary(indexed, task_id)
+        events = indexed.task_events(task_id)
+        first = indexed.first_offset(task_id)
     finally:
         indexed.close()
+    if not events or first is None:
+        return None
+    return _fold_all(task_id, events, first)
+
+
+def _drop(directory: Path, task_id: str) -> None:
+    unlink_quietly(directory / f"{SUMMARY_PREFIX}{task_id}")
+    unlink_quietly(directory / f"{MARKS_PREFIX}{task_id}")
 
 
 def indexed_summary(indexed: IndexedLedger, task_id: str) -> TaskSummary | None:
@@ -274,11 +377,13 @@ def indexed_summary(indexed: IndexedLedger, task_id: str) -> TaskSummary | None:
 
 
 class _Stored(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    check: str  # sha256 of the encoded summary: a garbled file is noticed even when it still decodes
-    summary: msgspec.Raw
+    check: str  # sha256 of the encoded record: a garbled file is noticed even when it still decodes
+    body: msgspec.Raw
 
 
+_T = TypeVar("_T")
 _summary_decoder = msgspec.json.Decoder(TaskSummary)
+_marks_decoder = msgspec.json.Decoder(ClaimMarks)
 _stored_decoder = msgspec.json.Decoder(_Stored)
 _encoder = msgspec.json.Encoder()
 
@@ -287,16 +392,11 @@ def summary_file(task_id: str) -> str:
     return f"{SUMMARY_PREFIX}{task_id}"
 
 
-def write_summary(directory: Path, summary: TaskSummary) -> None:
-    """Replace ``s-<task_id>`` in the index ``directory`` (temp file + rename; no fsync: it is a cache).
-
-    Raises:
-        OSError: it could not be written.
-    """
-    body = _encoder.encode(summary)
-    data = _encoder.encode(_Stored(check=hashlib.sha256(body).hexdigest(), summary=msgspec.Raw(body)))
-    target = directory / summary_file(summary.task_id)
-    temp = directory / f"{summary_file(summary.task_id)}.{uuid.uuid4()}.tmp"
+def _write(directory: Path, prefix: str, task_id: str, body: bytes) -> None:
+    """Replace ``<prefix><task_id>`` in the index ``directory`` (temp file + rename; no fsync: it is a cache)."""
+    data = _encoder.encode(_Stored(check=hashlib.sha256(body).hexdigest(), body=msgspec.Raw(body)))
+    target = directory / f"{prefix}{task_id}"
+    temp = directory / f"{prefix}{task_id}.{uuid.uuid4()}.tmp"
     try:
         create_exclusive(temp, data, sync=False)
         os.replace(temp, target)
@@ -305,37 +405,42 @@ def write_summary(directory: Path, summary: TaskSummary) -> None:
         raise
 
 
-def read_summary(directory: Path, task_id: str, events: int) -> TaskSummary | None:
-    """The stored summary of ``task_id`` when it folds exactly ``events`` events and is intact; ``None`` otherwise
-    (missing, unsafe, garbled, stale or another task's: recompute it). Never raises."""
+def _read(directory: Path, prefix: str, task_id: str, decoder: msgspec.json.Decoder[_T]) -> _T | None:
+    """The intact record ``<prefix><task_id>``, or ``None`` (missing, unsafe, garbled). Never raises."""
     try:
-        got = read_regular(directory / summary_file(task_id))
+        got = read_regular(directory / f"{prefix}{task_id}")
     except Exception:
         return None
-    if got is None or len(got[0]) > _MAX_SUMMARY_BYTES:
+    if got is None or len(got[0]) > _MAX_FILE_BYTES:
         return None
     try:
         stored = _stored_decoder.decode(got[0])
-        body = bytes(stored.summary)
+        body = bytes(stored.body)
         if hashlib.sha256(body).hexdigest() != stored.check:
             return None
-        summary = _summary_decoder.decode(body)
+        return decoder.decode(body)
     except (msgspec.DecodeError, ValueError):
         return None
-    if summary.task_id != task_id or summary.events != events:
+
+
+def read_summary(directory: Path, task_id: str, events: int) -> TaskSummary | None:
+    """The stored summary of ``task_id`` when it folds exactly ``events`` events and is intact; ``None`` otherwise
+    (missing, unsafe, garbled, stale or another task's: fold the task instead). Never raises."""
+    summary = _read(directory, SUMMARY_PREFIX, task_id, _summary_decoder)
+    if summary is None or summary.task_id != task_id or summary.events != events:
         return None
     return summary
 
 
 __all__ = [
+    "MARKS_PREFIX",
     "SUMMARY_PREFIX",
+    "ClaimMarks",
     "SummaryBuilder",
     "TaskSummary",
-    "advance",
     "indexed_summary",
     "read_summary",
     "summarize",
     "summary_file",
     "update_summaries",
-    "write_summary",
 ]

@@ -50,7 +50,7 @@ class TaskListing:
     @property
     def claim_count(self) -> int:
         """Claims of the started tasks (active, superseded and invalidated)."""
-        return sum(len(task.claims) for task in self.started())
+        return sum(task.claims for task in self.started())
 
     @property
     def candidate_count(self) -> int:

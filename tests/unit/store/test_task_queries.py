@@ -81,7 +81,7 @@ payloads: dict[str, st.SearchStrategy[dict[str, Any]]] = {
         }
     ),
 }
-times = st.sampled_from(["2026-01-01T00:00:0%dZ" % i for i in range(10)])
+times = st.sampled_from([f"2026-01-01T00:00:0{i}Z" for i in range(10)])
 drafts = st.builds(
     lambda kind, task, payload, at: (kind, task, payload, at),
     st.sampled_from(sorted(payloads)),
@@ -100,6 +100,9 @@ DAMAGE = (
     "summary-stale",
     "summary-other-task",
     "task-file-cut",
+    "marks-removed",
+    "marks-garbled",
+    "marks-stale",
 )
 
 
@@ -120,6 +123,7 @@ def index_dir(store: ProjectStore) -> Path | None:
 def damage(store: ProjectStore, kind: str, stale: dict[str, bytes]) -> None:
     directory = index_dir(store)
     summaries = sorted(directory.glob("s-*")) if directory is not None else []
+    marks = sorted(directory.glob("m-*")) if directory is not None else []
     checkpoint = store.project_dir / CHECKPOINT_NAME
     if kind == "checkpoint-removed" and checkpoint.exists():
         checkpoint.unlink()
@@ -142,6 +146,15 @@ def damage(store: ProjectStore, kind: str, stale: dict[str, bytes]) -> None:
             summaries[0].write_bytes(stale[name])  # what it said before the last append
     elif kind == "summary-other-task" and len(summaries) > 1:
         summaries[0].write_bytes(summaries[1].read_bytes())
+    elif kind == "marks-removed" and marks:
+        marks[0].unlink()
+    elif kind == "marks-garbled" and marks:
+        data = marks[-1].read_bytes()
+        marks[-1].write_bytes(data.replace(b"explicit", b"inferred", 1) if b"explicit" in data else data[:-3])
+    elif kind == "marks-stale" and marks:
+        name = marks[0].name
+        if name in stale:
+            marks[0].write_bytes(stale[name])
     elif kind == "task-file-cut" and directory is not None:
         files = sorted(directory.glob("t-*"))
         if files:
@@ -202,7 +215,7 @@ def listed_rows(store: ProjectStore) -> tuple[list[dict[str, Any]], int, str | N
                 "host_session_hash": summary.host_session_hash,
                 "last_event_at": summary.last_event_at,
                 "events": summary.events,
-                "claims": len(summary.claims),
+                "claims": summary.claims,
                 "lifecycle": lifecycle,
                 "by_status": by_status,
                 "candidates": summary.candidates,
@@ -230,7 +243,7 @@ def test_answers_equal_a_fresh_full_fold(tmp_path_factory, batches, damages, fin
     for number, batch in enumerate(batches):
         directory = index_dir(store)
         if directory is not None:
-            stale = {p.name: p.read_bytes() for p in directory.glob("s-*")}
+            stale = {p.name: p.read_bytes() for p in [*directory.glob("s-*"), *directory.glob("m-*")]}
         with fresh(store).locked(lazy=number % 2 == 1) as ledger:  # a hook's lazy writer and a full one
             ledger.append([as_draft(item) for item in batch])
         damage(store, damages[number % len(damages)], stale)
@@ -333,3 +346,27 @@ def test_a_bad_summary_is_recomputed_from_its_task_never_believed(
 
 def _no_whole_read(self: ProjectStore, *args: object, **kwargs: object) -> Any:
     raise AssertionError("read the whole ledger")
+
+
+@pytest.mark.parametrize("kind", ["marks-removed", "marks-garbled", "marks-stale"])
+def test_claim_marks_that_do_not_vouch_make_the_writer_fold_the_task_afresh(store: ProjectStore, kind: str) -> None:
+    directory = index_dir(store)
+    assert directory is not None
+    marks = directory / f"m-{TASKS[1]}"
+    older = marks.read_bytes()
+    with store.locked(lazy=True) as ledger:  # a claim that the older marks do not know
+        extra = claim(CLAIMS[4], "inferred", [CLAIMS[1]])
+        ledger.append([as_draft(("claim_added", TASKS[1], {"claim": extra}, "2026-01-05T00:00:00Z"))])
+    if kind == "marks-removed":
+        marks.unlink()
+    elif kind == "marks-garbled":
+        marks.write_bytes(marks.read_bytes().replace(b"inferred", b"explicit"))
+    else:
+        marks.write_bytes(older)
+    with store.locked(lazy=True) as ledger:  # superseding it needs its marks: the writer must not believe these
+        later = claim(CLAIMS[2], "evidence", [CLAIMS[4]])
+        ledger.append([as_draft(("claim_replaced", TASKS[1], {"claim": later}, "2026-01-06T00:00:00Z"))])
+    assert listed_rows(fresh(store)) == expected_rows(store)
+    count = len(store.task_events(TASKS[1]))
+    summary = read_summary(directory, TASKS[1], count)
+    assert summary is not None and summary.superseded == 2  # the writer's own, not the reader's fold
