@@ -39,6 +39,7 @@ from intentloop.store._fs import (
 )
 from intentloop.store._lines import LineEvents
 from intentloop.store._paths import ProjectPaths
+from intentloop.store._summary import SUMMARIES_MARK, SummaryBuilder
 from intentloop.store._verify import verify_continuation, verify_lines
 
 INDEX_DIR_RE = LazyPattern(r"^index-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
@@ -154,7 +155,7 @@ def extend_index(paths: ProjectPaths, name: str, events: Sequence[Event], start:
     it."""
     directory = paths.project_dir / name
     counts = _read_counts(directory)
-    if counts is None:
+    if counts is None or not os.path.lexists(directory / SUMMARIES_MARK):  # no task summaries (``_summary``)
         return False
     entries = _entries(events, start, end)
     try:
@@ -185,9 +186,7 @@ def rebuild_index(paths: ProjectPaths, events: Sequence[Event], end: int) -> str
         for file, spans in entries.items():
             _append_file(directory / file, _records(spans))
         _write_counts(directory, {file: len(spans) for file, spans in entries.items()})
-        from intentloop.store._summary import SummaryBuilder  # the per-task summaries listings read (``_summary``)
-
-        summaries = SummaryBuilder()
+        summaries = SummaryBuilder()  # the per-task summaries listings read (``_summary``)
         summaries.add(events)
         summaries.write(directory, {file[2:]: spans[0][0] for file, spans in entries.items() if file != BINDINGS})
     except (OSError, msgspec.EncodeError, ValueError):

@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 
 SUMMARY_PREFIX = "s-"
 MARKS_PREFIX = "m-"
+#: Written into an index once a summary of every task is in it: a writer does not extend an index without it (one
+#: built before task summaries existed) but rebuilds it, so no listing keeps folding summary-less tasks forever.
+SUMMARIES_MARK = "summaries.v1"
 _MAX_FILE_BYTES = 64 * 1024 * 1024
 
 
@@ -276,6 +279,7 @@ class SummaryBuilder:
         for task_id, fold in self._folds.items():
             fold.first = firsts[task_id]
             fold.write(directory)
+        create_exclusive(directory / SUMMARIES_MARK, b"", sync=False)
 
 
 def summarize(task_id: str, events: Iterable[Event], first: int) -> TaskSummary:
@@ -434,6 +438,7 @@ def read_summary(directory: Path, task_id: str, events: int) -> TaskSummary | No
 
 __all__ = [
     "MARKS_PREFIX",
+    "SUMMARIES_MARK",
     "SUMMARY_PREFIX",
     "ClaimMarks",
     "SummaryBuilder",

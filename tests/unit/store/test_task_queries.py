@@ -15,8 +15,16 @@ from hypothesis import strategies as st
 
 from intentloop.model import EventDraft, project, project_id_for
 from intentloop.model.projection import TaskState
-from intentloop.store import CHECKPOINT_NAME, INDEX_DIR_RE, LockConfig, ProjectStore, _project, verify_ledger_bytes
-from intentloop.store._summary import read_summary, summary_file
+from intentloop.store import (
+    CHECKPOINT_NAME,
+    INDEX_DIR_RE,
+    LockConfig,
+    ProjectStore,
+    _project,
+    _task_queries,
+    verify_ledger_bytes,
+)
+from intentloop.store._summary import SUMMARIES_MARK, read_summary, summary_file
 
 PID = project_id_for("/task/queries")
 CONFIG = LockConfig(heartbeat_s=10, stale_s=30, wait_s=1, ceiling_s=2)
@@ -370,3 +378,21 @@ def test_claim_marks_that_do_not_vouch_make_the_writer_fold_the_task_afresh(stor
     count = len(store.task_events(TASKS[1]))
     summary = read_summary(directory, TASKS[1], count)
     assert summary is not None and summary.superseded == 2  # the writer's own, not the reader's fold
+
+
+def test_an_index_without_task_summaries_is_rebuilt_by_the_next_writer(
+    store: ProjectStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old = index_dir(store)
+    assert old is not None and (old / SUMMARIES_MARK).exists()
+    for path in [old / SUMMARIES_MARK, *old.glob("s-*"), *old.glob("m-*")]:  # as an index built before summaries
+        path.unlink()
+    with store.locked() as ledger:
+        ledger.append([as_draft(("source_observed", TASKS[2], {"candidate": candidate(2)}, "2026-01-07T00:00:00Z"))])
+    new = index_dir(fresh(store))
+    assert new is not None and new != old and (new / SUMMARIES_MARK).exists()
+    assert len(list(new.glob("s-*"))) == len(TASKS)
+    expected = expected_rows(store)
+    monkeypatch.setattr(ProjectStore, "verify", _no_whole_read)
+    monkeypatch.setattr(_task_queries, "indexed_summary", _no_whole_read)  # no task folded afresh either
+    assert listed_rows(store) == expected
