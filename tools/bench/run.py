@@ -484,10 +484,19 @@ sys.exit(os.waitstatus_to_exitcode(status))
 """
 
 
-def _cli_run(data_root: Path, args: list[str]) -> tuple[float, float]:
+#: Floors beside ``--version``: what a command pays before it reads anything — the CLI with typer's option parsing
+#: (typer imports pydantic to coerce any option; ``--version`` has none), and that plus trio and the service (``show``
+#: and ``export`` run the tool through the service under ``trio.run``).
+CLI_FLOORS: list[tuple[str, list[str]]] = [
+    ("floor_options", ["-c", "import cli.app, typer._adapters"]),
+    ("floor_service", ["-c", "import cli.app, typer._adapters, trio, intentloop.service.intent_service"]),
+]
+
+
+def _cli_run(data_root: Path, args: list[str], program: str = INTENTLOOP) -> tuple[float, float]:
     """Fork → exit of one ``intentloop`` command (ms) and its peak RSS (MB, ``wait4``'s ``ru_maxrss`` of it)."""
     proc = subprocess.run(
-        [sys.executable, "-S", "-c", _MEASURE, INTENTLOOP, *args],
+        [sys.executable, "-S", "-c", _MEASURE, program, *args],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         env=_env(data_root),
@@ -503,17 +512,21 @@ def _cli_run(data_root: Path, args: list[str]) -> tuple[float, float]:
 def measure_cli_reads(data_root: Path, project_id: str, task_id: str, rounds: int) -> dict[str, Any]:
     """Median time and peak RSS of each read command, each round running every command once (same load for all),
     and each command's time as a multiple of ``intentloop --version``'s in the same rounds."""
-    times: dict[str, list[float]] = {name: [] for name, _ in CLI_READS}
-    rss: dict[str, list[float]] = {name: [] for name, _ in CLI_READS}
+    times: dict[str, list[float]] = {name: [] for name, _ in [*CLI_READS, *CLI_FLOORS]}
+    rss: dict[str, list[float]] = {name: [] for name, _ in [*CLI_READS, *CLI_FLOORS]}
     for _ in range(rounds):
         for name, template in CLI_READS:
             args = [a.format(pid=project_id, task=task_id) for a in template]
             ms, mb = _cli_run(data_root, args)
             times[name].append(ms)
             rss[name].append(mb)
+        for name, args in CLI_FLOORS:
+            ms, mb = _cli_run(data_root, args, program=sys.executable)
+            times[name].append(ms)
+            rss[name].append(mb)
     floor = statistics.median(times["version"])
     out: dict[str, Any] = {}
-    for name, _ in CLI_READS:
+    for name, _ in [*CLI_READS, *CLI_FLOORS]:
         out[f"cli_{name}_ms"] = _median(times[name])
         out[f"cli_{name}_rss_mb"] = round(max(rss[name]), 1)
         if name != "version":
