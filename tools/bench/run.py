@@ -707,8 +707,11 @@ async def main(args: argparse.Namespace) -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     _compile_project()
     if args.cli_reads:
+        cli_rows = []
         with tempfile.TemporaryDirectory(prefix="intentloop-bench-") as tmp:
-            cli_rows = [measure_cli_size(n, Path(tmp), args.repeats) for n in sizes]
+            for n in sizes:
+                cli_rows.append(measure_cli_size(n, Path(tmp), args.repeats))
+                print(json.dumps(cli_rows[-1]), flush=True)
         cli_result = {
             "date": time.strftime("%Y-%m-%d"),
             "machine": _machine(),
