@@ -1,12 +1,14 @@
 """Per-task summaries in the task index: what ``tasks``, ``projects`` and ``status`` list, kept by the write path.
 
-``s-<task_id>`` in the index directory is the fold of the task's first ``events`` records reduced to what listings
-count (label, mode, times, candidates, and each claim's status and ``supersedes``); it is advanced by applying only
-an append's new events, through the projection's own :func:`~intentloop.model.projection.apply_event` (one event at a
-time onto an empty task carrying the summary's scalars), so no second set of fold rules exists. Why: counting claims
-by status needs every task folded, which took 3.8–5.5 s and 461–497 MB of ``intentloop tasks`` at 100,000 events
-(docs/BENCHMARK.md). A summary whose count differs from the task's records in ``counts.json``, or that is missing,
-garbled (its ``check`` digest) or names another task, is recomputed from the task's events: never a wrong answer.
+``s-<task_id>`` holds the counts listings show (claims by status, candidates, label, mode, times) of the fold of the
+task's first ``events`` events; ``m-<task_id>`` the claim marks (each claim's status and ``supersedes``) a writer
+needs to recount them. An append advances both by its new events alone, through the projection's own
+:func:`~intentloop.model.projection.apply_event` (one event at a time onto a task holding only the summary's scalars),
+so no second set of fold rules exists; marks are read only for events that can change claims. Why: counting claims by
+status needed every task folded (``intentloop tasks``: 3.8–5.5 s and 461–497 MB at 100,000 events, and summaries
+that held the marks themselves still cost a listing O(claims); docs/BENCHMARK.md, "CLI reads"). Anything stored that
+does not vouch for the task's records in ``counts.json`` (missing, garbled per its digest, stale, another task's) is
+folded afresh from the task's lines: never a wrong answer.
 """
 
 from __future__ import annotations
