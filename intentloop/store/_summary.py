@@ -1,14 +1,9 @@
-"""Per-task summaries in the task index: what ``tasks``, ``projects`` and ``status`` list, kept by the write path.
+"""Per-task summaries in the task index — ``s-<task>``, the counts listings show, and ``m-<task>``, the claim marks a
+writer recounts them from — advanced by each append through the projection's own ``apply_event`` (no second fold).
 
-``s-<task_id>`` holds the counts listings show (claims by status, candidates, label, mode, times) of the fold of the
-task's first ``events`` events; ``m-<task_id>`` the claim marks (each claim's status and ``supersedes``) a writer
-needs to recount them. An append advances both by its new events alone, through the projection's own
-:func:`~intentloop.model.projection.apply_event` (one event at a time onto a task holding only the summary's scalars),
-so no second set of fold rules exists; marks are read only for events that can change claims. Why: counting claims by
-status needed every task folded (``intentloop tasks``: 3.8–5.5 s and 461–497 MB at 100,000 events, and summaries
-that held the marks themselves still cost a listing O(claims); docs/BENCHMARK.md, "CLI reads"). Anything stored that
-does not vouch for the task's records in ``counts.json`` (missing, garbled per its digest, stale, another task's) is
-folded afresh from the task's lines: never a wrong answer.
+Why: ``intentloop tasks`` folded every task (3.8–5.5 s, 461–497 MB at 100,000 events), and summaries holding the marks
+still made a listing O(claims) (docs/BENCHMARK.md, "CLI reads"). Whatever is stored and does not vouch for the task's
+records (missing, garbled per its digest, stale, another task's) is folded afresh from the task's lines, never believed.
 """
 
 from __future__ import annotations
