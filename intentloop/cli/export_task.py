@@ -73,12 +73,13 @@ def _run(
     if format_name not in FORMATS:
         raise InvalidInputError(f"--format must be markdown or json, not {format_name!r}")
     target = select_project(project_root, project_id)
-    task_id, task = resolve_task(target, prefix)
+    task_id, _summary = resolve_task(target, prefix)
     graph = call_tool(target, "intent_export", {"task_id": task_id, "detail": "portable"})
     if format_name == "json":
         text = json.dumps(graph, ensure_ascii=False, indent=2) + "\n"
     else:
-        text = render_markdown(graph, task, project_id=target.project_id)
+        task = target.store.task(task_id)  # the statuses and invalidation reasons: the task's own events only
+        text = render_markdown(graph, task if task is not None and task.started else None, project_id=target.project_id)
     data = text.encode("utf-8")
     fields: dict[str, Any] = {**target.fields(), "task_id": task_id, "format": format_name}
     if out is None:

@@ -1,10 +1,10 @@
 """``intentloop projects``, ``tasks`` and ``show TASK``: see what the memory holds, without an MCP client.
 
-All three only read (lock-free; nothing is created, not even for a missing data root). ``projects`` and ``tasks`` fold
-the verified prefix of each ledger with the service's own projection, so a damaged ledger still shows what can be
-trusted (and says that it is damaged); ``show`` is ``intent_get_snapshot`` run through the service, so it refuses
-exactly what the tool refuses (an ``off`` or private task, a damaged ledger). Tables shorten ids; ``--json`` always
-carries full ids.
+All three only read (lock-free; nothing is created, not even for a missing data root). ``projects`` and ``tasks`` ask
+the store for its task listing (the per-task summaries of the task index when the checkpoint vouches for the ledger,
+else the fold of its verified prefix, so a damaged ledger still shows what can be trusted and says that it is
+damaged); ``show`` is ``intent_get_snapshot`` run through the service, so it refuses exactly what the tool refuses
+(an ``off`` or private task, a damaged ledger). Tables shorten ids; ``--json`` always carries full ids.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from intentloop.errors import IntentLoopError
 if TYPE_CHECKING:
     from intentloop.cli._target import Target
     from intentloop.model import TaskState
-    from intentloop.store import ProjectStore
+    from intentloop.store import ProjectStore, TaskSummary
 
 TaskArgument = Annotated[str, typer.Argument(metavar="TASK", help="A task id, or a unique prefix of one.")]
 
@@ -97,13 +97,12 @@ def _projects(out: Output, project_root: str | None) -> int:
 def _project_row(store: ProjectStore, root: str | None) -> dict[str, Any]:
     """One project's row; an unreadable project is a row with its code, never a failed listing."""
     from intentloop.errors import StorageError
-    from intentloop.model import project
     from intentloop.recovery.report import STATUS_BY_CODE
 
     row: dict[str, Any] = {"project_id": store.project_id, "project_root": root}
     try:
         exists = store.exists()
-        stored = store.read_raw()
+        listing = store.tasks()
     except StorageError as exc:
         return {
             **row,
@@ -117,19 +116,16 @@ def _project_row(store: ProjectStore, root: str | None) -> dict[str, Any]:
             "first_bad_line": None,
             "code": exc.code,
         }
-    events = stored[1].events if stored is not None else ()
-    error = stored[1].error if stored is not None else None
-    state = project(events)
-    started = [t for t in state.tasks.values() if t.started]
+    error = listing.damage
     return {
         **row,
         "exists": exists,
         "status": ("intact" if exists else "no data") if error is None else STATUS_BY_CODE.get(error.code, "corrupt"),
         "intact": error is None,
-        "events": len(events),
-        "last_activity": max((e.occurred_at for e in events), default=None),
-        "tasks": len(started),
-        "claims": sum(len(t.claims) for t in started),
+        "events": listing.events,
+        "last_activity": listing.last_activity,
+        "tasks": len(listing.started()),
+        "claims": listing.claim_count,
         "first_bad_line": error.line if error is not None else None,
         "code": error.code if error is not None else None,
     }
@@ -147,14 +143,9 @@ def tasks(
     return out.guard(lambda: _tasks(out, project_root, project_id))
 
 
-def task_row(task: TaskState, private: bool) -> dict[str, Any]:
+def task_row(task: TaskSummary, private: bool) -> dict[str, Any]:
     """One task as ``tasks --json`` lists it."""
-    lifecycle = {"active": 0, "superseded": 0, "invalidated": 0}
-    by_status: dict[str, int] = {}
-    for claim_id, claim in task.claims.items():
-        lifecycle[claim_status(task, claim_id)] += 1
-        if task.is_active(claim_id):
-            by_status[claim.epistemic_status] = by_status.get(claim.epistemic_status, 0) + 1
+    lifecycle, by_status = task.lifecycle()
     return {
         "task_id": task.task_id,
         "label": task.label,
@@ -162,8 +153,8 @@ def task_row(task: TaskState, private: bool) -> dict[str, Any]:
         "started_at": task.started_at,
         "last_event_at": task.last_event_at,
         "claims": lifecycle,
-        "active_by_status": dict(sorted(by_status.items())),
-        "candidates": len(task.candidates),
+        "active_by_status": by_status,
+        "candidates": task.candidates,
     }
 
 
@@ -177,14 +168,16 @@ def claim_status(task: TaskState, claim_id: str) -> str:
 
 
 def _tasks(out: Output, project_root: str | None, project_id: str | None) -> int:
-    from intentloop.cli._select import project_state, select_project, verified_events
+    from intentloop.cli._select import select_project
 
     target = select_project(project_root, project_id)
-    events, damage = verified_events(target)
-    state = project_state(events)
+    listing = target.store.tasks()
+    damage = listing.damage
     private = {c.task_id for c in target.store.read_controls()}
-    rows = [task_row(t, t.task_id in private) for t in state.tasks.values() if t.started]
-    rows += [_private_only(tid) for tid in sorted(private) if state.started_task(tid) is None]
+    started = listing.started()
+    rows = [task_row(t, t.task_id in private) for t in started]
+    started_ids = {t.task_id for t in started}
+    rows += [_private_only(tid) for tid in sorted(private) if tid not in started_ids]
     fields: dict[str, Any] = {**target.fields(), "tasks": rows}
     fields["damage"] = None if damage is None else {"code": damage.code, "line": damage.line, "reason": damage.reason}
     if out.json_mode:
@@ -270,19 +263,21 @@ def show(
     return out.guard(lambda: _show(out, task, project_root, project_id, history=history, as_of=as_of))
 
 
-def resolve_task(target: Target, prefix: str) -> tuple[str, TaskState | None]:
-    """The full task id for ``prefix`` (started tasks and private-only ones), and its durable state if any.
+def resolve_task(target: Target, prefix: str) -> tuple[str, TaskSummary | None]:
+    """The full task id for ``prefix`` (started tasks and private-only ones), and its summary if it is started.
+
+    Read from the store's task listing (the task index when the checkpoint vouches for the ledger): naming a task
+    never folds the whole ledger.
 
     Raises:
         IntentLoopError: ``TASK_NOT_FOUND``, ``INVALID_ID``, ``AMBIGUOUS_ID``; storage errors.
     """
-    from intentloop.cli._select import project_state, select_task, verified_events
+    from intentloop.cli._select import unique_match
 
-    events, _damage = verified_events(target)
-    state = project_state(events)
+    started = {task.task_id: task for task in target.store.tasks().started()}
     private = {c.task_id for c in target.store.read_controls()}
-    task_id = select_task(state, prefix, extra=private)
-    return task_id, state.started_task(task_id)
+    task_id = unique_match("task", prefix, [*started, *private], not_found="TASK_NOT_FOUND", invalid="INVALID_ID")
+    return task_id, started.get(task_id)
 
 
 def _show(

@@ -21,6 +21,10 @@ from intentloop.model.ids import parse_time
 _CANDIDATE_EVENTS = frozenset({"candidate_added", "source_observed", "result_signal_observed", "compaction_observed"})
 #: The events that can add a candidate to their task (a task without any has none).
 CANDIDATE_BEARING_EVENTS = _CANDIDATE_EVENTS | {"graph_imported"}
+#: The events that can record or invalidate a claim of their task (any other leaves its claims as they were).
+CLAIM_BEARING_EVENTS = frozenset(
+    {"claim_added", "claim_replaced", "claim_invalidated", "graph_imported", "task_started"}
+)
 #: The events that decide a task's session binding (``started_at``, ``host_session_hash``; :func:`task_for_session`).
 BINDING_EVENTS = frozenset({"task_started", "mode_set"})
 
@@ -347,6 +351,7 @@ def is_stale_long_term(claim: Claim, now: datetime) -> bool:
 __all__ = [
     "BINDING_EVENTS",
     "CANDIDATE_BEARING_EVENTS",
+    "CLAIM_BEARING_EVENTS",
     "HistoryEntry",
     "Invalidation",
     "ProjectState",

@@ -9,7 +9,6 @@ from intentloop.recovery._files import write_private_file
 from intentloop.recovery.export import ExportResult, export_verified_prefix
 from intentloop.recovery.inventory import (
     ProjectSummary,
-    count_tasks_and_candidates,
     list_project_ids,
     summarize_all,
     summarize_project,
@@ -32,7 +31,6 @@ __all__ = [
     "check_bytes",
     "check_ledger",
     "count_suffix",
-    "count_tasks_and_candidates",
     "export_verified_prefix",
     "list_project_ids",
     "quarantine_damaged_suffix",

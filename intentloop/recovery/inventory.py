@@ -15,10 +15,9 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from intentloop.errors import StorageError
-from intentloop.recovery.report import check_ledger, count_json_records
+from intentloop.recovery.report import STATUS_BY_CODE, count_json_records, count_quarantine_records
 
 if TYPE_CHECKING:
-    from intentloop.model import Event
     from intentloop.store import ProjectStore
 
 
@@ -89,12 +88,15 @@ def list_project_ids(data_root: Path) -> list[str]:
 
 
 def summarize_project(store: ProjectStore) -> ProjectSummary:
-    """Verify one project and count what its verified prefix holds. Never raises for a damaged or unsafe project:
-    the problem becomes the summary's ``status`` and ``code``."""
+    """Count what one project's ledger (its verified prefix) holds, from the store's task listing: the task index
+    when the checkpoint vouches for the file, else a full verification. Never raises for a damaged or unsafe
+    project: the problem becomes the summary's ``status`` and ``code``."""
     lock_held = os.path.lexists(store.lock_path)
     try:
-        check = check_ledger(store)
+        listing = store.tasks()
         controls = count_json_records(store.private_dir)
+        quarantine = count_quarantine_records(store)
+        exists = store.exists()
     except StorageError as exc:
         return ProjectSummary(
             project_id=store.project_id,
@@ -111,22 +113,21 @@ def summarize_project(store: ProjectStore) -> ProjectSummary:
             reason=exc.message,
             code=exc.code,
         )
-    report = check.report
-    tasks, candidates = count_tasks_and_candidates(check.verification.events)
+    error = listing.damage
     return ProjectSummary(
         project_id=store.project_id,
-        project_exists=report.project_exists,
-        status=report.status,
-        intact=report.intact,
-        events=report.events,
-        tasks=tasks,
-        candidates=candidates,
+        project_exists=exists,
+        status="intact" if error is None else STATUS_BY_CODE.get(error.code, "corrupt"),
+        intact=error is None,
+        events=listing.events,
+        tasks=len(listing.started()),
+        candidates=listing.candidate_count,
         private_controls=controls,
         lock_held=lock_held,
-        quarantine_records=report.quarantine_records,
-        first_bad_line=report.first_bad_line,
-        reason=report.reason,
-        code=report.code,
+        quarantine_records=quarantine,
+        first_bad_line=error.line if error is not None else None,
+        reason=error.reason if error is not None else None,
+        code=error.code if error is not None else None,
     )
 
 
@@ -138,18 +139,8 @@ def summarize_all(data_root: Path, project_ids: Iterable[str]) -> Iterator[Proje
         yield summarize_project(ProjectStore(data_root, project_id))
 
 
-def count_tasks_and_candidates(events: Iterable[Event]) -> tuple[int, int]:
-    """Started tasks and their candidates (hook observations, long-term candidates, imports), counted on the
-    service's own projection of ``events`` so ``status`` and ``intent_status`` agree."""
-    from intentloop.model import project
-
-    tasks = project(events).tasks.values()
-    return sum(1 for task in tasks if task.started), sum(len(task.candidates) for task in tasks)
-
-
 __all__ = [
     "ProjectSummary",
-    "count_tasks_and_candidates",
     "list_project_ids",
     "summarize_all",
     "summarize_project",

@@ -48,8 +48,7 @@ def status(engine: Engine, ctx: Ctx, args: StatusArgs) -> dict[str, Any]:
     task = engine.private_task(ctx, task_id)
     private = task is not None
     if task is None:
-        _view, state = engine.read_state(ctx)
-        task = state.started_task(task_id)
+        task = engine.durable_task(ctx, task_id)
         guard_durable(task)
         control = engine.control_for_task(ctx, task_id)
         if task is None and control is not None:

@@ -202,8 +202,7 @@ class Engine:
         """
         task = self.private_task(ctx, task_id)
         if task is None:
-            _view, state = self.read_state(ctx)
-            task = state.started_task(task_id)
+            task = self.durable_task(ctx, task_id)
             guard_durable(task)
             if self.control_for_task(ctx, task_id) is not None:
                 raise private_active()
@@ -213,6 +212,19 @@ class Engine:
             raise mode_off(read=True)
         return task
 
+    def durable_task(self, ctx: Ctx, task_id: str) -> TaskState | None:
+        """The started task ``task_id`` of the durable ledger: from this process's projection when it holds the ledger
+        as it now is (a server), else folded from the task's own events, which the store reads through its task index
+        when the checkpoint vouches for the file (a one-call process never reads the whole ledger for one task).
+
+        Raises:
+            CorruptLedgerError: the ledger is damaged (when it is read whole); storage errors.
+        """
+        if ctx.store.is_cached():
+            return self.read_state(ctx)[1].started_task(task_id)
+        task = ctx.store.task(task_id)
+        return task if task is not None and task.started else None
+
     @staticmethod
     def snapshot(
         ctx: Ctx, task: TaskState, max_characters: int = DEFAULT_SNAPSHOT_CHARACTERS, *, judged_at: str | None = None
@@ -221,7 +233,7 @@ class Engine:
 
     def task_events(self, ctx: Ctx, task_id: str) -> Sequence[Event]:
         """The events of ``task_id``: this process's private ledger when it has one (the whole of it), else the task's
-        events of the durable ledger (read by offset).
+        events of the durable ledger (the store's task query).
 
         Raises:
             StorageError: storage and corruption errors of the durable read.
@@ -229,7 +241,7 @@ class Engine:
         private = self.private.get(ctx.project_id, task_id)
         if private is not None:
             return private
-        return ctx.store.read().by_task(task_id)
+        return ctx.store.task_events(task_id)
 
     def all_claim_ids(self, ctx: Ctx, state: ProjectState) -> set[str]:
         """Every claim id recorded in the project: durable and in this process's private ledgers."""

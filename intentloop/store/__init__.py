@@ -57,6 +57,8 @@ if TYPE_CHECKING:  # what mypy checks: `X as X` re-exports each name, so a missp
         read_head_signature as read_head_signature,
         sign_export as sign_export,
     )
+    from intentloop.store._summary import TaskSummary as TaskSummary
+    from intentloop.store._task_queries import TaskListing as TaskListing
     from intentloop.store._verify import (
         MAX_LINE_BYTES as MAX_LINE_BYTES,
         Damage as Damage,
@@ -68,6 +70,8 @@ else:  # the same names, each loaded from its submodule on first use (PEP 562)
     __getattr__, __dir__, __all__ = lazy_face(
         __name__,
         {
+            "_task_queries": ["TaskListing"],
+            "_summary": ["TaskSummary"],
             "_rewrite": ["events_holding", "Edit", "stream_events", "task_events", "tasks_holding"],
             "_checkpoint": ["CHECKPOINT_NAME"],
             "_config": ["ENV_CEILING", "ENV_HEARTBEAT", "ENV_STALE", "ENV_WAIT", "LockConfig"],

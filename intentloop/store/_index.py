@@ -40,6 +40,7 @@ from intentloop.store._fs import (
 )
 from intentloop.store._lines import LineEvents
 from intentloop.store._paths import ProjectPaths
+from intentloop.store._summary import SUMMARIES_MARK, SummaryBuilder
 from intentloop.store._verify import verify_continuation, verify_lines
 
 INDEX_DIR_RE = LazyPattern(r"^index-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
@@ -156,9 +157,12 @@ def extend_index(paths: ProjectPaths, name: str, events: Sequence[Event], start:
     return _add(paths.project_dir / name, lambda: _entries(events, start, end))
 
 
-def add_spans(paths: ProjectPaths, name: str, spans: Iterable[tuple[str, str, int, int]]) -> bool:
+def add_spans(
+    paths: ProjectPaths, name: str, spans: Iterable[tuple[str, str, int, int]], *, building: bool = False
+) -> bool:
     """:func:`extend_index` for lines already measured, as (task id, event type, offset, length): a streamed rewrite
-    knows each line it wrote and need not encode its events again to index them."""
+    knows each line it wrote and need not encode its events again to index them. ``building``: the index is being
+    written from scratch (:func:`new_index`), its task summaries still to come."""
 
     def entries() -> dict[str, list[tuple[int, int]]]:
         files: dict[str, list[tuple[int, int]]] = {}
@@ -168,12 +172,12 @@ def add_spans(paths: ProjectPaths, name: str, spans: Iterable[tuple[str, str, in
                 files.setdefault(BINDINGS, []).append((offset, length))
         return files
 
-    return _add(paths.project_dir / name, entries)
+    return _add(paths.project_dir / name, entries, building=building)
 
 
-def _add(directory: Path, measure: Callable[[], dict[str, list[tuple[int, int]]]]) -> bool:
+def _add(directory: Path, measure: Callable[[], dict[str, list[tuple[int, int]]]], *, building: bool = False) -> bool:
     counts = _read_counts(directory)
-    if counts is None:
+    if counts is None or (not building and not os.path.lexists(directory / SUMMARIES_MARK)):  # no task summaries
         return False
     entries = measure()
     try:
@@ -218,6 +222,9 @@ def rebuild_index(paths: ProjectPaths, events: Sequence[Event], end: int) -> str
         for file, spans in entries.items():
             _append_file(directory / file, _records(spans))
         _write_counts(directory, {file: len(spans) for file, spans in entries.items()})
+        summaries = SummaryBuilder()  # the per-task summaries listings read (``_summary``)
+        summaries.add(events)
+        summaries.write(directory, {file[2:]: spans[0][0] for file, spans in entries.items() if file != BINDINGS})
     except (OSError, msgspec.EncodeError, ValueError):
         remove_tree_quietly(directory)
         return None
@@ -245,13 +252,45 @@ _prev_decoder = msgspec.json.Decoder(_Prev)
 class IndexedLedger:
     """Lines of a ledger whose checkpoint matched it exactly and whose index covers it, read by offset."""
 
-    def __init__(self, paths: ProjectPaths, fd: int, size: int, directory: Path, bindings: int) -> None:
+    def __init__(
+        self, paths: ProjectPaths, fd: int, size: int, directory: Path, bindings: int, lines: int | None = None
+    ) -> None:
         self._counts = _read_counts(directory)
         self._paths = paths
         self._fd = fd
         self._size = size
         self._directory = directory
         self._bindings = bindings
+        self.lines = lines  # the checkpoint's line count (``None``: not known)
+
+    @property
+    def directory(self) -> Path:
+        return self._directory
+
+    def task_counts(self) -> dict[str, int] | None:
+        """Task id → how many records the index holds of it, for every task it holds (``None``: no counts)."""
+        if self._counts is None:
+            return None
+        return {file[2:]: count for file, count in self._counts.items() if file != BINDINGS and count > 0}
+
+    def first_offset(self, task_id: str) -> int | None:
+        """Where the task's first line starts (``None``: no record, or the index cannot say)."""
+        if not _TASK_RE.match(task_id):
+            return None
+        opened = None
+        try:
+            opened = open_regular(self._directory / _task_file(task_id))
+            if opened is None:
+                return None
+            record = os.pread(opened[0], _RECORD, 0)
+        except Exception:
+            return None
+        finally:
+            if opened is not None:
+                os.close(opened[0])
+        if len(record) != _RECORD:
+            return None
+        return int.from_bytes(record[:8], "big")
 
     def close(self) -> None:
         os.close(self._fd)
@@ -369,7 +408,7 @@ def open_indexed(paths: ProjectPaths) -> IndexedLedger | None:
     fd, st = opened
     checkpoint = read_checkpoint(paths)
     covering = None if checkpoint is None or not checkpoint.matches(st) else checkpoint.covering_index()
-    if covering is None or not INDEX_DIR_RE.match(covering[0]):
+    if checkpoint is None or covering is None or not INDEX_DIR_RE.match(covering[0]):
         os.close(fd)
         return None
     index, bindings = covering
@@ -384,7 +423,7 @@ def open_indexed(paths: ProjectPaths) -> IndexedLedger | None:
     if not stat_module.S_ISDIR(dir_st.st_mode):
         os.close(fd)
         return None
-    return IndexedLedger(paths, fd, st.st_size, directory, bindings)
+    return IndexedLedger(paths, fd, st.st_size, directory, bindings, checkpoint.lines)
 
 
 __all__ = [

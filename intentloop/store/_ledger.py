@@ -653,6 +653,9 @@ class LockedLedger:
         end = self._head[2]  # the ledger's length after this commit
         if self._index is not None and kind == "append" and extend_index(self._paths, self._index, events, start, end):
             self._bindings += count_bindings(events)
+            from intentloop.store._summary import update_summaries
+
+            update_summaries(self._paths, self._index, events, start, end)
             return
         if view is None:
             self._index, self._bindings = None, 0

@@ -40,11 +40,13 @@ from intentloop.store._verify import (
 from intentloop.store._view import EMPTY_VIEW, LedgerView
 
 if TYPE_CHECKING:  # the lock machinery is imported on the way into the lock: a reader never loads it
-    from intentloop.model.events import EventDraft
+    from intentloop.model.events import Event, EventDraft
+    from intentloop.model.projection import TaskState
     from intentloop.store._index import IndexedLedger
     from intentloop.store._ledger import LockedLedger
     from intentloop.store._lock import Acquirer, LockHandle
     from intentloop.store._sessions import SessionTask
+    from intentloop.store._task_queries import TaskListing
 
 _CACHE_SIZE = 16
 _SETTLE_ATTEMPTS = 4
@@ -441,6 +443,41 @@ class ProjectStore:
         from intentloop.store._index import open_indexed
 
         return open_indexed(self.paths)
+
+    def tasks(self) -> TaskListing:
+        """Every task of the ledger (of its verified prefix, when damaged) with what listings count: label, mode,
+        times, claims by status, candidates (lock-free, creates nothing). Answered from the task index and its
+        per-task summaries when the checkpoint vouches for the file, else by reading and verifying it whole.
+
+        Raises:
+            StorageError: path-safety refusals and I/O failures (``PATH_ESCAPE``, ``UNSAFE_DATA_FILE``, ...).
+        """
+        from intentloop.store._task_queries import list_tasks
+
+        return list_tasks(self)
+
+    def task_events(self, task_id: str) -> tuple[Event, ...]:
+        """The verified events of one task in ledger order (empty: the ledger has none); lock-free, creates nothing.
+        Read through the task index when the checkpoint vouches for the file, else from the whole verified ledger.
+
+        Raises:
+            CorruptLedgerError: as :meth:`read`, when the whole ledger is read.
+            StorageError: as :meth:`read`.
+        """
+        from intentloop.store._task_queries import task_events
+
+        return task_events(self, task_id)
+
+    def task(self, task_id: str) -> TaskState | None:
+        """The fold of one task's events (:meth:`task_events`); ``None`` when the ledger has none of them.
+
+        Raises:
+            CorruptLedgerError: as :meth:`read`, when the whole ledger is read.
+            StorageError: as :meth:`read`.
+        """
+        from intentloop.model.projection import project
+
+        return project(self.task_events(task_id)).tasks.get(task_id)
 
     def _remember(self, st: os.stat_result | None, verification: Verification, view: LedgerView) -> None:
         path = str(self.paths.ledger_path)

@@ -19,6 +19,7 @@ from intentloop.store._fs import open_regular, remove_tree_quietly, storage_erro
 from intentloop.store._index import BINDING_EVENTS, add_spans, new_index, open_indexed
 from intentloop.store._lines import CHUNK_BYTES
 from intentloop.store._paths import ProjectPaths
+from intentloop.store._summary import SummaryBuilder
 from intentloop.store._verify import MAX_LINE_BYTES, trailing_error, verify_continuation
 
 #: What a rewrite does to each verified event: the same object to keep it (re-chained), another to replace it (its
@@ -263,9 +264,22 @@ class Streamed:
     """What a streamed rewrite wrote: the new chain's head, its line count and length, whether any event was edited
     or dropped, and the task index written beside it (``None``: none could be written)."""
 
-    __slots__ = ("bindings", "changed", "head", "index", "length", "lines", "read_head", "read_lines")
+    __slots__ = (
+        "bindings",
+        "changed",
+        "firsts",
+        "head",
+        "index",
+        "length",
+        "lines",
+        "read_head",
+        "read_lines",
+        "summaries",
+    )
 
     def __init__(self) -> None:
+        self.summaries = SummaryBuilder()  # the new index's task summaries, folded from the chunks as they are written
+        self.firsts: dict[str, int] = {}  # task id -> offset of its first line in the new file
         self.head: str | None = None
         self.lines = 0
         self.length = 0
@@ -377,6 +391,12 @@ def write_rewrite(
         _flush(out, out_lines, paths=paths, forbidden=forbidden, result=result, spans=spans)
     result.read_head = None if read is None else read.decode()
     _index(paths, result, spans)
+    if result.index is not None:  # the index is whole only with its task summaries (``_summary``)
+        try:
+            result.summaries.write(paths.project_dir / result.index, result.firsts)
+        except OSError:
+            remove_tree_quietly(paths.project_dir / result.index)
+            result.index = None
 
 
 def _starts_holding(body: bytes, needles: Sequence[bytes]) -> set[int]:
@@ -428,7 +448,9 @@ def _flush(
     write_all(out, chunk)
     offset = result.length
     lengths = [len(line) + 1 for line in chunk.split(b"\n")[:-1]]
+    result.summaries.add(check.events)
     for event, length in zip(check.events, lengths, strict=True):
+        result.firsts.setdefault(event.task_id, offset)
         spans.append((event.task_id, event.event_type, offset, length))
         offset += length
         result.bindings += event.event_type in BINDING_EVENTS
@@ -441,7 +463,7 @@ def _flush(
 
 def _index(paths: ProjectPaths, result: Streamed, spans: list[tuple[str, str, int, int]]) -> None:
     """Write the gathered index records (the index is given up, and removed, when that fails)."""
-    if result.index is not None and spans and not add_spans(paths, result.index, spans):
+    if result.index is not None and spans and not add_spans(paths, result.index, spans, building=True):
         remove_tree_quietly(paths.project_dir / result.index)
         result.index = None
     spans.clear()

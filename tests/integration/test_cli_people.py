@@ -175,6 +175,52 @@ def test_projects_tasks_and_show_read_the_memory_and_create_nothing(memory: Memo
     assert memory.tree() == before  # nothing created or touched by any of the reads
 
 
+@pytest.mark.parametrize("damage", ["checkpoint", "index", "summaries"])
+def test_reads_through_the_task_index_answer_what_a_whole_read_answers(memory: Memory, damage: str) -> None:
+    """With the checkpoint vouching, the read commands answer from the task index and its summaries; without them
+    (removed: the whole ledger is read, or each task folded from its lines) every answer is the same."""
+    import shutil
+
+    ids = memory.populate()
+    memory.call(
+        "intent_add_evidence",
+        {  # a candidate-free write after the last rebuild: summaries advanced in place
+            "task_id": ids["b"],
+            "request_id": "r6",
+            "statement": "The CLI tests pass",
+            "source_ref": {"kind": "tool_result", "event_id": "run-6"},
+            "facets": ["result_feedback"],
+        },
+    )
+
+    def answers() -> list[Any]:
+        found = []
+        for args in (("projects",), ("tasks",), ("status",), ("show", ids["a"]), ("show", ids["b"], "--history")):
+            code, body = memory.json(*args)
+            assert code == 0, body
+            if args[0] == "show":
+                body["snapshot"].pop("generated_at")
+            if args[0] == "status":
+                body.pop("last_hook_problem", None)
+            found.append(body)
+        exported = memory.run("export", ids["a"], "--format", "markdown")
+        assert exported.returncode == 0, exported.stderr
+        found.append([line for line in exported.stdout.splitlines() if not line.startswith("- exported at")])
+        return found
+
+    indexed = answers()
+    index = next(memory.dir.glob("index-*"))
+    assert (index / "counts.json").exists() and list(index.glob("s-*"))  # positive control: there was an index
+    if damage == "checkpoint":
+        (memory.dir / "ledger.checkpoint.json").unlink()
+    elif damage == "index":
+        shutil.rmtree(index)
+    else:
+        for summary in index.glob("s-*"):
+            summary.write_bytes(summary.read_bytes().replace(b'"active":', b'"active":9'))
+    assert answers() == indexed
+
+
 def test_ids_are_unique_prefixes_ambiguity_and_absence_have_their_own_codes(memory: Memory) -> None:
     ids = memory.populate()
     started = [ids["a"], ids["b"]]

@@ -506,7 +506,105 @@ async def measure_size(n: int, work: Path, repeats: int) -> dict[str, Any]:
     row["verify_s"] = round(statistics.median(verifies), 3)
     row["verified"] = verified
     row.update(measure_forget(data_root, project_id))
+    row.update(measure_cli_reads(data_root, project_id, task, rounds=max(5, repeats // 3)))
     return row
+
+
+def measure_cli_size(n: int, work: Path, rounds: int) -> dict[str, Any]:
+    """The CLI read figures alone (``--cli-reads``): a seeded ledger, one prompt hook that records an observation (its
+    write leaves the checkpoint and the task index, as any write does), then the read commands on the session's task
+    (one observation, no claim)."""
+    data_root = work / f"data-cli-{n}"
+    project = work / f"project-cli-{n}"
+    project.mkdir()
+    data_root.mkdir(mode=0o700)
+    project_id, task_ids = seed_ledger(data_root, project, n)
+    base = {"session_id": SESSION_ID, "cwd": str(project), "transcript_path": "/nonexistent", "model": "bench"}
+    checkpoint = data_root / "projects" / project_id / CHECKPOINT_NAME
+    t0 = time.perf_counter()
+    _hook(data_root, {**base, "hook_event_name": "UserPromptSubmit", "turn_id": f"cli-{n}", "prompt": "go on"})
+    while not checkpoint.exists():
+        if time.perf_counter() - t0 > 600:
+            raise RuntimeError("no checkpoint after the first write")
+        time.sleep(0.05)
+    return {"events": n, **measure_cli_reads(data_root, project_id, task_ids[0], rounds)}
+
+
+#: The CLI's read commands measured beside their floor, ``intentloop --version`` (the same entry point, no fast path
+#: of its own), in interleaved rounds: (figure name, arguments after ``intentloop``; ``{pid}``/``{task}`` filled in).
+CLI_READS: list[tuple[str, list[str]]] = [
+    ("version", ["--version"]),
+    ("status", ["status"]),
+    ("projects", ["projects"]),
+    ("tasks", ["tasks", "--project-id", "{pid}"]),
+    ("show", ["show", "{task}", "--project-id", "{pid}"]),
+    ("export_markdown", ["export", "{task}", "--format", "markdown", "--project-id", "{pid}"]),
+]
+
+
+#: Runs a command and reports its wall time and peak RSS. Why a small intermediate process: ``ru_maxrss`` counts the
+#: pages a forked child shares with its parent before ``exec``, so a command forked from this (large) process would
+#: show this process's size; forked from an interpreter started without ``site`` it shows the command's own.
+_MEASURE = """
+import os, sys, time
+t0 = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[1], sys.argv[1:])
+_, status, usage = os.wait4(pid, 0)
+sys.stderr.write("\\nmeasured %.3f %d\\n" % ((time.perf_counter() - t0) * 1000, usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+#: Floors beside ``--version``: what a command pays before it reads anything — the CLI with typer's option parsing
+#: (typer imports pydantic to coerce any option; ``--version`` has none), and that plus trio and the service (``show``
+#: and ``export`` run the tool through the service under ``trio.run``).
+CLI_FLOORS: list[tuple[str, list[str]]] = [
+    ("floor_options", ["-c", "import intentloop.cli.app, typer._adapters"]),
+    ("floor_service", ["-c", "import intentloop.cli.app, typer._adapters, trio, intentloop.service.intent_service"]),
+]
+
+
+def _cli_run(data_root: Path, args: list[str], program: str = INTENTLOOP) -> tuple[float, float]:
+    """Fork → exit of one ``intentloop`` command (ms) and its peak RSS (MB, ``wait4``'s ``ru_maxrss`` of it)."""
+    proc = subprocess.run(
+        [sys.executable, "-S", "-c", _MEASURE, program, *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=_env(data_root),
+        check=False,
+    )
+    err = proc.stderr.decode(errors="replace")
+    if proc.returncode != 0:
+        raise RuntimeError(f"intentloop {' '.join(args)} exited {proc.returncode}: {err}")
+    _label, ms, kb = err.rsplit("\n", 2)[-2].split()
+    return float(ms), int(kb) / 1024
+
+
+def measure_cli_reads(data_root: Path, project_id: str, task_id: str, rounds: int) -> dict[str, Any]:
+    """Median time and peak RSS of each read command, each round running every command once (same load for all),
+    and each command's time as a multiple of ``intentloop --version``'s in the same rounds."""
+    times: dict[str, list[float]] = {name: [] for name, _ in [*CLI_READS, *CLI_FLOORS]}
+    rss: dict[str, list[float]] = {name: [] for name, _ in [*CLI_READS, *CLI_FLOORS]}
+    for _ in range(rounds):
+        for name, template in CLI_READS:
+            args = [a.format(pid=project_id, task=task_id) for a in template]
+            ms, mb = _cli_run(data_root, args)
+            times[name].append(ms)
+            rss[name].append(mb)
+        for name, args in CLI_FLOORS:
+            ms, mb = _cli_run(data_root, args, program=sys.executable)
+            times[name].append(ms)
+            rss[name].append(mb)
+    floor = statistics.median(times["version"])
+    out: dict[str, Any] = {}
+    for name, _ in [*CLI_READS, *CLI_FLOORS]:
+        out[f"cli_{name}_ms"] = _median(times[name])
+        out[f"cli_{name}_rss_mb"] = round(max(rss[name]), 1)
+        if name != "version":
+            out[f"cli_{name}_x_version"] = round(statistics.median(times[name]) / floor, 2)
+    return out
 
 
 FIGURES = [
@@ -524,6 +622,7 @@ FIGURES = [
     "forget_claim_rss_mb",
     "version_s",
     "version_cpu_s",
+    *(f"cli_{name}_{unit}" for name, _ in CLI_READS for unit in ("ms", "rss_mb")),
 ]
 
 
@@ -688,6 +787,23 @@ async def main(args: argparse.Namespace) -> None:
     if args.forget_only:
         await forget_only(sizes, args.out)
         return
+    if args.cli_reads:
+        cli_rows = []
+        with tempfile.TemporaryDirectory(prefix="intentloop-bench-") as tmp:
+            for n in sizes:
+                cli_rows.append(measure_cli_size(n, Path(tmp), args.repeats))
+                print(json.dumps(cli_rows[-1]), flush=True)
+        cli_result = {
+            "date": time.strftime("%Y-%m-%d"),
+            "machine": _machine(),
+            "command": "python tools/bench/run.py " + " ".join(sys.argv[1:]),
+            "load_average_after": _load(),
+            "cli_reads": cli_rows,
+        }
+        print(json.dumps(cli_result, indent=1))
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(cli_result, indent=1) + "\n")
+        return
     with tempfile.TemporaryDirectory(prefix="intentloop-bench-") as tmp:
         work = Path(tmp)
         startup: dict[str, Any] = {}
@@ -773,4 +889,7 @@ if __name__ == "__main__":
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--forget-only", action="store_true", help="only seed each size and measure forget claim")
     parser.add_argument("--out", default="tools/bench/results/latest.json")
+    parser.add_argument(
+        "--cli-reads", action="store_true", help="only the CLI read commands beside --version (--repeats rounds)"
+    )
     anyio.run(main, parser.parse_args(), backend="trio")

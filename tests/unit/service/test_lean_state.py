@@ -174,7 +174,10 @@ def test_a_held_verification_neither_holds_a_cancelled_call_nor_the_end_of_the_r
     assert trio.run(h.call, "intent_status")["task_count"] == 1
 
 
-async def test_a_one_call_process_keeps_the_decoded_view_and_answers_the_same(h: Any) -> None:
+async def test_a_one_call_process_reads_the_task_alone_and_answers_the_same(h: Any) -> None:
+    """A one-call process (a hook's /intent command, the CLI) reads the task through the store's task query (the
+    task index, when the checkpoint vouches for the ledger) and projects nothing else; the server keeps its lean
+    projection. Both answer the same."""
     from intentloop.service.intent_service import IntentService
 
     task = await h.start("shared")
@@ -184,7 +187,7 @@ async def test_a_one_call_process_keeps_the_decoded_view_and_answers_the_same(h:
     other.service = IntentService(lambda: h.data_root, lean=False)  # a hook's /intent command
     _project._cache.drop(str(h.ledger))
     plain_answer = await other.snapshot(task)
-    (state,) = other.service._engine._states.values()
-    assert not isinstance(state, _state.LeanState) and isinstance(_lean(h), _state.LeanState)
+    assert other.service._engine._states == {} and isinstance(_lean(h), _state.LeanState)
+    assert not _project._cache.get(str(h.ledger))  # the ledger was not read whole
     assert plain_answer["active_claims"] == lean_answer["active_claims"]
     assert plain_answer["compact_text"] == lean_answer["compact_text"]
