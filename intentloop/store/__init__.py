@@ -31,9 +31,11 @@ if TYPE_CHECKING:
         validate_project_id,
     )
     from intentloop.store._project import ProjectStore
+    from intentloop.store._scan import Scan, scan_file
     from intentloop.store._signing import (
         HEAD_SIG_NAME,
         SIGNATURE_STATUSES,
+        chain_signature_status,
         export_signature_status,
         head_signature_status,
         read_head_signature,
@@ -65,6 +67,9 @@ _LAZY = {
     "PrivateControl": "_controls",
     "ProjectPaths": "_paths",
     "ProjectStore": "_project",
+    "Scan": "_scan",
+    "scan_file": "_scan",
+    "chain_signature_status": "_signing",
     "SIGNATURE_STATUSES": "_signing",
     "Verification": "_verify",
     "canonicalize_project_root": "_paths",
@@ -104,8 +109,10 @@ __all__ = [
     "PrivateControl",
     "ProjectPaths",
     "ProjectStore",
+    "Scan",
     "Verification",
     "canonicalize_project_root",
+    "chain_signature_status",
     "export_signature_status",
     "head_signature_status",
     "locate_data_root",
@@ -114,6 +121,7 @@ __all__ = [
     "read_head_signature",
     "rename_noreplace",
     "resolve_data_root",
+    "scan_file",
     "sign_export",
     "validate_project_id",
     "verify_ledger_bytes",

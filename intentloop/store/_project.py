@@ -29,10 +29,12 @@ from intentloop.store._controls import PrivateControl, read_control, read_contro
 from intentloop.store._fs import Overflow, file_key, hash_from, open_regular, read_lines_open
 from intentloop.store._lines import LineEvents, stream_verify
 from intentloop.store._paths import ProjectPaths
+from intentloop.store._scan import Scan, Sink, scan_file
 from intentloop.store._verify import (
     MAX_LINE_BYTES,
     Damage,
     Verification,
+    overlong_error,
     trailing_error,
     verify_continuation,
     verify_ledger_bytes,
@@ -189,6 +191,18 @@ class ProjectStore:
             StorageError: path-safety refusals (``PATH_ESCAPE``, ``UNSAFE_DATA_FILE``, ``INVALID_DATA_DIR``), I/O.
         """
         return self._load()[0]
+
+    def scan(self, sink: Sink | None = None) -> Scan | None:
+        """Verify the ledger a chunk of lines at a time, keeping nothing per event (``intentloop verify``, recovery's
+        export): ``sink`` sees each run of verified lines as stored. ``None`` when there is no ledger file. Damage is
+        reported, not raised; lock-free, creates nothing.
+
+        Raises:
+            StorageError: path-safety refusals, ``TRANSIENT_FILE_RACE``, ``STORAGE_READ_FAILED``.
+        """
+        if not self.paths.check_project():
+            return None
+        return scan_file(self.paths.ledger_path, self.paths.project_id, sink)
 
     def read_raw(self) -> tuple[bytes, Verification] | None:
         """The ledger's bytes exactly as stored, with their verification (damage is reported, not raised); ``None``
@@ -550,11 +564,7 @@ class ProjectStore:
         error = verification.error
         if error is None:
             line_no = verification.line_count + 1
-            if overflow.newline:
-                reason = f"line longer than {MAX_LINE_BYTES} bytes"
-                error = CorruptLedgerError(f"ledger line {line_no}: {reason}", line=line_no, reason=reason)
-            else:
-                error = trailing_error(line_no)
+            error = overlong_error(line_no) if overflow.newline else trailing_error(line_no)
             damage = Damage(length=overflow.length, sha256=overflow.sha256, torn=overflow.torn)
         else:
             length, digest = hash_from(self.paths.ledger_path, fd, st, verification.byte_length)
