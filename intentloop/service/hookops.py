@@ -140,16 +140,16 @@ def _ledger_stamp(store: ProjectStore) -> tuple[int, int, int, int, int] | None:
 
 
 def _bound_task(
-    store: ProjectStore, shash: str, before_whole_read: Callable[[], None] | None = None
+    store: ProjectStore, shash: str, before_whole_read: Callable[[], bool] | None = None
 ) -> tuple[TaskState | None, LedgerView | None]:
     """The session's bound task, through the index when it can answer (then no view), else from the whole ledger
-    (``before_whole_read`` is called first)."""
+    (``before_whole_read`` is called first; when it returns true it has rebuilt the index: that is asked again)."""
     found = _indexed_session_task(store, shash)
+    if found is _UNKNOWN and before_whole_read is not None and before_whole_read():
+        found = _indexed_session_task(store, shash)
     if found is not _UNKNOWN:
         assert found is None or isinstance(found, TaskState)
         return found, None
-    if before_whole_read is not None:
-        before_whole_read()
     view = store.read()
     return _session_task(view, shash), view
 
@@ -299,14 +299,16 @@ def record_observation(
         )
     stamp = _ledger_stamp(store)  # before the read: a commit after it changes the stamp
 
-    def before_whole_read() -> None:
+    def before_whole_read() -> bool:
         nonlocal deadline, store
         if background is None or stamp is None or stamp[2] <= SLOW_READ_BYTES:
-            return
+            return False
         later = background()
-        if later is not None:
-            deadline = later
-            store = _patient(store, later - time.monotonic())
+        if later is None:
+            return False
+        deadline = later
+        store = _patient(store, later - time.monotonic())
+        return _rebuild_index(store, deadline)
 
     bound, view = _bound_task(store, shash, before_whole_read)
     task, context = _decide(bound, store.read_controls(), None, obs.session_id)
@@ -375,6 +377,27 @@ def _record_locked(
             return HookOutcome(recorded=False, context=_if(with_context, context))
         ledger.append([_draft(obs, task.task_id, identity)])
     return HookOutcome(recorded=True, context=_if(with_context, context))
+
+
+def _rebuild_index(store: ProjectStore, deadline: float) -> bool:
+    """Take the lock once to have the ledger verified a chunk at a time and its checkpoint and task index rebuilt (what
+    a writer does on entering when no checkpoint vouches for the file); ``False`` when the lock stayed busy.
+
+    Why: in the background the session's task is then read through the index; a lock-free whole read held every
+    decoded event (4.0 GB at 1,000,000 events) while the rebuild holds a chunk (docs/BENCHMARK.md).
+
+    Raises:
+        CorruptLedgerError: the ledger is damaged.
+        StorageError: anything but ``LOCK_TIMEOUT``.
+    """
+    try:
+        with store.locked(deadline, lazy=True):
+            pass
+    except StorageError as exc:
+        if exc.code != "LOCK_TIMEOUT":
+            raise
+        return False
+    return True
 
 
 def _patient(store: ProjectStore, seconds: float) -> ProjectStore:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import msgspec
 
+from intentloop.errors import StorageError
 from intentloop.model._lazyre import LazyPattern
 from intentloop.model.events import Event, event_line
 from intentloop.model.projection import BINDING_EVENTS  # what decides a session binding: named by the fold
@@ -177,19 +178,101 @@ def extend_index(paths: ProjectPaths, name: str, events: Sequence[Event], start:
 def rebuild_index(paths: ProjectPaths, events: Sequence[Event], end: int) -> str | None:
     """Write a new index of ``events`` (the whole verified ledger, ``end`` bytes) and remove every other one; returns
     its name or ``None`` (no index: readers read the ledger)."""
-    name = new_index_name()
-    directory = paths.project_dir / name
+    builder = IndexBuilder(paths)
     try:
-        make_dir(directory)
-        entries = _entries(events, 0, end)
-        for file, spans in entries.items():
-            _append_file(directory / file, _records(spans))
-        _write_counts(directory, {file: len(spans) for file, spans in entries.items()})
-    except (OSError, msgspec.EncodeError, ValueError):
-        remove_tree_quietly(directory)
+        builder.add_entries(_entries(events, 0, end))
+    except (msgspec.EncodeError, ValueError):
+        builder.abandon()
         return None
-    remove_stale_indexes(paths, keep=name)
-    return name
+    built = builder.finish()
+    return None if built is None else built[0]
+
+
+#: Records an :class:`IndexBuilder` holds before appending them to their files: what a rebuild adds to the peak, and
+#: the number of appends (one per file per flush) it saves.
+_FLUSH_BYTES = 1024 * 1024
+
+
+class IndexBuilder:
+    """A new index written while the verified ledger streams past (a ``_scan`` sink: the lines as stored, their start
+    offset, their events): records are appended to their files a megabyte at a time and only each file's record count
+    is kept, so rebuilding the index of any ledger takes the same memory."""
+
+    def __init__(self, paths: ProjectPaths) -> None:
+        self._paths = paths
+        self.name = new_index_name()
+        self._directory = paths.project_dir / self.name
+        self._counts: dict[str, int] = {}
+        self._pending: dict[str, bytearray] = {}
+        self._held = 0
+        self.bindings = 0
+        self._failed = False
+        try:
+            make_dir(self._directory)
+        except StorageError:
+            self._failed = True
+
+    def __call__(self, lines: bytes, start: int, events: Sequence[Event]) -> None:
+        if self._failed:
+            return
+        pending = self._pending
+        offset = start
+        for event, line in zip(events, lines.split(b"\n"), strict=False):  # the piece after the last newline is empty
+            record = offset.to_bytes(8, "big") + (len(line) + 1).to_bytes(4, "big")
+            offset += len(line) + 1
+            file = _task_file(event.task_id)
+            held = pending.get(file)
+            if held is None:
+                held = pending[file] = bytearray()
+            held += record
+            if event.event_type in BINDING_EVENTS:
+                held = pending.get(BINDINGS)
+                if held is None:
+                    held = pending[BINDINGS] = bytearray()
+                held += record
+                self.bindings += 1
+                self._held += _RECORD
+        self._held += _RECORD * len(events)
+        if self._held >= _FLUSH_BYTES:
+            self._flush()
+
+    def add_entries(self, entries: dict[str, list[tuple[int, int]]]) -> None:
+        """Add the records of :func:`_entries` (a view's events measured)."""
+        for file, spans in entries.items():
+            self._pending.setdefault(file, bytearray()).extend(_records(spans))
+            if file == BINDINGS:
+                self.bindings += len(spans)
+        self._flush()
+
+    def _flush(self) -> None:
+        try:
+            for file, data in self._pending.items():
+                _append_file(self._directory / file, bytes(data))
+                self._counts[file] = self._counts.get(file, 0) + len(data) // _RECORD
+        except OSError:
+            self._failed = True
+        self._pending = {}
+        self._held = 0
+
+    def finish(self) -> tuple[str, int] | None:
+        """Append what is held, record the counts and remove every other index: ``(name, binding records)``, or
+        ``None`` after a failure (no index: readers read the ledger)."""
+        if not self._failed:
+            self._flush()
+        if not self._failed:
+            try:
+                _write_counts(self._directory, self._counts)
+            except OSError:
+                self._failed = True
+        if self._failed:
+            self.abandon()
+            return None
+        remove_stale_indexes(self._paths, keep=self.name)
+        return self.name, self.bindings
+
+    def abandon(self) -> None:
+        """Remove the index being built (the ledger did not verify)."""
+        remove_tree_quietly(self._directory)
 
 
 def remove_stale_indexes(paths: ProjectPaths, keep: str | None) -> None:
@@ -357,6 +440,7 @@ def open_indexed(paths: ProjectPaths) -> IndexedLedger | None:
 __all__ = [
     "BINDING_EVENTS",
     "INDEX_DIR_RE",
+    "IndexBuilder",
     "IndexedLedger",
     "count_bindings",
     "extend_index",

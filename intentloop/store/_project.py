@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from intentloop.errors import CorruptLedgerError
-from intentloop.store._checkpoint import Checkpoint, read_checkpoint
+from intentloop.store._checkpoint import read_checkpoint
 from intentloop.store._config import LockConfig
 from intentloop.store._controls import PrivateControl, read_control, read_controls
 from intentloop.store._fs import Overflow, file_key, hash_from, open_regular, read_lines_open
 from intentloop.store._lines import LineEvents, stream_verify
 from intentloop.store._paths import ProjectPaths
-from intentloop.store._scan import Scan, Sink, scan_file
+from intentloop.store._scan import Scan, Sink, scan_file, scan_open
 from intentloop.store._verify import (
     MAX_LINE_BYTES,
     Damage,
@@ -292,8 +292,10 @@ class ProjectStore:
             verify: when false (recovery), a damaged ledger is opened instead of refused and a torn tail is left as
                 it is: ``ledger.damage`` holds the first error, ``ledger.view`` the verified prefix, ``append`` is
                 refused and ``rewrite`` is the way out.
-            lazy: a cold writer (a hook) whose checkpoint matches the ledger exactly trusts it and appends after its
-                head without reading the ledger; ``ledger.view`` is then read only if something asks for it.
+            lazy: a cold writer (a hook) whose checkpoint matches the ledger exactly and whose task index covers it
+                trusts them and appends after its head without reading the ledger; ``ledger.view`` is then read (lean)
+                only if something asks for it. Any other cold writer of a store that is not lean verifies the ledger
+                a chunk at a time and rebuilds the checkpoint and index on entering (see ``_enter_cold``).
 
         Raises:
             StorageError: ``LOCK_TIMEOUT`` (retryable), path-safety refusals, ``STORAGE_WRITE_FAILED``.
@@ -357,33 +359,11 @@ class ProjectStore:
         from intentloop.store._names import remove_orphans
 
         remove_orphans(self.paths, self.config, current_identity())
-        if lazy and verify:
-            trusted = self._trusted_head()
-            if trusted is not None:
-                found_st, checkpoint = trusted
-                index = checkpoint.covering_index()
-                empty = Verification(
-                    events=(),
-                    head_hash=checkpoint.head,
-                    byte_length=checkpoint.size,
-                    line_count=checkpoint.lines,
-                    error=None,
-                    torn_tail=None,
-                )
-                head = (checkpoint.head, checkpoint.lines, checkpoint.size)
-                ledger = LockedLedger(
-                    self.paths,
-                    handle,
-                    st=found_st,
-                    verification=empty,
-                    view=None,
-                    on_commit=self._remember,
-                    index=index,
-                    head=head,
-                    loader=self._load,
-                )
-                ledger.drain_spool()
-                return ledger
+        if verify:
+            cold = self._enter_cold(handle, lazy=lazy)
+            if cold is not None:
+                cold.drain_spool()
+                return cold
         verification, view, st = self._load()
         ledger = LockedLedger(
             self.paths,
@@ -404,24 +384,74 @@ class ProjectStore:
         ledger.drain_spool()
         return ledger
 
-    def _trusted_head(self) -> tuple[os.stat_result, Checkpoint] | None:
-        """The ledger's stat and the checkpoint, when this process has not verified the file itself and the checkpoint
-        matches it exactly (then the chain it describes is trusted without reading it)."""
+    def _enter_cold(self, handle: LockHandle, *, lazy: bool) -> LockedLedger | None:
+        """A writer that has not verified the ledger in this process holds no view of it (one is read lean, as
+        offsets, if something asks): ``lazy``, it trusts a checkpoint that matches the file exactly; otherwise (a
+        store that is not lean) it verifies the file a chunk at a time, rebuilding the task index on the way unless
+        the checkpoint covers one, and records the checkpoint at once. ``None``: read it as before (verified here
+        already, a lean store's cached view, no ledger, or a torn tail to repair).
+
+        Why: a writer that read the whole ledger held every decoded event (4.0 GB at 1,000,000 events) until it let
+        go of the lock; streaming keeps the chunk and a record count per task (docs/BENCHMARK.md).
+
+        Raises:
+            CorruptLedgerError: the ledger is damaged (other than a torn tail).
+            StorageError: path-safety refusals, ``TRANSIENT_FILE_RACE``, ``STORAGE_READ_FAILED``, ``LOCK_COMPROMISED``.
+        """
+        from intentloop.store._checkpoint import write_checkpoint
+        from intentloop.store._index import IndexBuilder
+        from intentloop.store._ledger import LockedLedger
+
         if not self.paths.check_project():
             return None
         opened = open_regular(self.paths.ledger_path)
         if opened is None:
             return None
         fd, st = opened
-        with contextlib.suppress(OSError):
-            os.close(fd)
-        cached = _cache.get(str(self.paths.ledger_path))
-        if cached is not None and cached.key == file_key(st):
-            return None  # verified in this process already: the view costs nothing
-        checkpoint = read_checkpoint(self.paths)
-        if checkpoint is None or not checkpoint.matches(st):
-            return None
-        return st, checkpoint
+        try:
+            cached = _cache.get(str(self.paths.ledger_path))
+            if cached is not None and cached.key == file_key(st):
+                return None  # verified in this process already: the view costs nothing
+            checkpoint = read_checkpoint(self.paths)
+            if lazy and checkpoint is not None and checkpoint.matches(st) and checkpoint.covering_index() is not None:
+                head = (checkpoint.head, checkpoint.lines, checkpoint.size)
+                index = checkpoint.covering_index()
+            elif self.lean:
+                return None  # its view is kept (cached) for its reads: verified lean by ``_load``
+            else:
+                index = self._index_for(st)
+                builder = None if index is not None else IndexBuilder(self.paths)
+                scan = scan_open(self.paths.ledger_path, fd, st, self.paths.project_id, builder)
+                if not scan.ok:
+                    if builder is not None:
+                        builder.abandon()
+                    assert scan.error is not None
+                    if scan.error.code == "CORRUPT_TRAILING_EVENT":
+                        return None  # repaired from a whole read of the verified prefix, as before
+                    raise _fresh(scan.error)
+                head = (scan.head_hash, scan.line_count, scan.byte_length)
+                if builder is not None:
+                    index = builder.finish()
+                    handle.require_owner()
+                    built = (None, 0) if index is None else index
+                    write_checkpoint(self.paths, st, scan.line_count, scan.head_hash, built[0], built[1])
+        finally:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        verified = Verification(
+            events=(), head_hash=head[0], byte_length=head[2], line_count=head[1], error=None, torn_tail=None
+        )
+        return LockedLedger(
+            self.paths,
+            handle,
+            st=st,
+            verification=verified,
+            view=None,
+            on_commit=self._remember,
+            index=index,
+            head=head,
+            loader=lambda: self._load(lean=True),
+        )
 
     def _index_for(self, st: os.stat_result | None) -> tuple[str, int] | None:
         """The task index a writer may extend: the checkpoint's, when it matches the file as found and covers it."""
@@ -449,13 +479,16 @@ class ProjectStore:
             return
         _cache.put(path, _Verified(file_key(st), verification, view))
 
-    def _load(self, *, settle: bool = False) -> tuple[Verification, LedgerView, os.stat_result | None]:
+    def _load(
+        self, *, settle: bool = False, lean: bool | None = None
+    ) -> tuple[Verification, LedgerView, os.stat_result | None]:
         """Read and verify the ledger (``None`` stat: no ledger file), trusting the cache only for an unchanged file
         or, through the checkpoint, for a file that only grew.
 
         Args:
             settle: a lock-free reader that finds a torn last line while the file is still growing (a writer's
                 append in flight) looks again, a few times, before reporting it.
+            lean: verify a file not cached as a lean view (offsets, ``_lines``) or not (default: the store's own).
 
         Raises:
             StorageError: path-safety refusals, ``TRANSIENT_FILE_RACE``, ``STORAGE_READ_FAILED``.
@@ -469,7 +502,7 @@ class ProjectStore:
                 return empty, EMPTY_VIEW, None
             fd, st = opened
             try:
-                verification, view = self._load_open(fd, st)
+                verification, view = self._load_open(fd, st, self.lean if lean is None else lean)
                 if verification.error is None or verification.error.code != "CORRUPT_TRAILING_EVENT":
                     return verification, view, st
                 try:
@@ -483,14 +516,14 @@ class ProjectStore:
                 break
         return verification, view, st
 
-    def _load_open(self, fd: int, st: os.stat_result) -> tuple[Verification, LedgerView]:
+    def _load_open(self, fd: int, st: os.stat_result, lean: bool) -> tuple[Verification, LedgerView]:
         path = str(self.paths.ledger_path)
         key = file_key(st)
         cached = _cache.get(path)
         if cached is not None and cached.key == key:
             return cached.verification, cached.view
         grown = self._grown(fd, st, cached)
-        streamed = None if grown is not None or not self.lean else stream_verify(fd, st, self.paths.project_id)
+        streamed = None if grown is not None or not lean else stream_verify(fd, st, self.paths.project_id)
         if grown is not None:
             verification, view = grown
         elif streamed is not None:
