@@ -1,6 +1,8 @@
 """intentloop benchmark: medians through the public surfaces only (method and figures: docs/BENCHMARK.md).
 
-Run: ``python tools/bench/run.py [--sizes 200,10000,100000] [--sizes-only] [--out tools/bench/results/latest.json]``.
+Run: ``python tools/bench/run.py [--sizes 200,10000,100000] [--sizes-only] [--out tools/bench/results/latest.json]``;
+``--whole-ledger [--compare-with DIR] --repeats 3`` measures only the whole-ledger commands (cold ``verify``, the
+checkpoint and index rebuild, ``recover export``), time and peak RSS of each process beside ``intentloop --version``.
 
 Each figure is reported at each size, with the ratio of its value at the largest size to its value at the smallest
 (measured in the same run, so machine load affects both) and the load average before and after the sizes.
@@ -449,6 +451,110 @@ FIGURES = [
 ]
 
 
+# ------------------------------------------------------------------------------------------ whole-ledger work
+#: Runs its arguments as one child; prints the child's wall time (s), peak RSS (KiB, Linux ``ru_maxrss``) and exit code.
+_PEAK = (
+    "import resource, subprocess, sys, time\n"
+    "t0 = time.perf_counter()\n"
+    "code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode\n"
+    "print(time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, code)\n"
+)
+#: A writer's first write when no checkpoint vouches for the ledger: through the store, as a hook's background child
+#: and every other cold writer enter the lock (the checkpoint and the task index are rebuilt on the way).
+_FIRST_WRITE = (
+    "import sys\n"
+    "from intentloop.model import EventDraft\n"
+    "from intentloop.store import ProjectStore\n"
+    "with ProjectStore(sys.argv[1], sys.argv[2]).locked(lazy=True) as ledger:\n"
+    "    ledger.append([EventDraft(event_type='claim_added', task_id=sys.argv[3], actor='user',\n"
+    "                              request_id=sys.argv[4], payload={'n': 1})])\n"
+)
+
+
+def _peak(command: list[str], env: dict[str, str]) -> tuple[float, float, int]:
+    """(seconds, peak RSS in MB, exit code) of ``command`` run alone under a wrapper process."""
+    out = subprocess.run(
+        [sys.executable, "-c", _PEAK, *command], env=env, capture_output=True, check=True, timeout=3600
+    ).stdout.split()
+    return float(out[0]), int(out[1]) / 1024, int(out[2])
+
+
+def _drop_caches(project_dir: Path) -> None:
+    """Remove the checkpoint and every task index (as a foreign append or an upgrade leaves the ledger)."""
+    (project_dir / CHECKPOINT_NAME).unlink(missing_ok=True)
+    for entry in project_dir.iterdir():
+        if entry.name.startswith("index-"):
+            shutil.rmtree(entry)
+
+
+def measure_whole_ledger(n: int, work: Path, runs: int, checkouts: dict[str, str | None]) -> dict[str, Any]:
+    """Cold ``verify``, the checkpoint and index rebuild (first write) and ``recover export``: medians of time and
+    peak RSS, each beside the floor ``intentloop --version`` measured in the same rounds, for each checkout."""
+    data_root = work / f"whole-{n}"
+    project = work / f"whole-project-{n}"
+    project.mkdir()
+    data_root.mkdir(mode=0o700)
+    t0 = time.perf_counter()
+    project_id, task_ids = seed_ledger(data_root, project, n)
+    project_dir = data_root / "projects" / project_id
+    row: dict[str, Any] = {
+        "events": n,
+        "ledger_mb": round((project_dir / "ledger.jsonl").stat().st_size / 1e6, 1),
+        "seed_s": round(time.perf_counter() - t0, 1),
+    }
+    for label, code in checkouts.items():
+        env = _env(data_root)
+        if code is not None:
+            env["PYTHONPATH"] = code
+        figures: dict[str, list[tuple[float, float, int]]] = {}
+        for round_ in range(runs):
+            figures.setdefault("floor", []).append(_peak([INTENTLOOP, "--version"], env))
+            figures.setdefault("verify", []).append(
+                _peak([INTENTLOOP, "verify", "--project-id", project_id, "--json"], env)
+            )
+            _drop_caches(project_dir)
+            request = f"bench-first-write-{label}-{round_}"
+            first_write = [sys.executable, "-P", "-c", _FIRST_WRITE, str(data_root), project_id, task_ids[1], request]
+            figures.setdefault("rebuild", []).append(_peak(first_write, env))
+            out = work / f"export-{n}.jsonl"
+            export = [INTENTLOOP, "recover", "export", "--project-id", project_id, "--out", str(out), "--overwrite"]
+            figures.setdefault("recover_export", []).append(_peak(export, env))
+            out.unlink(missing_ok=True)
+        for name, values in figures.items():
+            if any(code != 0 for _s, _mb, code in values):
+                raise RuntimeError(f"{label} {name} failed at {n} events: {values}")
+            row[f"{label}_{name}_s"] = round(statistics.median(s for s, _mb, _c in values), 3)
+            row[f"{label}_{name}_mb"] = round(statistics.median(mb for _s, mb, _c in values), 1)
+    shutil.rmtree(data_root)
+    return row
+
+
+async def whole_ledger_main(args: argparse.Namespace) -> None:
+    sizes = [int(s) for s in args.sizes.split(",")]
+    checkouts: dict[str, str | None] = {"this": None}
+    if args.compare_with:
+        checkouts["other"] = str(Path(args.compare_with).resolve())
+    _compile_project()
+    rows = []
+    load_before = _load()
+    with tempfile.TemporaryDirectory(prefix="intentloop-bench-") as tmp:
+        for n in sizes:
+            rows.append(measure_whole_ledger(n, Path(tmp), args.repeats, checkouts))
+            print(json.dumps(rows[-1]), flush=True)
+    result = {
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": _machine(),
+        "command": "python tools/bench/run.py " + " ".join(sys.argv[1:]),
+        "load_average": {"before_sizes": load_before, "after_sizes": _load()},
+        "checkouts": {label: code or "this checkout" for label, code in checkouts.items()},
+        "whole_ledger": rows,
+    }
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"wrote {out}")
+
+
 def ratios(rows: list[dict[str, Any]]) -> dict[str, float | None]:
     """Each figure at the largest size divided by the same figure at the smallest (same run)."""
     small, large = rows[0], rows[-1]
@@ -662,4 +768,15 @@ if __name__ == "__main__":
     parser.add_argument("--sizes-only", action="store_true", help="skip start-up, writers and lock figures")
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--out", default="tools/bench/results/latest.json")
-    anyio.run(main, parser.parse_args(), backend="trio")
+    parser.add_argument(
+        "--whole-ledger",
+        action="store_true",
+        help="only cold verify, the checkpoint rebuild and recover export (time and peak RSS beside the floor)",
+    )
+    parser.add_argument(
+        "--compare-with",
+        metavar="DIR",
+        help="with --whole-ledger: also measure the checkout at DIR (first on PYTHONPATH) on the same ledgers",
+    )
+    parsed = parser.parse_args()
+    anyio.run(whole_ledger_main if parsed.whole_ledger else main, parsed, backend="trio")
