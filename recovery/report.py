@@ -1,8 +1,9 @@
 """Verify one project's ledger into a structured report, with the store's verifier (there is no second one).
 
 The report describes bytes, not meaning: how many whole lines verify, where the first bad one is and why, and how
-many bytes follow the verified prefix. Export and quarantine act on exactly that prefix, so they share
-:func:`check_ledger` and never re-derive it.
+many bytes follow the verified prefix. Quarantine acts on exactly that prefix through :func:`check_ledger` (which
+keeps the bytes); :func:`verify_project` and export stream the same verdict a chunk of lines at a time
+(``ProjectStore.scan``), so their memory does not grow with the ledger.
 """
 
 from __future__ import annotations

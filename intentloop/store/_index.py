@@ -19,8 +19,10 @@ index that grows with the ledger), and a hook reads the binding records and its 
 from __future__ import annotations
 
 import os
+import struct
 import uuid
 from collections.abc import Iterable, Sequence
+from itertools import accumulate
 from pathlib import Path
 
 import msgspec
@@ -46,6 +48,7 @@ INDEX_DIR_RE = LazyPattern(r"^index-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]
 BINDINGS = "bindings"
 COUNTS = "counts.json"  # file name → how many records it holds: a file cut short or removed is noticed
 _RECORD = 12
+_PACK = struct.Struct(">QI").pack  # one record: big-endian byte offset (8) and length (4) of a ledger line
 #: Lines of a task at most this far apart are read in one ``pread`` with what lies between them (a few lines of other
 #: tasks: reading them from the page cache costs less than a system call each), in blocks of at most ``_READ_BLOCK``.
 _READ_GAP = 8 * 1024
@@ -216,11 +219,10 @@ class IndexBuilder:
         if self._failed:
             return
         pending = self._pending
-        offset = start
-        for event, line in zip(events, lines.split(b"\n"), strict=False):  # the piece after the last newline is empty
-            record = offset.to_bytes(8, "big") + (len(line) + 1).to_bytes(4, "big")
-            offset += len(line) + 1
-            file = _task_file(event.task_id)
+        lengths = [len(line) + 1 for line in lines.split(b"\n")]  # the piece after the last newline is not a line
+        for event, offset, length in zip(events, accumulate(lengths, initial=start), lengths, strict=False):
+            record = _PACK(offset, length)
+            file = "t-" + event.task_id  # _task_file, inline: once per event of the ledger
             held = pending.get(file)
             if held is None:
                 held = pending[file] = bytearray()
