@@ -452,17 +452,21 @@ FIGURES = [
 
 
 # ------------------------------------------------------------------------------------------ whole-ledger work
-#: Runs its arguments as one child; prints the child's wall time (s), peak RSS (KiB, Linux ``ru_maxrss``) and exit code.
+#: Runs its arguments as one child; prints the child's wall time (s), peak RSS (KiB, Linux ``ru_maxrss``), exit code
+#: and CPU time (user + system, s: it moves less with the machine's load than wall time).
 _PEAK = (
     "import resource, subprocess, sys, time\n"
     "t0 = time.perf_counter()\n"
     "code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode\n"
-    "print(time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, code)\n"
+    "usage = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+    "print(time.perf_counter() - t0, usage.ru_maxrss, code, usage.ru_utime + usage.ru_stime)\n"
 )
 #: A writer's first write when no checkpoint vouches for the ledger: through the store, as a hook's background child
-#: and every other cold writer enter the lock (the checkpoint and the task index are rebuilt on the way).
+#: and every other cold writer enter the lock (the checkpoint and the task index are rebuilt on the way), with the
+#: cyclic garbage collector off as in the hook process (``hooks/_run.py``) and in ``intentloop verify``.
 _FIRST_WRITE = (
-    "import sys\n"
+    "import gc, sys\n"
+    "gc.disable()\n"
     "from intentloop.model import EventDraft\n"
     "from intentloop.store import ProjectStore\n"
     "with ProjectStore(sys.argv[1], sys.argv[2]).locked(lazy=True) as ledger:\n"
@@ -471,12 +475,12 @@ _FIRST_WRITE = (
 )
 
 
-def _peak(command: list[str], env: dict[str, str]) -> tuple[float, float, int]:
-    """(seconds, peak RSS in MB, exit code) of ``command`` run alone under a wrapper process."""
+def _peak(command: list[str], env: dict[str, str]) -> tuple[float, float, int, float]:
+    """(seconds, peak RSS in MB, exit code, CPU seconds) of ``command`` run alone under a wrapper process."""
     out = subprocess.run(
         [sys.executable, "-c", _PEAK, *command], env=env, capture_output=True, check=True, timeout=3600
     ).stdout.split()
-    return float(out[0]), int(out[1]) / 1024, int(out[2])
+    return float(out[0]), int(out[1]) / 1024, int(out[2]), float(out[3])
 
 
 def _drop_caches(project_dir: Path) -> None:
@@ -506,7 +510,7 @@ def measure_whole_ledger(n: int, work: Path, runs: int, checkouts: dict[str, str
         env = _env(data_root)
         if code is not None:
             env["PYTHONPATH"] = code
-        figures: dict[str, list[tuple[float, float, int]]] = {}
+        figures: dict[str, list[tuple[float, float, int, float]]] = {}
         for round_ in range(runs):
             figures.setdefault("floor", []).append(_peak([INTENTLOOP, "--version"], env))
             figures.setdefault("verify", []).append(
@@ -521,10 +525,11 @@ def measure_whole_ledger(n: int, work: Path, runs: int, checkouts: dict[str, str
             figures.setdefault("recover_export", []).append(_peak(export, env))
             out.unlink(missing_ok=True)
         for name, values in figures.items():
-            if any(code != 0 for _s, _mb, code in values):
+            if any(code != 0 for _s, _mb, code, _cpu in values):
                 raise RuntimeError(f"{label} {name} failed at {n} events: {values}")
-            row[f"{label}_{name}_s"] = round(statistics.median(s for s, _mb, _c in values), 3)
-            row[f"{label}_{name}_mb"] = round(statistics.median(mb for _s, mb, _c in values), 1)
+            row[f"{label}_{name}_s"] = round(statistics.median(s for s, _mb, _c, _cpu in values), 3)
+            row[f"{label}_{name}_cpu_s"] = round(statistics.median(cpu for _s, _mb, _c, cpu in values), 3)
+            row[f"{label}_{name}_mb"] = round(statistics.median(mb for _s, mb, _c, _cpu in values), 1)
     shutil.rmtree(data_root)
     return row
 
