@@ -491,6 +491,47 @@ def _drop_caches(project_dir: Path) -> None:
             shutil.rmtree(entry)
 
 
+def _hook_children_peak(data_root: Path, payload: dict[str, Any], env: dict[str, str]) -> tuple[float, float, int]:
+    """A UserPromptSubmit hook process on a ledger nothing vouches for: (seconds until every ``intentloop hook``
+    process it left is gone, the highest ``VmHWM`` any of them reached in MB, its exit code). Above 16 MiB its child
+    answers at once and rebuilds the checkpoint in the background (docs/HOOKS.md); that child is sampled every 10 ms
+    from ``/proc`` (its peak, a high-water mark, is only read until it exits: a lower bound within 10 ms)."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        [INTENTLOOP, "hook"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    assert proc.stdin is not None
+    proc.stdin.write(json.dumps(payload).encode())
+    proc.stdin.close()
+    mine = f"INTENT_LOOP_DATA_DIR={data_root}".encode()
+    peak = 0.0
+    seen = True
+    while (seen or proc.poll() is None) and time.perf_counter() - t0 < 300:
+        seen = False
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                cmd = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+                if INTENTLOOP.encode() not in cmd or b"hook" not in cmd:
+                    continue
+                if mine not in Path(f"/proc/{entry}/environ").read_bytes().split(b"\0"):
+                    continue  # another data root's hook (tests, another run)
+                for line in Path(f"/proc/{entry}/status").read_text().splitlines():
+                    if line.startswith("VmHWM:"):
+                        peak = max(peak, int(line.split()[1]) / 1024)
+                        seen = True
+            except (OSError, ValueError):
+                continue
+        time.sleep(0.01)
+    code = proc.wait()
+    return time.perf_counter() - t0, peak, code
+
+
 def measure_whole_ledger(n: int, work: Path, runs: int, checkouts: dict[str, str | None]) -> dict[str, Any]:
     """Cold ``verify``, the checkpoint and index rebuild (first write) and ``recover export``: medians of time and
     peak RSS, each beside the floor ``intentloop --version`` measured in the same rounds, for each checkout."""
@@ -520,6 +561,18 @@ def measure_whole_ledger(n: int, work: Path, runs: int, checkouts: dict[str, str
             request = f"bench-first-write-{label}-{round_}"
             first_write = [sys.executable, "-P", "-c", _FIRST_WRITE, str(data_root), project_id, task_ids[1], request]
             figures.setdefault("rebuild", []).append(_peak(first_write, env))
+            _drop_caches(project_dir)
+            payload = {
+                "session_id": SESSION_ID,
+                "cwd": str(project),
+                "transcript_path": "/nonexistent",
+                "model": "bench",
+                "hook_event_name": "UserPromptSubmit",
+                "turn_id": f"whole-{label}-{round_}",
+                "prompt": "go on",
+            }
+            seconds, peak, code = _hook_children_peak(data_root, payload, env)
+            figures.setdefault("hook_background", []).append((seconds, peak, code, 0.0))
             out = work / f"export-{n}.jsonl"
             export = [INTENTLOOP, "recover", "export", "--project-id", project_id, "--out", str(out), "--overwrite"]
             figures.setdefault("recover_export", []).append(_peak(export, env))
