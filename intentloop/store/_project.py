@@ -386,8 +386,8 @@ class ProjectStore:
 
     def _enter_cold(self, handle: LockHandle, *, lazy: bool) -> LockedLedger | None:
         """A writer that has not verified the ledger in this process holds no view of it (one is read lean, as
-        offsets, if something asks): ``lazy``, it trusts a checkpoint that matches the file exactly; otherwise (a
-        store that is not lean) it verifies the file a chunk at a time, rebuilding the task index on the way unless
+        offsets, if something asks): ``lazy``, it trusts a checkpoint that matches the file exactly and names a
+        covering index; otherwise (a store that is not lean) it verifies the file a chunk at a time, rebuilding the task index on the way unless
         the checkpoint covers one, and records the checkpoint at once. ``None``: read it as before (verified here
         already, a lean store's cached view, no ledger, or a torn tail to repair).
 
@@ -402,8 +402,8 @@ class ProjectStore:
         from intentloop.store._index import IndexBuilder
         from intentloop.store._ledger import LockedLedger
 
-        if not self.paths.check_project():
-            return None
+        if (self.lean and not lazy) or not self.paths.check_project():
+            return None  # a lean store's view is kept (cached) for its reads: verified lean by ``_load``
         opened = open_regular(self.paths.ledger_path)
         if opened is None:
             return None
@@ -417,7 +417,7 @@ class ProjectStore:
                 head = (checkpoint.head, checkpoint.lines, checkpoint.size)
                 index = checkpoint.covering_index()
             elif self.lean:
-                return None  # its view is kept (cached) for its reads: verified lean by ``_load``
+                return None
             else:
                 index = self._index_for(st)
                 builder = None if index is not None else IndexBuilder(self.paths)
