@@ -41,8 +41,9 @@ def without_cyclic_gc(body: Callable[[], int]) -> int:
     Why: verification decodes events in bursts (a chunk of lines at a time), and each burst makes the collector
     traverse the young, still-alive events again; the events hold no reference cycles. Measured on the 2-core
     development machine at 100,000 events (96 MB), when the whole ledger was decoded at once: the process took 3.5 s
-    with the collector on and 1.8 s with it off (same load, three runs each). Only this command's process does it, never the library: a library must not toggle the collector of
-    the process it runs in (the hook process keeps it off the same way, ``hooks/_run.py``).
+    with the collector on and 1.8 s with it off (same load, three runs each). Only this command's process does it,
+    never the library: a library must not toggle the collector of the process it runs in (the hook process keeps it
+    off the same way, ``hooks/_run.py``).
     """
     was_enabled = gc.isenabled()
     gc.disable()

@@ -1,9 +1,9 @@
 """Careful file primitives for recovery: read files it wrote (quarantine summaries, an export read back) without
 following links, and write an export durably.
 
-The ledger itself is read through the store (``ProjectStore.read_raw``, ``ProjectStore.scan``); these are for files the store does not own
-(an export lives anywhere the admin chooses). Both follow the store's rules: no symlinks, no hard-linked data files,
-0600 files created exclusively, fsync of the file and of its directory.
+The ledger itself is read through the store (``ProjectStore.read_raw``, ``ProjectStore.scan``); these are for files the
+store does not own (an export lives anywhere the admin chooses). Both follow the store's rules: no symlinks, no
+hard-linked data files, 0600 files created exclusively, fsync of the file and of its directory.
 """
 
 from __future__ import annotations

@@ -387,9 +387,9 @@ class ProjectStore:
     def _enter_cold(self, handle: LockHandle, *, lazy: bool) -> LockedLedger | None:
         """A writer that has not verified the ledger in this process holds no view of it (one is read lean, as
         offsets, if something asks): ``lazy``, it trusts a checkpoint that matches the file exactly and names a
-        covering index; otherwise (a store that is not lean) it verifies the file a chunk at a time, rebuilding the task index on the way unless
-        the checkpoint covers one, and records the checkpoint at once. ``None``: read it as before (verified here
-        already, a lean store's cached view, no ledger, or a torn tail to repair).
+        covering index; otherwise (a store that is not lean) it verifies the file a chunk at a time, rebuilding the
+        task index on the way unless the checkpoint covers one, and records the checkpoint at once. ``None``: read it
+        as before (verified here already, a lean store's cached view, no ledger, or a torn tail to repair).
 
         Why: a writer that read the whole ledger held every decoded event (4.0 GB at 1,000,000 events) until it let
         go of the lock; streaming keeps the chunk and a record count per task (docs/BENCHMARK.md).
