@@ -40,13 +40,11 @@ def export(
 
 def _run(output: Output, project_root: str | None, project_id: str | None, out: Path, overwrite: bool) -> int:
     from intentloop.cli._target import resolve_target
-    from intentloop.recovery import check_ledger, export_verified_prefix
+    from intentloop.recovery import export_verified_prefix
 
     target = resolve_target(project_root, project_id)
-    with output.progress("Reading and verifying the ledger"):
-        check = check_ledger(target.store)
-    with output.progress("Writing the export"):
-        result = export_verified_prefix(target.store, out, overwrite=overwrite, check=check)
+    with output.progress("Verifying the ledger and writing the export"):
+        result = export_verified_prefix(target.store, out, overwrite=overwrite)
     if output.json_mode:
         output.json_object({**target.fields(), **result.to_dict()}, exit_code=OK)
         return OK

@@ -21,6 +21,7 @@ from intentloop.service.hookops import (
     SLOW_READ_BYTES,
     Observation,
     plan_observation,
+    rebuild_index,
     record_planned,
     session_context,
 )
@@ -97,6 +98,7 @@ def dispatch(
     if plan.whole_read_bytes is not None:
         if detach is not None and detach(FAIL_OPEN_LINE):
             deadline, patient = time.monotonic() + BACKGROUND_LIMIT_S / 2, True
+            rebuild_index(plan, deadline)  # then the plan reads through the index, not every event of the ledger
         plan = plan_observation(data_root, payload.cwd, obs)
     outcome = record_planned(plan, deadline=deadline, with_context=event.answers_with_context, patient=patient)
     state = "recorded" if outcome.recorded else "spooled for the next writer" if outcome.spooled else "not recorded"

@@ -1,9 +1,9 @@
 """Careful file primitives for recovery: read files it wrote (quarantine summaries, an export read back) without
 following links, and write an export durably.
 
-The ledger itself is read through the store (``ProjectStore.read_raw``); these are for files the store does not own
-(an export lives anywhere the admin chooses). Both follow the store's rules: no symlinks, no hard-linked data files,
-0600 files created exclusively, fsync of the file and of its directory.
+The ledger itself is read through the store (``ProjectStore.read_raw``, ``ProjectStore.scan``); these are for files the
+store does not own (an export lives anywhere the admin chooses). Both follow the store's rules: no symlinks, no
+hard-linked data files, 0600 files created exclusively, fsync of the file and of its directory.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import contextlib
 import os
 import stat
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from intentloop.errors import StorageError
@@ -65,15 +66,18 @@ def _require_safe(path: Path, st: os.stat_result) -> None:
         raise StorageError(f"{path.name} is not a regular single-link file", code="UNSAFE_DATA_FILE")
 
 
-def write_private_file(path: Path, data: bytes, *, overwrite: bool = False) -> None:
-    """Write ``data`` durably to a new 0600 file at ``path``.
+def write_private_file(path: Path, data: bytes | Callable[[int], None], *, overwrite: bool = False) -> None:
+    """Write ``data`` durably to a new 0600 file at ``path`` (``data`` may be a function that writes to the open
+    descriptor it is given: an export streams the ledger's verified lines as they verify).
 
     Without ``overwrite`` the file is created exclusively (an existing file or symlink is never touched). With it,
     the bytes go to a sibling temporary file that atomically replaces ``path`` (a symlink there is replaced, never
-    followed). Either way the file and its directory are fsynced before this returns.
+    followed). Either way the file and its directory are fsynced before this returns; a failure (of the writing
+    function too) leaves no file behind.
 
     Raises:
-        StorageError: ``OUTPUT_EXISTS`` (exists and not ``overwrite``), ``STORAGE_WRITE_FAILED`` (I/O failure).
+        StorageError: ``OUTPUT_EXISTS`` (exists and not ``overwrite``), ``STORAGE_WRITE_FAILED`` (I/O failure), or
+            what the writing function raises.
     """
     target = path if not overwrite else path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC
@@ -86,10 +90,10 @@ def write_private_file(path: Path, data: bytes, *, overwrite: bool = False) -> N
     try:
         try:
             os.fchmod(fd, 0o600)  # a umask can only remove bits, but be explicit about the result
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
+            if callable(data):
+                data(fd)
+            else:
+                write_fully(fd, data)
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -100,6 +104,22 @@ def write_private_file(path: Path, data: bytes, *, overwrite: bool = False) -> N
         with contextlib.suppress(OSError):
             os.unlink(target)
         raise StorageError(f"cannot write {path}: {exc.strerror}", code="STORAGE_WRITE_FAILED") from exc
+    except StorageError:
+        with contextlib.suppress(OSError):
+            os.unlink(target)
+        raise
+
+
+def write_fully(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to ``fd`` (``os.write`` may write less than asked).
+
+    Raises:
+        OSError: the write failed.
+    """
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
 
 
 def _fsync_dir(path: Path) -> None:
@@ -110,4 +130,4 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-__all__ = ["read_data_file", "write_private_file"]
+__all__ = ["read_data_file", "write_fully", "write_private_file"]

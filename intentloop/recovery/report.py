@@ -1,8 +1,9 @@
 """Verify one project's ledger into a structured report, with the store's verifier (there is no second one).
 
 The report describes bytes, not meaning: how many whole lines verify, where the first bad one is and why, and how
-many bytes follow the verified prefix. Export and quarantine act on exactly that prefix, so they share
-:func:`check_ledger` and never re-derive it.
+many bytes follow the verified prefix. Quarantine acts on exactly that prefix through :func:`check_ledger` (which
+keeps the bytes); :func:`verify_project` and export stream the same verdict a chunk of lines at a time
+(``ProjectStore.scan``), so their memory does not grow with the ledger.
 """
 
 from __future__ import annotations
@@ -16,11 +17,16 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from intentloop.errors import ErrorCode, StorageError
+from intentloop.errors import CorruptLedgerError, ErrorCode, StorageError
 from intentloop.store import Damage
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from intentloop.model import Event
     from intentloop.store import ProjectStore, Verification
+
+    Sink = Callable[[bytes, int, Sequence[Event]], None]
 
 STATUS_BY_CODE = {
     "CORRUPT_TRAILING_EVENT": "torn_tail",
@@ -131,43 +137,70 @@ def check_bytes(
         verification = verify_ledger_bytes(data, project_id=store.project_id)
     from intentloop.store import head_signature_status
 
-    error = verification.error
     damage = verification.damage  # all bytes after the verified prefix; the store may not have held them (too long)
     if damage is None and len(data) > verification.byte_length:
         suffix = data[verification.byte_length :]
         damage = Damage(length=len(suffix), sha256=hashlib.sha256(suffix).hexdigest(), torn=not data.endswith(b"\n"))
     if head_record is None:
-        signature, signed_events = head_signature_status(store.paths, verification.events)
+        signature = head_signature_status(store.paths, verification.events)
     else:  # head.sig as read before the ledger (check_ledger)
-        signature, signed_events = head_signature_status(store.paths, verification.events, head_record[0])
+        signature = head_signature_status(store.paths, verification.events, head_record[0])
     versions = {event.schema_version for event in verification.events}
-    report = VerifyReport(
+    report = _report(
+        store,
+        ledger_exists=ledger_exists,
+        events=len(verification.events),
+        head_hash=verification.head_hash,
+        schema_version=max(versions) if versions else None,
+        verified_bytes=verification.byte_length,
+        error=verification.error,
+        damage=damage,
+        torn_tail=damage.torn if damage else bool(data) and not data.endswith(b"\n"),
+        signature=signature,
+    )
+    return LedgerCheck(data=data, verification=verification, report=report)
+
+
+def _report(
+    store: ProjectStore,
+    *,
+    ledger_exists: bool,
+    events: int,
+    head_hash: str | None,
+    schema_version: int | None,
+    verified_bytes: int,
+    error: CorruptLedgerError | None,
+    damage: Damage | None,
+    torn_tail: bool,
+    signature: tuple[str, int | None],
+) -> VerifyReport:
+    return VerifyReport(
         project_id=store.project_id,
         ledger_path=str(store.ledger_path),
         project_exists=store.exists(),
         ledger_exists=ledger_exists,
         status="intact" if error is None else STATUS_BY_CODE.get(error.code, "corrupt"),
         intact=error is None,
-        events=len(verification.events),
-        head_hash=verification.head_hash,
-        ledger_schema_version=max(versions) if versions else None,
-        byte_length=verification.byte_length + (damage.length if damage else 0),
-        verified_bytes=verification.byte_length,
+        events=events,
+        head_hash=head_hash,
+        ledger_schema_version=schema_version,
+        byte_length=verified_bytes + (damage.length if damage else 0),
+        verified_bytes=verified_bytes,
         damaged_bytes=damage.length if damage else 0,
         damaged_sha256=damage.sha256 if damage and damage.length else None,
         first_bad_line=error.line if error is not None else None,
         reason=error.reason if error is not None else None,
         code=error.code if error is not None else None,
-        torn_tail=damage.torn if damage else bool(data) and not data.endswith(b"\n"),
+        torn_tail=torn_tail,
         quarantine_records=count_quarantine_records(store),
-        signature=signature,
-        signed_events=signed_events,
+        signature=signature[0],
+        signed_events=signature[1],
     )
-    return LedgerCheck(data=data, verification=verification, report=report)
 
 
 def check_ledger(store: ProjectStore) -> LedgerCheck:
-    """Read ``store``'s ledger lock-free (creating nothing) and verify it.
+    """Read ``store``'s ledger lock-free (creating nothing) and verify it, keeping its bytes (quarantine compares
+    and counts them; a report alone is :func:`verify_project`, which streams).
 
     Raises:
         StorageError: ``PATH_ESCAPE``, ``UNSAFE_DATA_FILE``, ``INVALID_DATA_DIR``, ``TRANSIENT_FILE_RACE`` or
@@ -199,13 +232,68 @@ def _ledger_size(store: ProjectStore) -> int | None:
         return None
 
 
-def verify_project(store: ProjectStore) -> VerifyReport:
-    """The report of :func:`check_ledger` alone (what ``intentloop verify`` prints).
+class _Tally:
+    """What a report needs of the events streaming past: the highest schema version and the hash ``head.sig`` signs."""
+
+    def __init__(self, mark: int | None) -> None:
+        self.mark = mark  # the 1-based position whose event_hash head.sig names
+        self.marked: str | None = None
+        self.version: int | None = None
+        self.seen = 0
+
+    def hash_at(self, _position: int) -> str | None:
+        return self.marked
+
+    def __call__(self, _lines: bytes, _start: int, events: Sequence[Event]) -> None:
+        if not events:
+            return
+        highest = max(event.schema_version for event in events)
+        self.version = highest if self.version is None else max(self.version, highest)
+        if self.mark is not None and self.seen < self.mark <= self.seen + len(events):
+            self.marked = events[self.mark - 1 - self.seen].event_hash
+        self.seen += len(events)
+
+
+def verify_project(store: ProjectStore, sink: Sink | None = None) -> VerifyReport:
+    """The report of :func:`check_ledger`, verified a chunk of lines at a time (what ``intentloop verify`` prints):
+    memory does not grow with the ledger. ``sink`` also sees each run of verified lines (an export writes them).
 
     Raises:
         StorageError: as :func:`check_ledger`.
     """
-    return check_ledger(store).report
+    from intentloop.store import chain_signature_status, read_head_signature
+
+    report: VerifyReport | None = None
+    for _attempt in range(_SIGNATURE_RACE_RETRIES):
+        record = read_head_signature(store.paths)  # before the ledger, as check_ledger reads it
+        tally = _Tally(None if record is None or isinstance(record, str) else record.events)
+
+        def both(lines: bytes, start: int, events: Sequence[Event], tally: _Tally = tally) -> None:
+            tally(lines, start, events)
+            if sink is not None:
+                sink(lines, start, events)
+
+        scan = store.scan(both)
+        if scan is None:
+            return check_bytes(b"", store=store, ledger_exists=False).report
+        signature = chain_signature_status(store.paths, scan.line_count, tally.hash_at, record)
+        report = _report(
+            store,
+            ledger_exists=True,
+            events=scan.line_count,
+            head_hash=scan.head_hash,
+            schema_version=tally.version,
+            verified_bytes=scan.byte_length,
+            error=scan.error,
+            damage=scan.damage,
+            torn_tail=scan.damage.torn if scan.damage else False,
+            signature=signature,
+        )
+        if report.signature != "invalid" or _ledger_size(store) == report.byte_length:
+            return report
+        # A rewrite (a deletion elsewhere) replaced both files between the two reads: read them again.
+    assert report is not None
+    return report
 
 
 def count_quarantine_records(store: ProjectStore) -> int:

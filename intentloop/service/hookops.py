@@ -350,6 +350,30 @@ def _record_locked(
     return HookOutcome(recorded=True, context=_if(with_context, context))
 
 
+def rebuild_index(plan: ObservationPlan, deadline: float) -> bool:
+    """For a plan that needs a whole read (:attr:`ObservationPlan.whole_read_bytes`), carried out in the background:
+    take the lock once, waiting patiently until ``deadline``, to have the ledger verified a chunk at a time and its
+    checkpoint and task index rebuilt (what a writer does on entering when no checkpoint vouches for the file), so
+    the next plan reads through the index; ``False`` when the lock stayed busy.
+
+    Why: in the background the session's task is then read through the index; a lock-free whole read held every
+    decoded event (4.0 GB at 1,000,000 events) while the rebuild holds a chunk (docs/BENCHMARK.md).
+
+    Raises:
+        CorruptLedgerError: the ledger is damaged.
+        StorageError: anything but ``LOCK_TIMEOUT``.
+    """
+    store = _patient(plan._store, deadline - time.monotonic())
+    try:
+        with store.locked(deadline, lazy=True):
+            pass
+    except StorageError as exc:
+        if exc.code != "LOCK_TIMEOUT":
+            raise
+        return False
+    return True
+
+
 def _patient(store: ProjectStore, seconds: float) -> ProjectStore:
     """The same project, whose lock waiter keeps waiting for ``seconds`` even without owner progress: in the
     background nobody waits for the hook, and a waiter that gave up would leave the checkpoint unbuilt (the
@@ -372,6 +396,7 @@ __all__ = [
     "Observation",
     "ObservationPlan",
     "plan_observation",
+    "rebuild_index",
     "record_observation",
     "record_planned",
     "session_context",

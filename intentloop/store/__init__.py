@@ -49,9 +49,11 @@ if TYPE_CHECKING:  # what mypy checks: `X as X` re-exports each name, so a missp
         task_events as task_events,
         tasks_holding as tasks_holding,
     )
+    from intentloop.store._scan import Scan as Scan, scan_file as scan_file
     from intentloop.store._signing import (
         HEAD_SIG_NAME as HEAD_SIG_NAME,
         SIGNATURE_STATUSES as SIGNATURE_STATUSES,
+        chain_signature_status as chain_signature_status,
         export_signature_status as export_signature_status,
         head_signature_status as head_signature_status,
         read_head_signature as read_head_signature,
@@ -70,6 +72,7 @@ else:  # the same names, each loaded from its submodule on first use (PEP 562)
     __getattr__, __dir__, __all__ = lazy_face(
         __name__,
         {
+            "_scan": ["Scan", "scan_file"],
             "_task_queries": ["TaskListing"],
             "_summary": ["TaskSummary"],
             "_rewrite": ["events_holding", "Edit", "stream_events", "task_events", "tasks_holding"],
@@ -93,6 +96,7 @@ else:  # the same names, each loaded from its submodule on first use (PEP 562)
             ],
             "_project": ["ProjectStore"],
             "_signing": [
+                "chain_signature_status",
                 "HEAD_SIG_NAME",
                 "SIGNATURE_STATUSES",
                 "export_signature_status",

@@ -155,12 +155,12 @@ def read_open(path: Path, fd: int, st: os.stat_result, *, growing: bool = False)
         after = os.fstat(fd)
     except OSError as exc:
         raise storage_error(exc, f"reading {path.name}", code="STORAGE_READ_FAILED") from exc
-    if not _unchanged(st, after, growing=growing):
+    if not unchanged(st, after, growing=growing):
         raise StorageError(f"{path.name} changed while being read", code="TRANSIENT_FILE_RACE")
     return b"".join(chunks)
 
 
-def _unchanged(before: os.stat_result, after: os.stat_result, *, growing: bool) -> bool:
+def unchanged(before: os.stat_result, after: os.stat_result, *, growing: bool) -> bool:
     """Whether bytes read between two stats are the file's bytes at the first: the same content key, or (``growing``)
     the same inode grown past them (an append in place leaves the bytes before it as they were)."""
     if content_key(after) == content_key(before):
@@ -189,7 +189,7 @@ class Overflow:
         self.torn = True
 
 
-_STREAM_CHUNK = 1 << 20
+STREAM_CHUNK = 1 << 20
 
 
 def read_lines_open(
@@ -216,7 +216,7 @@ def read_lines_open(
     last = b""
     position = 0
     try:
-        while position < st.st_size and (chunk := os.pread(fd, min(_STREAM_CHUNK, st.st_size - position), position)):
+        while position < st.st_size and (chunk := os.pread(fd, min(STREAM_CHUNK, st.st_size - position), position)):
             position += len(chunk)
             last = chunk[-1:]
             if overflow is not None:
@@ -236,7 +236,7 @@ def read_lines_open(
         after = os.fstat(fd)
     except OSError as exc:
         raise storage_error(exc, f"reading {path.name}", code="STORAGE_READ_FAILED") from exc
-    if not _unchanged(st, after, growing=growing):
+    if not unchanged(st, after, growing=growing):
         raise StorageError(f"{path.name} changed while being read", code="TRANSIENT_FILE_RACE")
     if overflow is not None:
         overflow.sha256 = digest.hexdigest()
@@ -256,7 +256,7 @@ def hash_from(path: Path, fd: int, st: os.stat_result, offset: int) -> tuple[int
     digest = hashlib.sha256()
     length = 0
     try:
-        while chunk := os.pread(fd, _STREAM_CHUNK, offset + length):
+        while chunk := os.pread(fd, STREAM_CHUNK, offset + length):
             digest.update(chunk)
             length += len(chunk)
         after = os.fstat(fd)
@@ -695,6 +695,7 @@ def unlink_quietly(path: str | Path, *, dir_fd: int | None = None) -> None:
 __all__ = [
     "DIR_MODE",
     "FILE_MODE",
+    "STREAM_CHUNK",
     "Overflow",
     "append_durably",
     "atomic_replace",
@@ -716,6 +717,7 @@ __all__ = [
     "replace_file",
     "storage_error",
     "truncate_durably",
+    "unchanged",
     "unlink_quietly",
     "write_all",
 ]

@@ -19,8 +19,10 @@ index that grows with the ledger), and a hook reads the binding records and its 
 from __future__ import annotations
 
 import os
+import struct
 import uuid
 from collections.abc import Callable, Iterable, Sequence
+from itertools import accumulate
 from pathlib import Path
 
 import msgspec
@@ -47,6 +49,7 @@ INDEX_DIR_RE = LazyPattern(r"^index-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]
 BINDINGS = "bindings"
 COUNTS = "counts.json"  # file name → how many records it holds: a file cut short or removed is noticed
 _RECORD = 12
+_PACK = struct.Struct(">QI").pack  # one record: big-endian byte offset (8) and length (4) of a ledger line
 #: Lines of a task at most this far apart are read in one ``pread`` with what lies between them (a few lines of other
 #: tasks: reading them from the page cache costs less than a system call each), in blocks of at most ``_READ_BLOCK``.
 _READ_GAP = 8 * 1024
@@ -214,22 +217,109 @@ def new_index(paths: ProjectPaths) -> str | None:
 def rebuild_index(paths: ProjectPaths, events: Sequence[Event], end: int) -> str | None:
     """Write a new index of ``events`` (the whole verified ledger, ``end`` bytes) and remove every other one; returns
     its name or ``None`` (no index: readers read the ledger)."""
-    name = new_index_name()
-    directory = paths.project_dir / name
+    builder = IndexBuilder(paths)
     try:
-        make_dir(directory)
-        entries = _entries(events, 0, end)
-        for file, spans in entries.items():
-            _append_file(directory / file, _records(spans))
-        _write_counts(directory, {file: len(spans) for file, spans in entries.items()})
-        summaries = SummaryBuilder()  # the per-task summaries listings read (``_summary``)
-        summaries.add(events)
-        summaries.write(directory, {file[2:]: spans[0][0] for file, spans in entries.items() if file != BINDINGS})
-    except (OSError, msgspec.EncodeError, ValueError):
-        remove_tree_quietly(directory)
+        builder.add_entries(_entries(events, 0, end), events)
+    except (msgspec.EncodeError, ValueError):
+        builder.abandon()
         return None
-    remove_stale_indexes(paths, keep=name)
-    return name
+    built = builder.finish()
+    return None if built is None else built[0]
+
+
+#: Records an :class:`IndexBuilder` holds before appending them to their files: what a rebuild adds to the peak, and
+#: the number of appends (one per file per flush) it saves.
+_FLUSH_BYTES = 1024 * 1024
+
+
+class IndexBuilder:
+    """A new index written while the verified ledger streams past (a ``_scan`` sink: the lines as stored, their start
+    offset, their events): records are appended to their files a megabyte at a time and only each file's record count
+    is kept, so rebuilding the index of any ledger takes the same memory; the task summaries (``_summary``) are folded
+    from the same events and written last, with the marker that makes the index whole."""
+
+    def __init__(self, paths: ProjectPaths) -> None:
+        self._paths = paths
+        self.name = new_index_name()
+        self._directory = paths.project_dir / self.name
+        self._counts: dict[str, int] = {}
+        self._summaries = SummaryBuilder()
+        self._firsts: dict[str, int] = {}  # task id -> offset of its first line
+        self._pending: dict[str, bytearray] = {}
+        self._held = 0
+        self.bindings = 0
+        self._failed = False
+        try:
+            make_dir(self._directory)
+        except StorageError:
+            self._failed = True
+
+    def __call__(self, lines: bytes, start: int, events: Sequence[Event]) -> None:
+        if self._failed:
+            return
+        pending = self._pending
+        self._summaries.add(events)
+        lengths = [len(line) + 1 for line in lines.split(b"\n")]  # the piece after the last newline is not a line
+        for event, offset, length in zip(events, accumulate(lengths, initial=start), lengths, strict=False):
+            record = _PACK(offset, length)
+            file = "t-" + event.task_id  # _task_file, inline: once per event of the ledger
+            held = pending.get(file)
+            if held is None:
+                held = pending[file] = bytearray()
+                self._firsts.setdefault(event.task_id, offset)
+            held += record
+            if event.event_type in BINDING_EVENTS:
+                held = pending.get(BINDINGS)
+                if held is None:
+                    held = pending[BINDINGS] = bytearray()
+                held += record
+                self.bindings += 1
+                self._held += _RECORD
+        self._held += _RECORD * len(events)
+        if self._held >= _FLUSH_BYTES:
+            self._flush()
+
+    def add_entries(self, entries: dict[str, list[tuple[int, int]]], events: Iterable[Event]) -> None:
+        """Add the records of :func:`_entries` (a view's ``events`` measured) and fold the events' summaries."""
+        for file, spans in entries.items():
+            self._pending.setdefault(file, bytearray()).extend(_records(spans))
+            if file == BINDINGS:
+                self.bindings += len(spans)
+            else:
+                self._firsts.setdefault(file[2:], spans[0][0])
+        self._summaries.add(events)
+        self._flush()
+
+    def _flush(self) -> None:
+        try:
+            for file, data in self._pending.items():
+                _append_file(self._directory / file, bytes(data))
+                self._counts[file] = self._counts.get(file, 0) + len(data) // _RECORD
+        except OSError:
+            self._failed = True
+        self._pending = {}
+        self._held = 0
+
+    def finish(self) -> tuple[str, int] | None:
+        """Append what is held, record the counts and remove every other index: ``(name, binding records)``, or
+        ``None`` after a failure (no index: readers read the ledger)."""
+        if not self._failed:
+            self._flush()
+        if not self._failed:
+            try:
+                _write_counts(self._directory, self._counts)
+                self._summaries.write(self._directory, self._firsts)
+            except OSError:
+                self._failed = True
+        if self._failed:
+            self.abandon()
+            return None
+        remove_stale_indexes(self._paths, keep=self.name)
+        return self.name, self.bindings
+
+    def abandon(self) -> None:
+        """Remove the index being built (the ledger did not verify)."""
+        remove_tree_quietly(self._directory)
 
 
 def remove_stale_indexes(paths: ProjectPaths, keep: str | None) -> None:
@@ -429,6 +519,7 @@ def open_indexed(paths: ProjectPaths) -> IndexedLedger | None:
 __all__ = [
     "BINDING_EVENTS",
     "INDEX_DIR_RE",
+    "IndexBuilder",
     "IndexedLedger",
     "add_spans",
     "count_bindings",

@@ -29,10 +29,12 @@ from intentloop.store._controls import PrivateControl, read_control, read_contro
 from intentloop.store._fs import Overflow, file_key, hash_from, open_regular, read_lines_open
 from intentloop.store._lines import LineEvents, stream_verify
 from intentloop.store._paths import ProjectPaths
+from intentloop.store._scan import Scan, Sink, scan_file, scan_open
 from intentloop.store._verify import (
     MAX_LINE_BYTES,
     Damage,
     Verification,
+    overlong_error,
     trailing_error,
     verify_continuation,
     verify_ledger_bytes,
@@ -193,6 +195,18 @@ class ProjectStore:
         """
         return self._load()[0]
 
+    def scan(self, sink: Sink | None = None) -> Scan | None:
+        """Verify the ledger a chunk of lines at a time, keeping nothing per event (``intentloop verify``, recovery's
+        export): ``sink`` sees each run of verified lines as stored. ``None`` when there is no ledger file. Damage is
+        reported, not raised; lock-free, creates nothing.
+
+        Raises:
+            StorageError: path-safety refusals, ``TRANSIENT_FILE_RACE``, ``STORAGE_READ_FAILED``.
+        """
+        if not self.paths.check_project():
+            return None
+        return scan_file(self.paths.ledger_path, self.paths.project_id, sink)
+
     def read_raw(self) -> tuple[bytes, Verification] | None:
         """The ledger's bytes exactly as stored, with their verification (damage is reported, not raised); ``None``
         when there is no ledger file. Lock-free, creates nothing, shares the verified cache (recovery's export and
@@ -293,8 +307,10 @@ class ProjectStore:
             verify: when false (recovery), a damaged ledger is opened instead of refused and a torn tail is left as
                 it is: ``ledger.damage`` holds the first error, ``ledger.view`` the verified prefix, ``append`` is
                 refused and ``rewrite`` is the way out.
-            lazy: a cold writer (a hook) whose checkpoint matches the ledger exactly trusts it and appends after its
-                head without reading the ledger; ``ledger.view`` is then read only if something asks for it.
+            lazy: a cold writer (a hook) whose checkpoint matches the ledger exactly and whose task index covers it
+                trusts them and appends after its head without reading the ledger; ``ledger.view`` is then read (lean)
+                only if something asks for it. Any other cold writer of a store that is not lean verifies the ledger
+                a chunk at a time and rebuilds the checkpoint and index on entering (see ``_enter_cold``).
 
         Raises:
             StorageError: ``LOCK_TIMEOUT`` (retryable), path-safety refusals, ``STORAGE_WRITE_FAILED``.
@@ -358,33 +374,11 @@ class ProjectStore:
         from intentloop.store._names import remove_orphans
 
         remove_orphans(self.paths, self.config, current_identity())
-        if lazy and verify:
-            trusted = self._trusted_head()
-            if trusted is not None:
-                found_st, checkpoint = trusted
-                index = checkpoint.covering_index()
-                empty = Verification(
-                    events=(),
-                    head_hash=checkpoint.head,
-                    byte_length=checkpoint.size,
-                    line_count=checkpoint.lines,
-                    error=None,
-                    torn_tail=None,
-                )
-                head = (checkpoint.head, checkpoint.lines, checkpoint.size)
-                ledger = LockedLedger(
-                    self.paths,
-                    handle,
-                    st=found_st,
-                    verification=empty,
-                    view=None,
-                    on_commit=self._remember,
-                    index=index,
-                    head=head,
-                    loader=self._load,
-                )
-                ledger.drain_spool()
-                return ledger
+        if verify:
+            cold = self._enter_cold(handle, lazy=lazy)
+            if cold is not None:
+                cold.drain_spool()
+                return cold
         verification, view, st = self._load()
         ledger = LockedLedger(
             self.paths,
@@ -406,34 +400,86 @@ class ProjectStore:
         ledger.drain_spool()
         return ledger
 
-    def _trusted_head(self) -> tuple[os.stat_result, Checkpoint] | None:
-        """The ledger's stat and the checkpoint, when this process has not verified the file itself and the checkpoint
-        matches it exactly (then the chain it describes is trusted without reading it)."""
-        if not self.paths.check_project():
-            return None
+    def _enter_cold(self, handle: LockHandle, *, lazy: bool) -> LockedLedger | None:
+        """A writer that has not verified the ledger in this process holds no view of it (one is read lean, as
+        offsets, if something asks): ``lazy``, it trusts a checkpoint that matches the file exactly and names a
+        covering index; otherwise (a store that is not lean) it verifies the file a chunk at a time, rebuilding the
+        task index on the way unless the checkpoint covers one, and records the checkpoint at once. ``None``: read it
+        as before (verified here already, a lean store's cached view, no ledger, or a torn tail to repair).
+
+        Why: a writer that read the whole ledger held every decoded event (4.0 GB at 1,000,000 events) until it let
+        go of the lock; streaming keeps the chunk and a record count per task (docs/BENCHMARK.md).
+
+        Raises:
+            CorruptLedgerError: the ledger is damaged (other than a torn tail).
+            StorageError: path-safety refusals, ``TRANSIENT_FILE_RACE``, ``STORAGE_READ_FAILED``, ``LOCK_COMPROMISED``.
+        """
+        from intentloop.store._checkpoint import write_checkpoint
+        from intentloop.store._index import IndexBuilder
+        from intentloop.store._ledger import LockedLedger
+
+        if (self.lean and not lazy) or not self.paths.check_project():
+            return None  # a lean store's view is kept (cached) for its reads: verified lean by ``_load``
         opened = open_regular(self.paths.ledger_path)
         if opened is None:
             return None
         fd, st = opened
-        with contextlib.suppress(OSError):
-            os.close(fd)
-        cached = _cache.get(str(self.paths.ledger_path))
-        if cached is not None and cached.key == file_key(st):
-            return None  # verified in this process already: the view costs nothing
-        checkpoint = read_checkpoint(self.paths)
-        if checkpoint is None or not checkpoint.matches(st):
-            return None
-        return st, checkpoint
+        try:
+            cached = _cache.get(str(self.paths.ledger_path))
+            if cached is not None and cached.key == file_key(st):
+                return None  # verified in this process already: the view costs nothing
+            checkpoint = read_checkpoint(self.paths)
+            index = self._index_for(st, checkpoint)
+            if lazy and checkpoint is not None and index is not None:  # it matches the file and its index is whole
+                head = (checkpoint.head, checkpoint.lines, checkpoint.size)
+            elif self.lean:
+                return None
+            else:
+                builder = None if index is not None else IndexBuilder(self.paths)
+                scan = scan_open(self.paths.ledger_path, fd, st, self.paths.project_id, builder)
+                if not scan.ok:
+                    if builder is not None:
+                        builder.abandon()
+                    assert scan.error is not None
+                    if scan.error.code == "CORRUPT_TRAILING_EVENT":
+                        return None  # repaired from a whole read of the verified prefix, as before
+                    raise _fresh(scan.error)
+                head = (scan.head_hash, scan.line_count, scan.byte_length)
+                if builder is not None:
+                    index = builder.finish()
+                    handle.require_owner()
+                    built = (None, 0) if index is None else index
+                    write_checkpoint(self.paths, st, scan.line_count, scan.head_hash, built[0], built[1])
+        finally:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        verified = Verification(
+            events=(), head_hash=head[0], byte_length=head[2], line_count=head[1], error=None, torn_tail=None
+        )
+        return LockedLedger(
+            self.paths,
+            handle,
+            st=st,
+            verification=verified,
+            view=None,
+            on_commit=self._remember,
+            index=index,
+            head=head,
+            loader=lambda: self._load(lean=True),
+        )
 
-    def _index_for(self, st: os.stat_result | None) -> tuple[str, int] | None:
-        """The task index a writer may extend: the checkpoint's, when it matches the file as found and covers it."""
+    def _index_for(self, st: os.stat_result | None, checkpoint: Checkpoint | None = None) -> tuple[str, int] | None:
+        """The task index a writer may extend: the checkpoint's, when it matches the file as found, covers it and is
+        whole (its task summaries written: an index built before them is rebuilt, not extended)."""
+        from intentloop.store._summary import SUMMARIES_MARK
+
         if st is None:
             return None
-        checkpoint = read_checkpoint(self.paths)
+        checkpoint = read_checkpoint(self.paths) if checkpoint is None else checkpoint
         if checkpoint is None or not checkpoint.matches(st):
             return None
         index = checkpoint.covering_index()
-        if index is None or not os.path.isdir(self.paths.project_dir / index[0]):
+        if index is None or not os.path.lexists(self.paths.project_dir / index[0] / SUMMARIES_MARK):
             return None
         return index
 
@@ -486,13 +532,16 @@ class ProjectStore:
             return
         _cache.put(path, _Verified(file_key(st), verification, view))
 
-    def _load(self, *, settle: bool = False) -> tuple[Verification, LedgerView, os.stat_result | None]:
+    def _load(
+        self, *, settle: bool = False, lean: bool | None = None
+    ) -> tuple[Verification, LedgerView, os.stat_result | None]:
         """Read and verify the ledger (``None`` stat: no ledger file), trusting the cache only for an unchanged file
         or, through the checkpoint, for a file that only grew.
 
         Args:
             settle: a lock-free reader that finds a torn last line while the file is still growing (a writer's
                 append in flight) looks again, a few times, before reporting it.
+            lean: verify a file not cached as a lean view (offsets, ``_lines``) or not (default: the store's own).
 
         Raises:
             StorageError: path-safety refusals, ``TRANSIENT_FILE_RACE``, ``STORAGE_READ_FAILED``.
@@ -506,7 +555,7 @@ class ProjectStore:
                 return empty, EMPTY_VIEW, None
             fd, st = opened
             try:
-                verification, view = self._load_open(fd, st)
+                verification, view = self._load_open(fd, st, self.lean if lean is None else lean)
                 if verification.error is None or verification.error.code != "CORRUPT_TRAILING_EVENT":
                     return verification, view, st
                 try:
@@ -520,14 +569,14 @@ class ProjectStore:
                 break
         return verification, view, st
 
-    def _load_open(self, fd: int, st: os.stat_result) -> tuple[Verification, LedgerView]:
+    def _load_open(self, fd: int, st: os.stat_result, lean: bool) -> tuple[Verification, LedgerView]:
         path = str(self.paths.ledger_path)
         key = file_key(st)
         cached = _cache.get(path)
         if cached is not None and cached.key == key:
             return cached.verification, cached.view
         grown = self._grown(fd, st, cached)
-        streamed = None if grown is not None or not self.lean else stream_verify(fd, st, self.paths.project_id)
+        streamed = None if grown is not None or not lean else stream_verify(fd, st, self.paths.project_id)
         if grown is not None:
             verification, view = grown
         elif streamed is not None:
@@ -601,11 +650,7 @@ class ProjectStore:
         error = verification.error
         if error is None:
             line_no = verification.line_count + 1
-            if overflow.newline:
-                reason = f"line longer than {MAX_LINE_BYTES} bytes"
-                error = CorruptLedgerError(f"ledger line {line_no}: {reason}", line=line_no, reason=reason)
-            else:
-                error = trailing_error(line_no)
+            error = overlong_error(line_no) if overflow.newline else trailing_error(line_no)
             damage = Damage(length=overflow.length, sha256=overflow.sha256, torn=overflow.torn)
         else:
             length, digest = hash_from(self.paths.ledger_path, fd, st, verification.byte_length)

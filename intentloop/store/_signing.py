@@ -208,6 +208,18 @@ def head_signature_status(
     """
     if record is _READ:
         record = read_head_signature(paths)
+    return chain_signature_status(paths, len(events), lambda position: events[position].event_hash, record)
+
+
+def chain_signature_status(
+    paths: ProjectPaths, count: int, hash_at: Callable[[int], str | None], record: HeadSignature | str | None
+) -> tuple[str, int | None]:
+    """:func:`head_signature_status` of a chain of ``count`` verified events known only by ``hash_at(position)``
+    (asked at most once, for the position ``record`` signs: a streamed verification keeps just that hash).
+
+    Raises:
+        StorageError: as :func:`head_signature_status`.
+    """
     if record is None:
         return "unsigned", None
     if isinstance(record, str):
@@ -217,12 +229,12 @@ def head_signature_status(
         return "unknown_key", None
     if not key.verifies(record.signature, head_message(paths.project_id, record.head_hash, record.events)):
         return "invalid", None
-    if record.events > len(events) or record.events < 0:
+    if record.events > count or record.events < 0:
         return "invalid", None
-    signed_head = events[record.events - 1].event_hash if record.events else None
+    signed_head = hash_at(record.events - 1) if record.events else None
     if signed_head != record.head_hash:
         return "invalid", None
-    return ("valid" if record.events == len(events) else "unsigned"), record.events
+    return ("valid" if record.events == count else "unsigned"), record.events
 
 
 # ------------------------------------------------------------------------------------------------------- exports
@@ -288,6 +300,7 @@ __all__ = [
     "SIGNING_KEY_NAME",
     "HeadSignature",
     "SigningKey",
+    "chain_signature_status",
     "export_message",
     "export_signature_status",
     "head_message",

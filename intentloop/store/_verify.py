@@ -163,6 +163,12 @@ def trailing_error(line_no: int) -> CorruptLedgerError:
     )
 
 
+def overlong_error(line_no: int) -> CorruptLedgerError:
+    """``CORRUPT_LEDGER`` for a line ``line_no`` longer than ``MAX_LINE_BYTES`` (never held: see ``MAX_LINE_BYTES``)."""
+    reason = f"line longer than {MAX_LINE_BYTES} bytes"
+    return CorruptLedgerError(f"ledger line {line_no}: {reason}", line=line_no, reason=reason)
+
+
 def _verify_intact(body: bytes, project_id: str, prev: str | None) -> list[Event] | None:
     """Every check at once for the common case of intact v1 lines; ``None`` means "look line by line"."""
     if not body:
@@ -355,6 +361,7 @@ __all__ = [
     "MAX_LINE_BYTES",
     "Damage",
     "Verification",
+    "overlong_error",
     "trailing_error",
     "verify_continuation",
     "verify_ledger_bytes",

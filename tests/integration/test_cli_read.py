@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import pty
-import select
 import subprocess
 import sys
 from pathlib import Path
@@ -348,52 +346,3 @@ async def test_status_counts_agree_with_the_servers_intent_status(world: World) 
     assert code == 0 and project["project_id"] == pid and project["intact"]
     assert (project["tasks"], project["candidates"]) == (2, 1)
     assert (served["result"]["task_count"], served["result"]["candidate_count"]) == (2, 1)
-
-
-# ------------------------------------------------------------------------------------------------- progress
-
-
-def _stderr_on_a_terminal(world: World, *args: str) -> tuple[int, bytes]:
-    master, slave = pty.openpty()
-    proc = subprocess.Popen(
-        [*INTENTLOOP, *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave, env=world.env()
-    )
-    os.close(slave)
-    proc.communicate(timeout=60)
-    drawn = b""
-    while select.select([master], [], [], 0.2)[0]:
-        try:
-            chunk = os.read(master, 4096)
-        except OSError:  # EIO once the child has closed its end
-            break
-        if not chunk:
-            break
-        drawn += chunk
-    os.close(master)
-    return proc.returncode, drawn
-
-
-def test_progress_is_drawn_on_a_terminal_only(world: World) -> None:
-    _root, pid, ledger = world.project()
-    # Slow for real: progress shows only once a command has run for half a second, so the ledger is large (48 MiB, no
-    # checkpoint: verified whole, ~0.8 s on the development machine).
-    task, prev, lines = new_uuid(), None, []
-    for index in range(768):
-        draft = EventDraft(
-            event_type="task_started" if index == 0 else "claim_added",
-            task_id=task,
-            actor="user",
-            request_id=f"r{index}",
-            payload={"n": index, "pad": "x" * 65536},
-        )
-        event = seal(draft, project_id=pid, prev_hash=prev)
-        prev = event.event_hash
-        lines.append(event_line(event))
-    world.write(ledger, b"".join(lines))
-    code, drawn = _stderr_on_a_terminal(world, "status")
-    # which phase the line names depends on how far the command got in half a second (unit-tested in test_progress)
-    assert code == 0 and b"intentloop status: " in drawn and drawn.endswith(b"\r\x1b[K")
-    code, drawn = _stderr_on_a_terminal(world, "status", "--json")
-    assert code == 0 and drawn == b""
-    piped = world.run("status")
-    assert piped.returncode == 0 and piped.stderr == ""

@@ -85,6 +85,8 @@ async def world(tmp_path: Path) -> World:
 async def test_a_large_unvouched_ledger_is_recorded_in_the_background(world: World) -> None:
     world.grow(hookops.SLOW_READ_BYTES + PAD)
     with holding_lock(world.data, world.pid) as holder:
+        # A writer entering rebuilds the checkpoint it did not find: drop it again, as a foreign append would.
+        (world.store.project_dir / CHECKPOINT_NAME).unlink()
         # The lock is held: a hook that read the ledger and waited for the lock before answering would answer with
         # the context after its lock wait (5 s without progress) and spool the observation.
         # An ordinary waiter gives up after INTENT_LOOP_LOCK_WAIT_S without owner progress; in the background, with

@@ -1,6 +1,8 @@
 """intentloop benchmark: medians through the public surfaces only (method and figures: docs/BENCHMARK.md).
 
-Run: ``python tools/bench/run.py [--sizes 200,10000,100000] [--sizes-only | --forget-only] [--out FILE]``.
+Run: ``python tools/bench/run.py [--sizes 200,10000,100000] [--sizes-only | --forget-only | --cli-reads] [--out FILE]``;
+``--whole-ledger [--compare-with DIR] --repeats 3`` measures only the whole-ledger commands (cold ``verify``, the
+checkpoint and index rebuild, ``recover export``), time and peak RSS of each process beside ``intentloop --version``.
 
 Each figure is reported at each size, with the ratio of its value at the largest size to its value at the smallest
 (measured in the same run, so machine load affects both) and the load average before and after the sizes.
@@ -626,6 +628,168 @@ FIGURES = [
 ]
 
 
+# ------------------------------------------------------------------------------------------ whole-ledger work
+#: Runs its arguments as one child; prints the child's wall time (s), peak RSS (KiB, Linux ``ru_maxrss``), exit code
+#: and CPU time (user + system, s: it moves less with the machine's load than wall time).
+_PEAK = (
+    "import resource, subprocess, sys, time\n"
+    "t0 = time.perf_counter()\n"
+    "code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode\n"
+    "usage = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+    "print(time.perf_counter() - t0, usage.ru_maxrss, code, usage.ru_utime + usage.ru_stime)\n"
+)
+#: A writer's first write when no checkpoint vouches for the ledger: through the store, as a hook's background child
+#: and every other cold writer enter the lock (the checkpoint and the task index are rebuilt on the way), with the
+#: cyclic garbage collector off as in the hook process (``hooks/_run.py``) and in ``intentloop verify``.
+_FIRST_WRITE = (
+    "import gc, sys\n"
+    "gc.disable()\n"
+    "from intentloop.model import EventDraft\n"
+    "from intentloop.store import ProjectStore\n"
+    "with ProjectStore(sys.argv[1], sys.argv[2]).locked(lazy=True) as ledger:\n"
+    "    ledger.append([EventDraft(event_type='claim_added', task_id=sys.argv[3], actor='user',\n"
+    "                              request_id=sys.argv[4], payload={'n': 1})])\n"
+)
+
+
+def _peak(command: list[str], env: dict[str, str]) -> tuple[float, float, int, float]:
+    """(seconds, peak RSS in MB, exit code, CPU seconds) of ``command`` run alone under a wrapper process."""
+    out = subprocess.run(
+        [sys.executable, "-c", _PEAK, *command], env=env, capture_output=True, check=True, timeout=3600
+    ).stdout.split()
+    return float(out[0]), int(out[1]) / 1024, int(out[2]), float(out[3])
+
+
+def _drop_caches(project_dir: Path) -> None:
+    """Remove the checkpoint and every task index (as a foreign append or an upgrade leaves the ledger)."""
+    (project_dir / CHECKPOINT_NAME).unlink(missing_ok=True)
+    for entry in project_dir.iterdir():
+        if entry.name.startswith("index-"):
+            shutil.rmtree(entry)
+
+
+def _hook_children_peak(data_root: Path, payload: dict[str, Any], env: dict[str, str]) -> tuple[float, float, int]:
+    """A UserPromptSubmit hook process on a ledger nothing vouches for: (seconds until every ``intentloop hook``
+    process it left is gone, the highest ``VmHWM`` any of them reached in MB, its exit code). Above 16 MiB its child
+    answers at once and rebuilds the checkpoint in the background (docs/HOOKS.md); that child is sampled every 10 ms
+    from ``/proc`` (its peak, a high-water mark, is only read until it exits: a lower bound within 10 ms)."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        [INTENTLOOP, "hook"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    assert proc.stdin is not None
+    proc.stdin.write(json.dumps(payload).encode())
+    proc.stdin.close()
+    mine = f"INTENT_LOOP_DATA_DIR={data_root}".encode()
+    peak = 0.0
+    seen = True
+    while (seen or proc.poll() is None) and time.perf_counter() - t0 < 300:
+        seen = False
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                cmd = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+                if INTENTLOOP.encode() not in cmd or b"hook" not in cmd:
+                    continue
+                if mine not in Path(f"/proc/{entry}/environ").read_bytes().split(b"\0"):
+                    continue  # another data root's hook (tests, another run)
+                for line in Path(f"/proc/{entry}/status").read_text().splitlines():
+                    if line.startswith("VmHWM:"):
+                        peak = max(peak, int(line.split()[1]) / 1024)
+                        seen = True
+            except (OSError, ValueError):
+                continue
+        time.sleep(0.01)
+    code = proc.wait()
+    return time.perf_counter() - t0, peak, code
+
+
+def measure_whole_ledger(n: int, work: Path, runs: int, checkouts: dict[str, str | None]) -> dict[str, Any]:
+    """Cold ``verify``, the checkpoint and index rebuild (first write) and ``recover export``: medians of time and
+    peak RSS, each beside the floor ``intentloop --version`` measured in the same rounds, for each checkout."""
+    data_root = work / f"whole-{n}"
+    project = work / f"whole-project-{n}"
+    project.mkdir()
+    data_root.mkdir(mode=0o700)
+    t0 = time.perf_counter()
+    project_id, task_ids = seed_ledger(data_root, project, n)
+    project_dir = data_root / "projects" / project_id
+    row: dict[str, Any] = {
+        "events": n,
+        "ledger_mb": round((project_dir / "ledger.jsonl").stat().st_size / 1e6, 1),
+        "seed_s": round(time.perf_counter() - t0, 1),
+    }
+    for label, code in checkouts.items():
+        env = _env(data_root)
+        if code is not None:
+            env["PYTHONPATH"] = code
+        figures: dict[str, list[tuple[float, float, int, float]]] = {}
+        for round_ in range(runs):
+            figures.setdefault("floor", []).append(_peak([INTENTLOOP, "--version"], env))
+            figures.setdefault("verify", []).append(
+                _peak([INTENTLOOP, "verify", "--project-id", project_id, "--json"], env)
+            )
+            _drop_caches(project_dir)
+            request = f"bench-first-write-{label}-{round_}"
+            first_write = [sys.executable, "-P", "-c", _FIRST_WRITE, str(data_root), project_id, task_ids[1], request]
+            figures.setdefault("rebuild", []).append(_peak(first_write, env))
+            _drop_caches(project_dir)
+            payload = {
+                "session_id": SESSION_ID,
+                "cwd": str(project),
+                "transcript_path": "/nonexistent",
+                "model": "bench",
+                "hook_event_name": "UserPromptSubmit",
+                "turn_id": f"whole-{label}-{round_}",
+                "prompt": "go on",
+            }
+            seconds, peak, code = _hook_children_peak(data_root, payload, env)
+            figures.setdefault("hook_background", []).append((seconds, peak, code, 0.0))
+            out = work / f"export-{n}.jsonl"
+            export = [INTENTLOOP, "recover", "export", "--project-id", project_id, "--out", str(out), "--overwrite"]
+            figures.setdefault("recover_export", []).append(_peak(export, env))
+            out.unlink(missing_ok=True)
+        for name, values in figures.items():
+            if any(code != 0 for _s, _mb, code, _cpu in values):
+                raise RuntimeError(f"{label} {name} failed at {n} events: {values}")
+            row[f"{label}_{name}_s"] = round(statistics.median(s for s, _mb, _c, _cpu in values), 3)
+            row[f"{label}_{name}_cpu_s"] = round(statistics.median(cpu for _s, _mb, _c, cpu in values), 3)
+            row[f"{label}_{name}_mb"] = round(statistics.median(mb for _s, mb, _c, _cpu in values), 1)
+    shutil.rmtree(data_root)
+    return row
+
+
+async def whole_ledger_main(args: argparse.Namespace) -> None:
+    sizes = [int(s) for s in args.sizes.split(",")]
+    checkouts: dict[str, str | None] = {"this": None}
+    if args.compare_with:
+        checkouts["other"] = str(Path(args.compare_with).resolve())
+    _compile_project()
+    rows = []
+    load_before = _load()
+    with tempfile.TemporaryDirectory(prefix="intentloop-bench-") as tmp:
+        for n in sizes:
+            rows.append(measure_whole_ledger(n, Path(tmp), args.repeats, checkouts))
+            print(json.dumps(rows[-1]), flush=True)
+    result = {
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": _machine(),
+        "command": "python tools/bench/run.py " + " ".join(sys.argv[1:]),
+        "load_average": {"before_sizes": load_before, "after_sizes": _load()},
+        "checkouts": {label: code or "this checkout" for label, code in checkouts.items()},
+        "whole_ledger": rows,
+    }
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"wrote {out}")
+
+
 def ratios(rows: list[dict[str, Any]]) -> dict[str, float | None]:
     """Each figure at the largest size divided by the same figure at the smallest (same run)."""
     small, large = rows[0], rows[-1]
@@ -892,4 +1056,15 @@ if __name__ == "__main__":
     parser.add_argument(
         "--cli-reads", action="store_true", help="only the CLI read commands beside --version (--repeats rounds)"
     )
-    anyio.run(main, parser.parse_args(), backend="trio")
+    parser.add_argument(
+        "--whole-ledger",
+        action="store_true",
+        help="only cold verify, the checkpoint rebuild and recover export (time and peak RSS beside the floor)",
+    )
+    parser.add_argument(
+        "--compare-with",
+        metavar="DIR",
+        help="with --whole-ledger: also measure the checkout at DIR (first on PYTHONPATH) on the same ledgers",
+    )
+    parsed = parser.parse_args()
+    anyio.run(whole_ledger_main if parsed.whole_ledger else main, parsed, backend="trio")

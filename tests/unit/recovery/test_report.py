@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from pathlib import Path
 
 import pytest
 
 from intentloop.errors import StorageError
-from intentloop.model import canonical_bytes
+from intentloop.model import EventDraft, canonical_bytes, event_line, new_uuid, seal
 from intentloop.recovery import check_ledger, verify_project
 
 
@@ -140,3 +141,54 @@ def test_report_dict_has_every_documented_field(project) -> None:
         "signature",
         "signed_events",
     }
+
+
+def _signed(project, count: int) -> list[bytes]:
+    """``count`` events committed through the store (which signs its head), as stored."""
+    with project.store.locked() as ledger:
+        task = new_uuid()
+        ledger.append(
+            [
+                EventDraft(event_type="task_started", task_id=task, actor="user", request_id="s-0", payload={"n": 0}),
+                *(
+                    EventDraft(
+                        event_type="claim_added", task_id=task, actor="user", request_id=f"s-{i}", payload={"n": i}
+                    )
+                    for i in range(1, count)
+                ),
+            ]
+        )
+    return project.ledger.read_bytes().splitlines(keepends=True)
+
+
+DAMAGES = ["intact", "tampered", "torn", "future", "signed", "signed then cut", "signed then extended by hand"]
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_the_streamed_report_is_the_whole_reads(project, damage: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from intentloop.store import _lines
+
+    monkeypatch.setattr(_lines, "CHUNK_BYTES", 700)  # a few lines per chunk: the chain and the signed head cross them
+    if damage.startswith("signed"):
+        lines = _signed(project, 30)
+        if damage == "signed then cut":
+            project.write(b"".join(lines[:-3]))
+        elif damage == "signed then extended by hand":
+            head = json.loads(lines[-1])["event_hash"]
+            task = json.loads(lines[-1])["task_id"]
+            draft = EventDraft(event_type="claim_added", task_id=task, actor="user", request_id="hand", payload={})
+            project.write(b"".join(lines) + event_line(seal(draft, project_id=project.project_id, prev_hash=head)))
+    else:
+        lines = project.write_lines(30)
+        if damage == "tampered":
+            project.write(b"".join(lines[:17]) + project.tamper(lines[17]) + b"".join(lines[18:]))
+        elif damage == "torn":
+            project.write(b"".join(lines) + lines[3][:40])
+        elif damage == "future":
+            future = canonical_bytes({"schema_version": 2, "anything": "newer"}) + b"\n"
+            project.write(b"".join(lines[:25]) + future + b"".join(lines[25:]))
+    streamed = verify_project(project.store).to_dict()
+    assert streamed == check_ledger(project.store).report.to_dict()
+    expected_signature = {"signed": "valid", "signed then cut": "invalid"}.get(damage, "unsigned")
+    assert streamed["signature"] == expected_signature  # each case is the one it names
+    assert streamed["intact"] == (damage not in ("tampered", "torn", "future"))
