@@ -107,7 +107,7 @@ def render_markdown(graph: dict[str, Any], task: TaskState | None, *, project_id
     the label and the invalidation reasons the projection keeps)."""
     claims: list[dict[str, Any]] = graph["claims"]
     label = task.label if task is not None else None
-    lines = [f"# Intent record: {label or graph['source_task_id']}", ""]
+    lines = [f"# Intent record: {_inline(label or graph['source_task_id'])}", ""]
     lines += [
         f"- task id: `{graph['source_task_id']}`",
         f"- project id: `{project_id}`",
@@ -173,8 +173,11 @@ def _claim_lines(claim: dict[str, Any], task: TaskState | None) -> list[str]:
 
 
 def _inline(text: str) -> str:
-    """One Markdown line: newlines folded, so a statement cannot start a heading or a list of its own."""
-    return " ".join(text.split())
+    """One Markdown line: newlines folded, so a statement cannot start a heading or a list of its own, and terminal
+    controls escaped (a ledger written before statements were stored escaped may hold them)."""
+    from intentloop.model.printable import escape_controls
+
+    return escape_controls(" ".join(text.split()))
 
 
 __all__ = ["export", "render_markdown"]

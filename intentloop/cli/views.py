@@ -19,6 +19,7 @@ from intentloop.cli._options import JsonOption, ProjectIdOption, ProjectRootOpti
 from intentloop.cli._output import Output
 from intentloop.cli._select import plural, short
 from intentloop.errors import IntentLoopError
+from intentloop.model.printable import escape_controls
 
 if TYPE_CHECKING:
     from intentloop.cli._target import Target
@@ -200,7 +201,7 @@ def _tasks(out: Output, project_root: str | None, project_id: str | None) -> int
         claims = row["claims"]
         table.add_row(
             short(row["task_id"], 8),
-            Text(row["label"] or ""),
+            Text(escape_controls(row["label"] or "")),
             row["mode"],
             row["started_at"] or "-",
             str(claims["active"]),
@@ -302,7 +303,7 @@ def _show(
     from rich.table import Table
     from rich.text import Text
 
-    title = f"Task {task_id}" + (f" — {task.label}" if task is not None and task.label else "")
+    title = f"Task {task_id}" + (f" — {escape_controls(task.label)}" if task is not None and task.label else "")
     out.line(title, style="bold")
     out.line(f"mode {snapshot['mode']}, {plural(snapshot['candidate_count'], 'unconfirmed candidate')}")
     for key, heading in (
@@ -325,7 +326,7 @@ def _show(
                 short(claim["claim_id"], 8),
                 f"{claim['epistemic_status']}/{claim['role']}",
                 ",".join(claim["facets"]),
-                Text(claim["statement"]),
+                Text(escape_controls(claim["statement"])),
                 claim["valid_from"],
             )
         out.show(table)
@@ -352,7 +353,13 @@ def _show_history(out: Output, entries: list[dict[str, Any]]) -> None:
         claim = entry["claim"]
         reason = f" — {entry['reason']}" if entry.get("reason") else ""
         by = short(entry["by"], 8) if entry.get("by") else "—"
-        table.add_row(short(claim["claim_id"], 8), entry["status"], by, entry["at"], Text(claim["statement"] + reason))
+        table.add_row(
+            short(claim["claim_id"], 8),
+            entry["status"],
+            by,
+            entry["at"],
+            Text(escape_controls(claim["statement"] + reason)),
+        )
     out.show(table)
 
 
