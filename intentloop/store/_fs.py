@@ -349,15 +349,18 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def create_exclusive(path: str | Path, data: bytes, *, dir_fd: int | None = None, sync: bool = True) -> None:
-    """Create a new 0600 file with ``O_CREAT|O_EXCL|O_NOFOLLOW``, write ``data`` and (optionally) fsync it.
+def create_exclusive(
+    path: str | Path, data: bytes, *, dir_fd: int | None = None, sync: bool = True, mode: int = FILE_MODE
+) -> None:
+    """Create a new file (0600 unless ``mode``) with ``O_CREAT|O_EXCL|O_NOFOLLOW``, write ``data`` and (optionally)
+    fsync it.
 
     Raises:
         OSError: unchanged; callers map it (they know whether it is a lock step or a data write).
     """
-    fd = os.open(path, _CREATE_FLAGS, FILE_MODE, dir_fd=dir_fd)
+    fd = os.open(path, _CREATE_FLAGS, mode, dir_fd=dir_fd)
     try:
-        os.fchmod(fd, FILE_MODE)
+        os.fchmod(fd, mode)
         write_all(fd, data)
         if sync:
             os.fsync(fd)
@@ -384,15 +387,14 @@ def replace_file(
         OSError: unchanged (callers map it: they know what the file is); whatever ``before_replace`` raises.
     """
     temp = target.parent / temp_name
-    fd = os.open(temp, _CREATE_FLAGS, mode)
     try:
-        try:
-            os.fchmod(fd, mode)
-            write_all(fd, data)
-            if durable:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
+        create_exclusive(temp, data, sync=durable, mode=mode)
+    except FileExistsError:  # someone else's file (or symlink) by that name: never written through, never removed
+        raise
+    except BaseException:
+        unlink_quietly(temp)
+        raise
+    try:
         if before_replace is not None:
             before_replace()
         os.replace(temp, target)
