@@ -155,3 +155,33 @@ def test_reference_pages_name_no_path_outside_the_repository(name: str) -> None:
     assert "§" not in text  # no section citations of papers kept outside the repository
     for path in re.findall(r"`((?:intentloop|hooks|cli|recovery|tests|skills)/[\w/.\-]+\.\w+)`", text):
         assert (REPO / path).exists(), path
+
+
+_MAP_ROW = re.compile(r"^\| `(intentloop(?:\.\w+)?)`[^|]*\| (.*) \|$", re.MULTILINE)
+
+
+def module_map(text: str) -> dict[str, set[str]]:
+    """Package → the module file names its row of ARCHITECTURE.md's module map names."""
+    body = section(text, "## Module map")
+    return {package: set(re.findall(r"`(\w+\.(?:py|json))`", cells)) for package, cells in _MAP_ROW.findall(body)}
+
+
+def _modules() -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for path in sorted((REPO / "intentloop").rglob("*.py")):
+        if path.name in ("__init__.py", "__main__.py") or "__pycache__" in path.parts:
+            continue
+        package = ".".join(path.relative_to(REPO).parent.parts)
+        found.setdefault(package, set()).add(path.name)
+    return found
+
+
+def test_the_module_map_names_every_module_in_its_package() -> None:
+    mapped = module_map(_text("ARCHITECTURE.md"))
+    modules = _modules()
+    assert set(mapped) == set(modules)
+    for package, names in modules.items():
+        assert names <= mapped[package], (package, sorted(names - mapped[package]))
+        assert {n for n in mapped[package] if n.endswith(".py")} <= names, (package, "names a module that is gone")
+    gap = _text("ARCHITECTURE.md").replace("`_sessions.py`", "`_gone.py`")  # a page with a known gap
+    assert "_sessions.py" not in module_map(gap)["intentloop.store"]
