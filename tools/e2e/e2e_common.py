@@ -216,7 +216,7 @@ def pad_unvouched(data_root: Path, root: Path) -> int:
     it; returns how many UserPromptSubmit observations the ledger holds."""
     from intentloop.model import EventDraft, new_uuid
     from intentloop.service.hookops import SLOW_READ_BYTES
-    from intentloop.store import CHECKPOINT_NAME, ProjectStore
+    from intentloop.store import ProjectStore
 
     store = ProjectStore(data_root, project_id(root))
     pad = 64 * 1024
@@ -230,8 +230,16 @@ def pad_unvouched(data_root: Path, root: Path) -> int:
     ]
     with store.locked() as ledger:
         ledger.append(drafts)
-    (store.project_dir / CHECKPOINT_NAME).unlink()
+    unvouch(data_root, root)
     return ledger_labels(ledger_events(data_root, root)).count("UserPromptSubmit")
+
+
+def unvouch(data_root: Path, root: Path) -> None:
+    """Remove the project's checkpoint: nothing vouches for the ledger until a writer verifies it again (a writer that
+    enters the lock cold, such as :func:`holding_lock`'s, rebuilds it, so this runs again once that one holds it)."""
+    from intentloop.store import CHECKPOINT_NAME
+
+    (data_root / "projects" / project_id(root) / CHECKPOINT_NAME).unlink(missing_ok=True)
 
 
 _HOLDER = """
@@ -301,6 +309,7 @@ def background_turn(
     by another process until the host has exited; then :func:`background_checks` and ``verify``."""
     prompts = pad_unvouched(data_root, root)
     with holding_lock(data_root, root):
+        unvouch(data_root, root)  # the holder's cold entry verified the ledger and wrote a checkpoint again
         res = run(
             report, host, f"{label} (large unvouched ledger, lock held)", argv, env=env, cwd=root, log_dir=log_dir
         )
