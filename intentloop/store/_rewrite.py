@@ -46,36 +46,24 @@ def verified_chunks(
         CorruptLedgerError: the first line that does not verify (or a torn last line unless ``torn_ok``).
         StorageError: ``TRANSIENT_FILE_RACE`` (the file is shorter than ``size``), ``STORAGE_READ_FAILED``.
     """
-    position = 0
-    pending = b""
     prev: str | None = None
     lines = 0
-    while position < size:
-        try:
-            data = os.pread(fd, min(CHUNK_BYTES, size - position), position)
-        except OSError as exc:
-            raise storage_error(exc, f"reading {path.name}", code="STORAGE_READ_FAILED") from exc
-        if not data:
-            raise StorageError(f"{path.name} changed while it was read", code="TRANSIENT_FILE_RACE")
-        position += len(data)
-        buffer = pending + data if pending else data
-        end = buffer.rfind(b"\n") + 1
-        if end == 0:
-            if len(buffer) > MAX_LINE_BYTES:
-                raise CorruptLedgerError(
-                    f"ledger line {lines + 1}: line longer than {MAX_LINE_BYTES} bytes", line=lines + 1
-                )
-            pending = buffer
-            continue
-        body, pending = buffer[:end], buffer[end:]
-        checked = verify_continuation(body, project_id=project_id, prev_hash=prev, first_line=lines + 1)
-        if checked.error is not None:
-            raise checked.error
-        prev = checked.head_hash
-        lines += checked.line_count
-        yield body, list(checked.events)
-    if pending and not torn_ok:
-        raise trailing_error(lines + 1)
+    try:
+        for body in _whole_line_chunks(fd, size, path=path):
+            if not body.endswith(b"\n"):  # the last line has no newline
+                if not torn_ok:
+                    raise trailing_error(lines + 1)
+                return
+            checked = verify_continuation(body, project_id=project_id, prev_hash=prev, first_line=lines + 1)
+            if checked.error is not None:
+                raise checked.error
+            prev = checked.head_hash
+            lines += checked.line_count
+            yield body, list(checked.events)
+    except _OverlongError:
+        raise CorruptLedgerError(
+            f"ledger line {lines + 1}: line longer than {MAX_LINE_BYTES} bytes", line=lines + 1
+        ) from None
 
 
 def stream_events(paths: ProjectPaths, *, torn_ok: bool = True) -> Iterator[list[Event]]:
@@ -198,6 +186,27 @@ def line_chunks(fd: int, size: int, *, path: Path) -> Iterator[bytes]:
         CorruptLedgerError: a last line without its newline, or a line longer than ``MAX_LINE_BYTES``.
         StorageError: ``TRANSIENT_FILE_RACE`` (the file is shorter than ``size``), ``STORAGE_READ_FAILED``.
     """
+    try:
+        for body in _whole_line_chunks(fd, size, path=path):
+            if not body.endswith(b"\n"):
+                raise CorruptLedgerError(f"the last line of {path.name} has no newline", code="CORRUPT_TRAILING_EVENT")
+            yield body
+    except _OverlongError:
+        raise CorruptLedgerError(f"a line of {path.name} is longer than {MAX_LINE_BYTES} bytes") from None
+
+
+class _OverlongError(Exception):
+    """A line longer than ``MAX_LINE_BYTES`` (each caller words it: it knows the line's number or not)."""
+
+
+def _whole_line_chunks(fd: int, size: int, *, path: Path) -> Iterator[bytes]:
+    """The first ``size`` bytes of the opened file as chunks of whole lines (about :data:`CHUNK_BYTES` each), then
+    what follows the last newline, if anything, as a last piece without one: the one chunked read of this module.
+
+    Raises:
+        _OverlongError: a line longer than ``MAX_LINE_BYTES``.
+        StorageError: ``TRANSIENT_FILE_RACE`` (the file is shorter than ``size``), ``STORAGE_READ_FAILED``.
+    """
     position = 0
     pending = b""
     while position < size:
@@ -211,12 +220,12 @@ def line_chunks(fd: int, size: int, *, path: Path) -> Iterator[bytes]:
         buffer = pending + data if pending else data
         end = buffer.rfind(b"\n") + 1
         if end == 0 and len(buffer) > MAX_LINE_BYTES:
-            raise CorruptLedgerError(f"a line of {path.name} is longer than {MAX_LINE_BYTES} bytes")
+            raise _OverlongError
         if end:
             yield buffer[:end]
         pending = buffer[end:]
     if pending:
-        raise CorruptLedgerError(f"the last line of {path.name} has no newline", code="CORRUPT_TRAILING_EVENT")
+        yield pending
 
 
 class _Line:
