@@ -24,6 +24,24 @@ def _raw_controls(text: str) -> bool:
     return any(ch in text for ch in ("\x1b", "\x07", "\u202e"))
 
 
+def _append_raw_statement(world: HookWorld, task: str) -> None:
+    """Append an explicit claim whose statement holds raw controls, as a writer before the escaping rule could."""
+    claim = make_claim(
+        claim_id=new_uuid(),
+        statement="Keep it plain",
+        epistemic_status="explicit",
+        source_ref=SourceRef(kind="user_event", event_id="turn-9"),
+        scope="task",
+        facets=["hard_constraint"],
+        now=utc_now(),
+    ).to_wire()
+    claim["statement"] = f"Keep {OSC52} \u202eit plain"
+    payload = {"claim": claim, "request_fingerprint": request_fingerprint("claim_added", claim)}
+    draft = EventDraft(event_type="claim_added", task_id=task, actor="user", request_id="old-1", payload=payload)
+    with world.store.locked(time.monotonic() + 5) as ledger:
+        ledger.append([draft])
+
+
 async def test_a_remembered_osc52_sequence_is_stored_and_shown_escaped(tmp_path: Path) -> None:
     world = HookWorld(tmp_path, SESSION)
     await world.call("intent_start_task", host_session_id=SESSION, label="t", request_id="s-1")
@@ -39,20 +57,7 @@ async def test_a_raw_control_written_by_an_older_writer_is_escaped_in_the_hook_c
     world = HookWorld(tmp_path, SESSION)
     snapshot = await world.call("intent_start_task", host_session_id=SESSION, label="t", request_id="s-1")
     task = snapshot["task_id"]
-    claim = make_claim(  # what a writer before the escaping rule could store: the model's claim, then raw text
-        claim_id=new_uuid(),
-        statement="Keep it plain",
-        epistemic_status="explicit",
-        source_ref=SourceRef(kind="user_event", event_id="turn-9"),
-        scope="task",
-        facets=["hard_constraint"],
-        now=utc_now(),
-    ).to_wire()
-    claim["statement"] = f"Keep {OSC52} \u202eit plain"
-    payload = {"claim": claim, "request_fingerprint": request_fingerprint("claim_added", claim)}
-    draft = EventDraft(event_type="claim_added", task_id=task, actor="user", request_id="old-1", payload=payload)
-    with world.store.locked(time.monotonic() + 5) as ledger:
-        ledger.append([draft])
+    _append_raw_statement(world, task)
     context = world.hook("SessionStart", source="startup")["hookSpecificOutput"]["additionalContext"]
     assert "Keep " in context and "it plain" in context  # control: the claim is injected
     assert not _raw_controls(context) and "\\u001b]52" in context and "\\u202e" in context
@@ -62,20 +67,7 @@ async def test_show_and_the_markdown_export_print_a_raw_control_escaped(tmp_path
     world = HookWorld(tmp_path, SESSION)
     snapshot = await world.call("intent_start_task", host_session_id=SESSION, label="t", request_id="s-1")
     task = snapshot["task_id"]
-    claim = make_claim(
-        claim_id=new_uuid(),
-        statement="Keep it plain",
-        epistemic_status="explicit",
-        source_ref=SourceRef(kind="user_event", event_id="turn-9"),
-        scope="task",
-        facets=["hard_constraint"],
-        now=utc_now(),
-    ).to_wire()
-    claim["statement"] = f"Keep {OSC52} \u202eit plain"  # raw, as a writer before the escaping rule could store it
-    payload = {"claim": claim, "request_fingerprint": request_fingerprint("claim_added", claim)}
-    draft = EventDraft(event_type="claim_added", task_id=task, actor="user", request_id="old-1", payload=payload)
-    with world.store.locked(time.monotonic() + 5) as ledger:
-        ledger.append([draft])
+    _append_raw_statement(world, task)
     env = {**os.environ, "INTENT_LOOP_DATA_DIR": str(world.data), "COLUMNS": "400"}
     for args in (["show", task], ["export", task, "--format", "markdown"]):
         done = subprocess.run(
