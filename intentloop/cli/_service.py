@@ -1,7 +1,7 @@
 """Run one service operation for the CLI: the same :class:`~intentloop.service.IntentService` the MCP server uses,
 under ``trio.run``, so a CLI read or deletion is exactly the tool's (same checks, same lock, same write path).
 
-The service is not lean: a process that answers one call reads a task through the store's task query instead of
+The service is not resident: a process that answers one call reads a task through the store's task query instead of
 verifying the whole ledger up front as a long-running server warms (``intentloop show`` at 100,000 events: see
 docs/BENCHMARK.md, "CLI reads")."""
 
@@ -26,7 +26,7 @@ def call_tool(target: Target, tool: str, arguments: dict[str, Any]) -> Any:
 
     from intentloop.service import IntentService
 
-    service = IntentService(lambda: target.data_root, lean=False)
+    service = IntentService(lambda: target.data_root, resident=False)
     run = partial(
         service.dispatch, tool, arguments, project_root=target.project_root or "", project_id=target.project_id
     )

@@ -32,7 +32,7 @@ def call_tool_blocking(
     Raises:
         IntentLoopError: every code the tool defines (``LOCK_TIMEOUT`` at the deadline).
     """
-    service = IntentService(lambda: data_root, lock_deadline=lock_deadline, lean=False)
+    service = IntentService(lambda: data_root, lock_deadline=lock_deadline, resident=False)
 
     async def main() -> Any:
         return await service.dispatch(tool, arguments, project_root=project_root, project_id=project_id)

@@ -16,7 +16,6 @@ from intentloop.model import (
     Claim,
     EventDraft,
     EvidenceFile,
-    ProjectState,
     TaskState,
     allowed_source_kinds,
     atomic_statement,
@@ -101,7 +100,7 @@ async def add_claim(
         event_type, claim_fingerprint_input(wire, require_long_term_candidate=require_long_term_candidate)
     )
 
-    def decide(task: TaskState, _state: ProjectState | None, _view: Callable[[], LedgerView]) -> list[EventDraft]:
+    def decide(task: TaskState, _view: Callable[[], LedgerView]) -> list[EventDraft]:
         if require_long_term_candidate and not any(
             c.candidate_type == "long_term_preference" and len(c.task_ids or ()) >= 3 for c in task.candidates
         ):
@@ -183,7 +182,7 @@ async def _long_term_inference(engine: Engine, ctx: Ctx, args: AddInferenceArgs)
         },
     )
 
-    def decide(task: TaskState, _state: ProjectState | None, view: Callable[[], LedgerView]) -> list[EventDraft]:
+    def decide(task: TaskState, view: Callable[[], LedgerView]) -> list[EventDraft]:
         task_ids = sorted(signal_task_ids(view().of_types(("candidate_added",)), signal_key) | {task_id})
         candidate = {
             "candidate_id": new_uuid(),
@@ -303,7 +302,7 @@ async def invalidate(engine: Engine, ctx: Ctx, args: InvalidateArgs) -> dict[str
     )
     invalidated_at = utc_now()
 
-    def decide(task: TaskState, _state: ProjectState | None, _view: Callable[[], LedgerView]) -> list[EventDraft]:
+    def decide(task: TaskState, _view: Callable[[], LedgerView]) -> list[EventDraft]:
         if not task.is_active(claim_id):
             raise ConflictError("claim is not active in this task", code="CLAIM_NOT_ACTIVE")
         if task.claims[claim_id].is_user_explicit and source.kind != "user_event":

@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 
 from intentloop.errors import ConflictError
-from intentloop.model import EventDraft, ProjectState, TaskState, new_uuid
+from intentloop.model import EventDraft, TaskState, new_uuid
 from intentloop.service._graph import import_payload, validate_graph
 from intentloop.service._rules import check_request_id, check_uuid
 from intentloop.service._state import Ctx, Engine
@@ -34,8 +34,8 @@ async def import_graph(engine: Engine, ctx: Ctx, args: ImportArgs) -> dict[str, 
     validate_graph(args.graph)
     payload = import_payload(args.graph, task_id, new_uuid)
 
-    def decide(task: TaskState, state: ProjectState | None, _view: Callable[[], LedgerView]) -> list[EventDraft]:
-        existing = engine.all_claim_ids(ctx, state if state is not None else engine.read_state(ctx)[1])
+    def decide(task: TaskState, view: Callable[[], LedgerView]) -> list[EventDraft]:
+        existing = engine.all_claim_ids(ctx, view())
         existing.update(task.claims)
         for claim in payload["claims"]:
             if claim["claim_id"] in existing:

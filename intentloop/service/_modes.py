@@ -29,7 +29,7 @@ from intentloop.model import (
 )
 from intentloop.model.redaction import js_trim
 from intentloop.service._rules import OP_SET_MODE, OP_START, check_request_id, check_uuid, start_fingerprint_input
-from intentloop.service._state import Ctx, Engine, guard_durable, private_active, session_owner, task_not_found
+from intentloop.service._state import Ctx, Engine, guard_durable, private_active, task_not_found
 from intentloop.service._transaction import find_duplicate
 from intentloop.service.args import MAX_INITIAL_CLAIMS, InitialExplicitItem, SetModeArgs, StartTaskArgs, opt
 from intentloop.store import LockedLedger, PrivateControl
@@ -137,14 +137,13 @@ async def start_task(engine: Engine, ctx: Ctx, args: StartTaskArgs) -> dict[str,
     if mode == "private":
         return await _start_private(engine, ctx, task_id, request_id, session, claims, payload)
     async with open_locked_ledger(ctx.store) as locked:
-        state = engine.state(ctx, locked.view)
         if session is not None:
-            owner = session_owner(state, session)
+            owner = locked.session_task(session)
             if owner is not None and owner.task_id != task_id:
                 raise ConflictError(
                     "host session is already associated with another task", code="SESSION_ALREADY_ASSOCIATED"
                 )
-        task = state.tasks.get(task_id)
+        task = locked.view.task(task_id)
         guard_durable(task)
         drafts: list[EventDraft] = []
         if find_duplicate(task, request_id, _START_TYPES, fingerprint) is None:
@@ -169,7 +168,8 @@ async def start_task(engine: Engine, ctx: Ctx, args: StartTaskArgs) -> dict[str,
         locked.append(drafts)
         if holds and session is not None:
             locked.remove_control(session)
-        result = engine.state(ctx, locked.view).tasks[task_id]
+        result = locked.view.task(task_id)
+        assert result is not None  # started or set just above
     if session is not None:
         engine.private.drop_session(ctx.project_id, session)
     return engine.snapshot(ctx, result)
@@ -197,14 +197,13 @@ async def _start_private(
             )
         return engine.snapshot(ctx, existing)
     async with open_locked_ledger(ctx.store) as locked:
-        state = engine.state(ctx, locked.view)
-        task = state.tasks.get(task_id)
+        task = locked.view.task(task_id)
         guard_durable(task)
         if task is not None and claims:
             raise ConflictError(
                 "initial claims are accepted only when a task is first started", code="TASK_ALREADY_STARTED"
             )
-        owner = session_owner(state, session)
+        owner = locked.session_task(session)
         if owner is not None and owner.task_id != task_id:
             raise ConflictError(
                 "host session is already associated with another task", code="SESSION_ALREADY_ASSOCIATED"
@@ -302,7 +301,7 @@ async def _leave_private(
     if not ctx.store.exists():
         raise task_not_found()
     async with open_locked_ledger(ctx.store) as locked:
-        task = engine.state(ctx, locked.view).tasks.get(task_id)
+        task = locked.view.task(task_id)
         guard_durable(task)
         recovered = False
         drafts: list[EventDraft] = []
@@ -332,14 +331,12 @@ async def _leave_private(
         locked.append(drafts)
         if session is not None:
             locked.remove_control(session)
-        engine.state(ctx, locked.view)
     return recovered
 
 
 async def _enter_private(engine: Engine, ctx: Ctx, task_id: str, request_id: str, fingerprint: str) -> dict[str, Any]:
     """Make a durable task (or a lost private one, after a restart) private in this process."""
-    state = engine.precheck_state(ctx)
-    task = state.tasks.get(task_id)
+    task = engine.precheck_task(ctx, task_id)
     guard_durable(task)
     control = engine.control_for_task(ctx, task_id)
     started = task is not None and task.started
@@ -354,7 +351,7 @@ async def _enter_private(engine: Engine, ctx: Ctx, task_id: str, request_id: str
     if started and task is not None and task.host_session_hash not in (None, session):
         raise ConflictError("private control does not match the current host session", code="PRIVATE_CONTROL_MISMATCH")
     async with open_locked_ledger(ctx.store) as locked:
-        current = engine.state(ctx, locked.view).tasks.get(task_id)
+        current = locked.view.task(task_id)
         guard_durable(current)
         if not (current is not None and current.started) and control is None:
             raise task_not_found()

@@ -18,7 +18,7 @@ from intentloop.model.compact import DEFAULT_SNAPSHOT_CHARACTERS
 from intentloop.service._evidence import strip_extensions
 from intentloop.service._graph import portable_export, summary_export
 from intentloop.service._rules import check_uuid
-from intentloop.service._state import Ctx, Engine, candidate_count, guard_durable, private_active, task_not_found
+from intentloop.service._state import Ctx, Engine, guard_durable, private_active, task_not_found
 from intentloop.service.args import ExportArgs, ListCandidatesArgs, SnapshotArgs, StatusArgs, opt
 from intentloop.store import sign_export
 
@@ -34,11 +34,11 @@ def status(engine: Engine, ctx: Ctx, args: StatusArgs) -> dict[str, Any]:
     """
     raw_task_id = opt(args.task_id)
     if raw_task_id is None:
-        _view, state = engine.read_state(ctx)
+        view = ctx.store.read()
         return {
             "project_id": ctx.project_id,
-            "task_count": len(state.tasks),
-            "candidate_count": candidate_count(state),
+            "task_count": len(view.task_ids()),
+            "candidate_count": view.candidate_count(),
             "data_directory": str(ctx.store.project_dir),
             "schema_version": SCHEMA_VERSION,
             "private_tasks_in_process": engine.private.count(ctx.project_id),

@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 
 from intentloop.errors import ConflictError, IntentLoopError
-from intentloop.model import Event, EventDraft, ProjectState, TaskState
+from intentloop.model import Event, EventDraft, TaskState
 from intentloop.service._delete import tombstone_digest
 from intentloop.service._hookkey import load_hook_key
 from intentloop.service._state import Ctx, Engine, guard_durable, mode_off, private_active
 from intentloop.store import LedgerView
 from intentloop.store.aio import open_locked_ledger
 
-Decide = Callable[[TaskState, ProjectState | None, Callable[[], LedgerView]], list[EventDraft]]
+Decide = Callable[[TaskState, Callable[[], LedgerView]], list[EventDraft]]
 
 
 def find_duplicate(task: TaskState | None, request_id: str, types: Collection[str], fingerprint: str) -> Event | None:
@@ -73,7 +73,7 @@ async def semantic_write(
 ) -> Event:
     """Run one semantic mutation of ``task_id``; returns the event that carries the result (new or original).
 
-    ``decide(task, state, durable_view)`` validates against the current task and returns the drafts to append.
+    ``decide(task, durable_view)`` validates against the current task and returns the drafts to append.
 
     Raises:
         IntentLoopError: ``REQUEST_ID_REUSED``, ``CLAIM_DELETED``, ``TASK_NOT_FOUND``, ``MODE_OFF``,
@@ -85,14 +85,14 @@ async def semantic_write(
         duplicate = find_duplicate(private, request_id, types, fingerprint)
         if duplicate is not None:
             return duplicate
-        drafts = decide(require_writable(private), None, ctx.store.read)
+        drafts = decide(require_writable(private), ctx.store.read)
         appended = [engine.private.append(ctx.project_id, task_id, draft) for draft in drafts]
         return appended[-1]
     if not ctx.store.exists():  # nothing to mutate: fail without creating the project directory
         raise IntentLoopError("task is not associated with this project", code="TASK_NOT_FOUND")
     async with open_locked_ledger(ctx.store) as locked:
-        state = engine.state(ctx, locked.view)
-        task = state.tasks.get(task_id)
+        view = locked.view
+        task = view.task(task_id)
         guard_durable(task)
         if engine.controls_for(ctx.store.read_controls(), task_id):
             raise private_active()
@@ -100,10 +100,8 @@ async def semantic_write(
         if duplicate is not None:
             return duplicate
         refuse_deleted_replay(ctx, task_id, request_id, fingerprint)
-        view = locked.view
-        drafts = decide(require_writable(task), state, lambda: view)
+        drafts = decide(require_writable(task), lambda: view)
         events = locked.append(drafts)
-        engine.state(ctx, locked.view)
     return events[-1]
 
 

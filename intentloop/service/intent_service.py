@@ -6,7 +6,7 @@ decodes and runs in one step, for callers that hold raw arguments. Results are p
 JSON-ready values in the exact shapes of docs/TOOLS.md; failures are :class:`IntentLoopError`. Which function answers a
 tool is said by its row in :data:`~intentloop.service.args.TOOLS`; this module binds every row when it is imported.
 
-A lean (long-running) service verifies a project's ledger off the event loop: when this process has not verified the
+A resident (long-running) service verifies a project's ledger off the event loop: when this process has not verified the
 file as it now is, a call first waits for :meth:`IntentService.warm`, which reads and verifies it in a worker thread
 from a supervised system task (a 100,000-event ledger takes seconds; meanwhile the loop keeps answering other
 requests, and a call cancelled while it waits leaves the verification running for the next one). A failure there is
@@ -73,21 +73,22 @@ def bind(tool: Tool) -> Handler:
 
 # Built from the rows when the module is imported: a row naming a missing handler stops the import.
 _HANDLERS: Final[dict[str, Handler]] = {name: bind(tool) for name, tool in TOOLS.items()}
-#: Tools that never read the whole ledger as a view: a lean service does not verify one for them first (deletion
+#: Tools that never read the whole ledger as a view: a resident service does not verify one for them first (deletion
 #: streams the file itself; a view would be a third pass and memory that grows with the ledger).
 _UNWARMED = frozenset({"intent_delete"})
 
 
 class IntentService:
-    """The operations behind the 15 tools, with this process's private ledgers and projection cache.
+    """The operations behind the 15 tools, with this process's stores and private ledgers.
 
     Args:
         data_root_resolver: returns the storage root ``R`` (docs/STORAGE.md); called on every dispatch so a missing
             root is reported per call (``DATA_DIR_REQUIRED``) instead of at start-up.
         lock_deadline: a ``time.monotonic()`` value after which no ledger-lock wait continues (``LOCK_TIMEOUT``): a
             hook running a user's ``/intent`` command passes its own deadline; a server passes nothing.
-        lean: keep ledgers as offsets and tasks folded on demand (a long-running server); ``False`` for a process that
-            answers one call and exits (a hook's ``/intent`` command), which reads fastest holding the decoded events.
+        resident: a long-running process (a server) keeps each verified ledger (as offsets) and the folds of the tasks
+            last asked for between calls, verifying a ledger off the event loop first; ``False`` for a process that
+            answers one call and exits (the CLI, a hook's ``/intent`` command), which reads a task through the index.
     """
 
     def __init__(
@@ -95,10 +96,10 @@ class IntentService:
         data_root_resolver: Callable[[], os.PathLike[str] | str] = resolve_data_root,
         *,
         lock_deadline: float | None = None,
-        lean: bool = True,
+        resident: bool = True,
     ) -> None:
-        self._engine = Engine(data_root_resolver, lock_deadline=lock_deadline, lean=lean)
-        self._lean = lean
+        self._engine = Engine(data_root_resolver, lock_deadline=lock_deadline, resident=resident)
+        self._resident = resident
         self._warming: dict[ProjectStore, trio.Event] = {}
 
     async def dispatch(self, tool: str, arguments: Any, *, project_root: str, project_id: str) -> Any:
@@ -129,7 +130,7 @@ class IntentService:
             IntentLoopError: every code the operation defines.
         """
         ctx = self._engine.context(project_root, project_id)
-        if self._lean and tool not in _UNWARMED:
+        if self._resident and tool not in _UNWARMED:
             await self._warmed(ctx.store)
         return await _HANDLERS[tool](self._engine, ctx, args)
 

@@ -22,9 +22,10 @@ import os
 import threading
 from array import array
 from bisect import bisect_left
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import accumulate, islice
-from typing import overload
+from typing import TYPE_CHECKING, overload
 
 import msgspec
 
@@ -32,6 +33,9 @@ from intentloop.errors import CorruptLedgerError
 from intentloop.model.events import Event, event_line
 from intentloop.store._fs import content_key
 from intentloop.store._verify import MAX_LINE_BYTES, Verification, verify_continuation
+
+if TYPE_CHECKING:  # the fold is imported when a task is first folded: a hook that only appends never loads it
+    from intentloop.model.projection import TaskState
 
 #: Bytes read and verified at a time. What a verification adds to the peak grows with it (the chunk, its split lines and
 #: its decoded events): a 100,000-event ledger read alone peaked at 86 MB with 4 MiB chunks, 41 MB with 1 MiB, 32 MB
@@ -65,14 +69,74 @@ def _changed(line_no: int) -> CorruptLedgerError:
     return CorruptLedgerError(f"ledger line {line_no}: {reason}", line=line_no, reason=reason)
 
 
+#: How many events the folded tasks kept for a ledger may hold together (the task just asked for is always kept): a
+#: task's fold costs about 1.4 KB an event (a claim each), so this bounds them near 30 MB.
+FOLD_BUDGET_EVENTS = 20_000
+
+
+class _Folds:
+    """The folded tasks of one table, least recently used first, each with how many of its events it has folded. A
+    task's fold depends on its own events alone, and a table only grows, so a kept fold of ``k`` events is the fold of
+    the task's first ``k`` events in every view of the table and is extended in place by the ones after them."""
+
+    __slots__ = ("_candidates", "_kept", "_mutex", "_total")
+
+    def __init__(self) -> None:
+        self._kept: OrderedDict[str, tuple[int, TaskState]] = OrderedDict()
+        self._candidates: dict[str, tuple[int, int]] = {}  # task id -> (its events, its candidates) when counted
+        self._mutex = threading.Lock()
+        self._total = 0
+
+    def candidate_count(self, events: LineEvents) -> int:
+        from intentloop.model.projection import CANDIDATE_BEARING_EVENTS
+
+        total = 0
+        for task_id in {events.task_at(position) for position in events.of_types(CANDIDATE_BEARING_EVENTS)}:
+            seen = len(events.positions(task_id))
+            counted = self._candidates.get(task_id)
+            if counted is None or counted[0] != seen:
+                task = self.fold(events, task_id)
+                counted = self._candidates[task_id] = (seen, 0 if task is None else len(task.candidates))
+            total += counted[1]
+        return total
+
+    def fold(self, events: LineEvents, task_id: str) -> TaskState | None:
+        from intentloop.model.projection import ProjectState, project
+
+        positions = events.positions(task_id)
+        if not positions:
+            return None
+        with self._mutex:
+            kept = self._kept.pop(task_id, None)
+            if kept is not None:
+                self._total -= kept[0]
+            if kept is None or kept[0] > len(positions):  # none, or folded past this (older) view
+                state = project(events.pick(positions))
+            elif kept[0] == len(positions):
+                state = ProjectState()
+                state.tasks[task_id] = kept[1]
+            else:
+                single = ProjectState()
+                single.tasks[task_id] = kept[1]
+                state = project(events.pick(positions[kept[0] :]), single)
+            task = state.tasks[task_id]
+            self._kept[task_id] = (len(positions), task)
+            self._total += len(positions)
+            while self._total > FOLD_BUDGET_EVENTS and len(self._kept) > 1:
+                _oldest, (count, _task) = self._kept.popitem(last=False)
+                self._total -= count
+            return task
+
+
 class _Table:
     """The per-line records shared by a view and the views extended from it (append-only; each view reads only its
     own prefix)."""
 
-    __slots__ = ("_numbers", "by_task", "by_type", "ends", "file", "hashes", "task_names", "task_of")
+    __slots__ = ("_numbers", "by_task", "by_type", "ends", "file", "folds", "hashes", "task_names", "task_of")
 
     def __init__(self, file: LedgerFile) -> None:
         self.file = file
+        self.folds = _Folds()
         self.ends = array("Q")  # end offset of line i (its start is the end of line i - 1, or 0)
         self.hashes = bytearray()  # 32 bytes per line: its event_hash
         self.by_task: dict[str, array[int]] = {}  # task id -> positions, in order of the task's first appearance
@@ -224,6 +288,16 @@ class LineEvents(Sequence[Event]):
                 found += positions[: bisect_left(positions, self._count)]
         return sorted(found)
 
+    def fold(self, task_id: str) -> TaskState | None:
+        """The fold of ``task_id``'s events in this view (``None``: it has none), kept for the next ask within
+        :data:`FOLD_BUDGET_EVENTS` and extended by the events appended since, not folded again."""
+        return self._table.folds.fold(self, task_id)
+
+    def candidate_count(self) -> int:
+        """Candidates of every task: a task with an event that can carry one is folded, and its count kept until the
+        task has more events."""
+        return self._table.folds.candidate_count(self)
+
     def task_at(self, position: int) -> str:
         """The task id of the event at ``position`` (without reading it)."""
         return self._table.task_names[self._table.task_of[position]]
@@ -318,4 +392,4 @@ def stream_verify(fd: int, st: os.stat_result, project_id: str) -> tuple[Verific
     return verification, events
 
 
-__all__ = ["CHUNK_BYTES", "LedgerFile", "LineEvents", "grew", "stream_verify"]
+__all__ = ["CHUNK_BYTES", "FOLD_BUDGET_EVENTS", "LedgerFile", "LineEvents", "grew", "stream_verify"]

@@ -5,9 +5,12 @@ ctime_ns) of the file: any write changes that key, and ctime cannot be set back.
 read from where the cache ends when the shared checkpoint (``_checkpoint``) matches the file's stat exactly and the
 new lines chain from the cached head to the checkpoint's head; anything else is read and verified whole.
 
-A ``lean`` store (a long-running server's) caches views that hold offsets instead of events (``_lines``): it verifies
-a file in chunks, and a view made of decoded events (the one a rewrite or the ledger's first append leaves) is not
-cached but read back lean on the next read, once.
+Every view a store hands out holds offsets, not events (``_lines``): a file is verified in chunks, and a view made of
+decoded events (the one a rewrite or the ledger's first append leaves) is not cached but read back as offsets on the
+next read, once. Only a damaged ledger's verified prefix is held decoded (recovery reads it whole for its report).
+A ``resident`` store (a long-running server's) keeps that view between calls, with the folds of the tasks last asked
+for; a one-call process's store verifies a ledger no checkpoint vouches for a chunk at a time on entering the lock,
+rebuilding the checkpoint and task index as it goes, and reads tasks through the index.
 """
 
 from __future__ import annotations
@@ -130,8 +133,9 @@ class ProjectStore:
         config: lock timings (default :meth:`LockConfig.from_env`).
         deadline: a ``time.monotonic()`` value after which no lock wait of this store continues, whichever loop waits
             (a short-lived process such as a hook passes its own deadline; ``None``: only the lock timings).
-        lean: keep verified views as offsets into the file, not as decoded events (a long-running server: memory
-            that does not grow with the history; each event asked for is read back and checked against its hash).
+        resident: a long-running process (a server): a writer entering the lock keeps the verified view (offsets)
+            for the calls after it, instead of streaming the file to rebuild the checkpoint and index and keeping
+            nothing (a one-call process).
 
     Raises:
         StorageError: ``INVALID_PROJECT_ID``.
@@ -144,12 +148,12 @@ class ProjectStore:
         config: LockConfig | None = None,
         *,
         deadline: float | None = None,
-        lean: bool = False,
+        resident: bool = False,
     ) -> None:
         self.paths = ProjectPaths(Path(data_root), project_id)
         self.config = LockConfig.from_env() if config is None else config
         self.deadline = deadline
-        self.lean = lean
+        self.resident = resident
 
     @property
     def data_root(self) -> Path:
@@ -308,8 +312,8 @@ class ProjectStore:
                 it is: ``ledger.damage`` holds the first error, ``ledger.view`` the verified prefix, ``append`` is
                 refused and ``rewrite`` is the way out.
             lazy: a cold writer (a hook) whose checkpoint matches the ledger exactly and whose task index covers it
-                trusts them and appends after its head without reading the ledger; ``ledger.view`` is then read (lean)
-                only if something asks for it. Any other cold writer of a store that is not lean verifies the ledger
+                trusts them and appends after its head without reading the ledger; ``ledger.view`` is then read only
+                if something asks for it. Any other cold writer of a store that is not resident verifies the ledger
                 a chunk at a time and rebuilds the checkpoint and index on entering (see ``_enter_cold``).
 
         Raises:
@@ -401,11 +405,11 @@ class ProjectStore:
         return ledger
 
     def _enter_cold(self, handle: LockHandle, *, lazy: bool) -> LockedLedger | None:
-        """A writer that has not verified the ledger in this process holds no view of it (one is read lean, as
-        offsets, if something asks): ``lazy``, it trusts a checkpoint that matches the file exactly and names a
-        covering index; otherwise (a store that is not lean) it verifies the file a chunk at a time, rebuilding the
+        """A writer that has not verified the ledger in this process holds no view of it (one is read if something
+        asks): ``lazy``, it trusts a checkpoint that matches the file exactly and names a
+        covering index; otherwise (a store that is not resident) it verifies the file a chunk at a time, rebuilding the
         task index on the way unless the checkpoint covers one, and records the checkpoint at once. ``None``: read it
-        as before (verified here already, a lean store's cached view, no ledger, or a torn tail to repair).
+        as before (verified here already, a resident store's cached view, no ledger, or a torn tail to repair).
 
         Why: a writer that read the whole ledger held every decoded event (4.0 GB at 1,000,000 events) until it let
         go of the lock; streaming keeps the chunk and a record count per task (docs/BENCHMARK.md).
@@ -418,8 +422,8 @@ class ProjectStore:
         from intentloop.store._index import IndexBuilder
         from intentloop.store._ledger import LockedLedger
 
-        if (self.lean and not lazy) or not self.paths.check_project():
-            return None  # a lean store's view is kept (cached) for its reads: verified lean by ``_load``
+        if (self.resident and not lazy) or not self.paths.check_project():
+            return None  # a resident store's view is kept (cached) for its reads: verified by ``_load``
         opened = open_regular(self.paths.ledger_path)
         if opened is None:
             return None
@@ -432,7 +436,7 @@ class ProjectStore:
             index = self._index_for(st, checkpoint)
             if lazy and checkpoint is not None and index is not None:  # it matches the file and its index is whole
                 head = (checkpoint.head, checkpoint.lines, checkpoint.size)
-            elif self.lean:
+            elif self.resident:
                 return None
             else:
                 builder = None if index is not None else IndexBuilder(self.paths)
@@ -465,7 +469,7 @@ class ProjectStore:
             on_commit=self._remember,
             index=index,
             head=head,
-            loader=lambda: self._load(lean=True),
+            loader=self._load,
         )
 
     def _index_for(self, st: os.stat_result | None, checkpoint: Checkpoint | None = None) -> tuple[str, int] | None:
@@ -521,27 +525,24 @@ class ProjectStore:
             CorruptLedgerError: as :meth:`read`, when the whole ledger is read.
             StorageError: as :meth:`read`.
         """
-        from intentloop.model.projection import project
+        from intentloop.store._task_queries import task
 
-        return project(self.task_events(task_id)).tasks.get(task_id)
+        return task(self, task_id)
 
     def _remember(self, st: os.stat_result | None, verification: Verification, view: LedgerView) -> None:
         path = str(self.paths.ledger_path)
-        if st is None or (self.lean and not isinstance(view.events, LineEvents)):
+        if st is None or not isinstance(view.events, LineEvents):
             _cache.drop(path)
             return
         _cache.put(path, _Verified(file_key(st), verification, view))
 
-    def _load(
-        self, *, settle: bool = False, lean: bool | None = None
-    ) -> tuple[Verification, LedgerView, os.stat_result | None]:
+    def _load(self, *, settle: bool = False) -> tuple[Verification, LedgerView, os.stat_result | None]:
         """Read and verify the ledger (``None`` stat: no ledger file), trusting the cache only for an unchanged file
         or, through the checkpoint, for a file that only grew.
 
         Args:
             settle: a lock-free reader that finds a torn last line while the file is still growing (a writer's
                 append in flight) looks again, a few times, before reporting it.
-            lean: verify a file not cached as a lean view (offsets, ``_lines``) or not (default: the store's own).
 
         Raises:
             StorageError: path-safety refusals, ``TRANSIENT_FILE_RACE``, ``STORAGE_READ_FAILED``.
@@ -555,7 +556,7 @@ class ProjectStore:
                 return empty, EMPTY_VIEW, None
             fd, st = opened
             try:
-                verification, view = self._load_open(fd, st, self.lean if lean is None else lean)
+                verification, view = self._load_open(fd, st)
                 if verification.error is None or verification.error.code != "CORRUPT_TRAILING_EVENT":
                     return verification, view, st
                 try:
@@ -569,14 +570,14 @@ class ProjectStore:
                 break
         return verification, view, st
 
-    def _load_open(self, fd: int, st: os.stat_result, lean: bool) -> tuple[Verification, LedgerView]:
+    def _load_open(self, fd: int, st: os.stat_result) -> tuple[Verification, LedgerView]:
         path = str(self.paths.ledger_path)
         key = file_key(st)
         cached = _cache.get(path)
         if cached is not None and cached.key == key:
             return cached.verification, cached.view
         grown = self._grown(fd, st, cached)
-        streamed = None if grown is not None or not lean else stream_verify(fd, st, self.paths.project_id)
+        streamed = None if grown is not None else stream_verify(fd, st, self.paths.project_id)
         if grown is not None:
             verification, view = grown
         elif streamed is not None:

@@ -15,6 +15,7 @@ from intentloop.store._summary import SummaryBuilder, TaskSummary, indexed_summa
 if TYPE_CHECKING:
     from intentloop.errors import CorruptLedgerError
     from intentloop.model.events import Event
+    from intentloop.model.projection import TaskState
     from intentloop.store._index import IndexedLedger
     from intentloop.store._project import ProjectStore
 
@@ -103,16 +104,37 @@ def task_events(store: ProjectStore, task_id: str) -> tuple[Event, ...]:
         CorruptLedgerError: as :meth:`ProjectStore.read` (only when the index cannot answer).
         StorageError: as :meth:`ProjectStore.read`.
     """
-    if not store.is_cached():  # a process that verified the file as it is answers from what it holds
-        indexed = store.indexed()
-        if indexed is not None:
-            try:
-                events = indexed.task_events(task_id)
-            finally:
-                indexed.close()
-            if events is not None:
-                return tuple(events)
-    return store.read().by_task(task_id)
+    events = _indexed_events(store, task_id)
+    return store.read().by_task(task_id) if events is None else tuple(events)
 
 
-__all__ = ["TaskListing", "list_tasks", "task_events"]
+def task(store: ProjectStore, task_id: str) -> TaskState | None:
+    """The fold of one task's events (``None``: the ledger holds none); a process that holds the ledger as it is
+    answers from its view's kept folds, any other reads the task's lines through the index (lock-free).
+
+    Raises:
+        CorruptLedgerError, StorageError: as :func:`task_events`.
+    """
+    events = _indexed_events(store, task_id)
+    if events is None:
+        return store.read().task(task_id)
+    from intentloop.model.projection import project
+
+    return project(events).tasks.get(task_id)
+
+
+def _indexed_events(store: ProjectStore, task_id: str) -> list[Event] | None:
+    """The task's events through the index, unless this process verified the file as it is (its view answers) or
+    the index cannot vouch for them (``None`` either way)."""
+    if store.is_cached():
+        return None
+    indexed = store.indexed()
+    if indexed is None:
+        return None
+    try:
+        return indexed.task_events(task_id)
+    finally:
+        indexed.close()
+
+
+__all__ = ["TaskListing", "list_tasks", "task", "task_events"]

@@ -409,14 +409,14 @@ def measure_forget(data_root: Path, project_id: str, repeats: int = 3) -> dict[s
 
 
 def _prime(data_root: Path, project_id: str, task_id: str) -> None:
-    """One ordinary write to a freshly seeded ledger (a lean store: verified a chunk at a time), so it has the
+    """One ordinary write to a freshly seeded ledger (verified a chunk at a time on entering the lock), so it has the
     checkpoint and the task index every ledger intentloop has written to has."""
     from intentloop.store import ProjectStore
 
     draft = EventDraft(
         event_type="mode_set", task_id=task_id, actor="user", request_id="bench-prime", payload={"mode": "on"}
     )
-    with ProjectStore(data_root, project_id, lean=True).locked() as ledger:
+    with ProjectStore(data_root, project_id).locked() as ledger:
         ledger.append([draft])
 
 

@@ -136,8 +136,8 @@ def test_a_checkpointed_growth_is_read_from_where_the_cache_ends(store, monkeypa
     assert len(store.read()) == 2  # this process has verified two events
     _foreign_append(store, "x")
     calls: list[int] = []
-    real = _project.verify_ledger_bytes
-    monkeypatch.setattr(_project, "verify_ledger_bytes", lambda data, **kw: calls.append(len(data)) or real(data, **kw))
+    real = _project.stream_verify
+    monkeypatch.setattr(_project, "stream_verify", lambda fd, st, pid: calls.append(st.st_size) or real(fd, st, pid))
     assert [e.request_id for e in store.read().events] == ["r-1", "r-2", "x-0"]
     assert calls == []  # only the new line was read and verified
     _foreign_append(store, "y")

@@ -1,5 +1,5 @@
-"""The lean store (a server's): verified views hold offsets into the ledger, not events, and every event read back by
-offset must hash to what was verified."""
+"""Every store's verified views hold offsets into the ledger, not events, and every event read back by offset must hash
+to what was verified; a view answers every task-level question as a decoded whole-file verification does."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from intentloop.errors import CorruptLedgerError
-from intentloop.model import EventDraft, event_line, project_id_for, seal
-from intentloop.store import LineEvents, LockConfig, ProjectStore, _lines, _project
+from intentloop.model import EventDraft, event_line, project, project_id_for, seal
+from intentloop.store import LedgerView, LineEvents, LockConfig, ProjectStore, _lines, _project
+from intentloop.store._verify import verify_ledger_bytes
 
 PID = project_id_for("/lean/view")
 TASKS = [str(uuid.uuid4()) for _ in range(3)]
@@ -25,6 +26,13 @@ def draft(task: str, request_id: str, kind: str = "claim_added") -> EventDraft:
 
 def forget(store: ProjectStore) -> None:
     _project._cache.drop(str(store.ledger_path))
+
+
+def decoded(store: ProjectStore) -> LedgerView:
+    """The reference: the whole file verified at once, every event decoded."""
+    check = verify_ledger_bytes(store.ledger_path.read_bytes(), project_id=PID)
+    assert check.error is None
+    return LedgerView(tuple(check.events), check.head_hash, check.byte_length)
 
 
 @pytest.fixture(autouse=True)
@@ -44,15 +52,14 @@ def whole(data_root: Path) -> ProjectStore:
 
 @pytest.fixture
 def lean(data_root: Path) -> ProjectStore:
-    return ProjectStore(data_root, PID, config=CONFIG, lean=True)
+    return ProjectStore(data_root, PID, config=CONFIG, resident=True)
 
 
-def test_a_lean_read_answers_as_a_whole_read(whole: ProjectStore, lean: ProjectStore) -> None:
-    expected = whole.read()
-    forget(whole)
+def test_a_read_answers_as_a_whole_decoded_read(whole: ProjectStore, lean: ProjectStore) -> None:
+    expected = decoded(whole)
     view = lean.read()
     assert isinstance(view.events, LineEvents)
-    assert isinstance(expected.events, tuple)  # the control: an ordinary store holds the events
+    assert isinstance(whole.read().events, LineEvents)  # a store that is not resident reads offsets too
     assert list(view.events) == list(expected.events)
     assert (view.head_hash, view.byte_length, len(view)) == (expected.head_hash, expected.byte_length, len(expected))
     assert view.events[0] == expected.events[0] and view.events[-1] == expected.events[-1]
@@ -67,6 +74,15 @@ def test_a_lean_read_answers_as_a_whole_read(whole: ProjectStore, lean: ProjectS
     assert view.of_types({"mode_set"}) == []
     assert [view.events.task_at(i) for i in range(len(view))] == [e.task_id for e in expected.events]
     assert lean.verify().ok and len(lean.verify().events) == len(expected)
+    for task in TASKS:
+        folded, reference = view.task(task), expected.task(task)
+        assert folded is not None and reference is not None
+        assert (folded.event_count, folded.claims, folded.requests) == (
+            reference.event_count,
+            reference.claims,
+            reference.requests,
+        )
+    assert view.task(str(uuid.uuid4())) is None and expected.task(str(uuid.uuid4())) is None
 
 
 def test_appends_extend_the_lean_view(lean: ProjectStore, whole: ProjectStore) -> None:
@@ -75,15 +91,14 @@ def test_appends_extend_the_lean_view(lean: ProjectStore, whole: ProjectStore) -
         ledger.append([draft(TASKS[0], "later-1"), draft(TASKS[2], "later-2")])
     after = lean.read()
     assert isinstance(after.events, LineEvents)
-    forget(lean)
-    assert list(after.events) == list(whole.read().events)
+    assert list(after.events) == list(decoded(whole).events)
     assert len(before) == len(after) - 2 and before.by_task(TASKS[0])[-1].request_id == "r-39"  # the older view
     assert after.by_task(TASKS[0])[-1].request_id == "later-1"
     assert after.find_request(TASKS[2], "later-2") is not None
 
 
 def test_a_new_ledger_and_a_rewritten_one_are_read_back_lean(data_root: Path) -> None:
-    store = ProjectStore(data_root, PID, config=CONFIG, lean=True)
+    store = ProjectStore(data_root, PID, config=CONFIG, resident=True)
     with store.locked() as ledger:
         ledger.append([draft(TASKS[0], "first", "task_started")])
     assert isinstance(store.read().events, LineEvents)  # not the decoded view the first append left
@@ -133,16 +148,15 @@ def test_damage_is_reported_as_a_whole_read_reports_it(whole: ProjectStore, lean
     else:
         data += b'{"actor":"us'
     whole.ledger_path.write_bytes(data)
-    expected = whole.verify()
-    forget(whole)
+    expected = verify_ledger_bytes(data, project_id=PID)
     got = lean.verify()
     assert expected.error is not None and got.error is not None
-    assert (got.error.code, got.error.line, got.byte_length, got.damage) == (
+    assert (got.error.code, got.error.line, got.byte_length) == (
         expected.error.code,
         expected.error.line,
         expected.byte_length,
-        expected.damage,
     )
+    assert got.damage is not None and got.damage.length == len(data) - expected.byte_length
     with pytest.raises(CorruptLedgerError):
         lean.read()
 
@@ -165,7 +179,7 @@ def test_a_second_extension_of_the_same_view_copies_its_records(lean: ProjectSto
 
 
 def test_is_cached_says_whether_a_read_would_touch_the_ledger(data_root: Path, whole: ProjectStore) -> None:
-    lean = ProjectStore(data_root, PID, config=CONFIG, lean=True)
+    lean = ProjectStore(data_root, PID, config=CONFIG, resident=True)
     assert not lean.is_cached()  # never read in this process
     lean.read()
     assert lean.is_cached()
@@ -175,7 +189,7 @@ def test_is_cached_says_whether_a_read_would_touch_the_ledger(data_root: Path, w
     assert not lean.is_cached()
     lean.read()
     assert lean.is_cached()
-    assert ProjectStore(data_root, project_id_for("/no/ledger/here"), config=CONFIG, lean=True).is_cached()
+    assert ProjectStore(data_root, project_id_for("/no/ledger/here"), config=CONFIG).is_cached()
 
 
 def test_the_task_index_rebuilt_from_a_lean_view_is_the_one_the_events_give(
@@ -185,19 +199,47 @@ def test_the_task_index_rebuilt_from_a_lean_view_is_the_one_the_events_give(
 
     with whole.locked() as ledger:  # a binding event in the middle, so the bindings file has more than the starts
         ledger.append([draft(TASKS[1], "mode", "mode_set"), draft(TASKS[2], "r-last")])
-    decoded = whole.read()
-    forget(whole)
+    reference = decoded(whole)
     view = lean.read()
-    assert isinstance(view.events, LineEvents) and isinstance(decoded.events, tuple)
+    assert isinstance(view.events, LineEvents) and isinstance(reference.events, tuple)
 
     def index_of(events: Any) -> dict[str, bytes]:
-        name = rebuild_index(whole.paths, events, decoded.byte_length)
+        name = rebuild_index(whole.paths, events, reference.byte_length)
         assert name is not None
         return {p.name: p.read_bytes() for p in (whole.project_dir / name).iterdir()}
 
-    expected = index_of(decoded.events)
+    expected = index_of(reference.events)
     records = [name for name in expected if not name.startswith(("s-", "m-", "summaries"))]  # the task summaries
     assert len(records) == len(TASKS) + 2  # a file per task, the bindings and the counts
     assert len(expected) - len(records) == 2 * len(TASKS) + 1  # and a summary and claim marks per task, and a mark
     assert index_of(view.events) == expected
-    assert count_bindings(view.events) == count_bindings(decoded.events) == len(TASKS) + 1
+    assert count_bindings(view.events) == count_bindings(reference.events) == len(TASKS) + 1
+
+
+def test_kept_folds_stay_within_the_budget_and_extend_as_a_fresh_fold(
+    lean: ProjectStore, whole: ProjectStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A view keeps the folds of the tasks last asked for within the budget (the one just asked for always), and a
+    kept fold extended by later appends is the fold of all the task's events."""
+    monkeypatch.setattr(_lines, "FOLD_BUDGET_EVENTS", 20)  # about one task of the 43 events
+    view = lean.read()
+    folds = view.events._table.folds  # type: ignore[attr-defined]
+    for task in TASKS:
+        assert view.task(task) is view.task(task)  # kept: the same object answers again
+    assert list(folds._kept) == [TASKS[2]]  # 14 events a task: only the last one asked for fits
+    kept = view.task(TASKS[2])
+    with lean.locked() as ledger:
+        ledger.append([draft(TASKS[2], "later-1"), draft(TASKS[2], "later-2", "mode_set")])
+    after = lean.read()
+    extended = after.task(TASKS[2])
+    assert extended is kept  # extended in place, not folded again
+    fresh = project(decoded(whole).by_task(TASKS[2])).tasks[TASKS[2]]
+    assert extended is not None
+    assert (extended.event_count, extended.claims, extended.requests, extended.mode) == (
+        fresh.event_count,
+        fresh.claims,
+        fresh.requests,
+        fresh.mode,
+    )
+    older = view.task(TASKS[2])  # the view before the appends answers its own prefix, folded afresh
+    assert older is not None and older.event_count == fresh.event_count - 2

@@ -1,5 +1,5 @@
-"""The server's projection without the history: tasks folded from their own events on demand, within a budget, and the
-ledger verified off the event loop before a call reads it."""
+"""A resident service (the server's) without the history: tasks folded from their own events on demand by the store's
+view, within a budget, and the ledger verified off the event loop before a call reads it."""
 
 from __future__ import annotations
 
@@ -10,33 +10,38 @@ import pytest
 import trio
 
 from intentloop.model import project
-from intentloop.service import _state
-from intentloop.store import ProjectStore, _lines, _project
+from intentloop.store import LineEvents, _lines, _project
+from intentloop.store._verify import verify_ledger_bytes
 
 
-def _lean(h: Any) -> _state.LeanState:
-    engine = h.service._engine
-    (state,) = (s for store, s in engine._states.items() if store.project_id == h.project_id)
-    assert isinstance(state, _state.LeanState)
-    return state
+def _view(h: Any) -> Any:
+    """The view the server's store holds (offsets, with its kept folds)."""
+    cached = _project._cache.get(str(h.ledger))
+    assert cached is not None and isinstance(cached.view.events, LineEvents)
+    return cached.view
+
+
+def _kept(h: Any) -> dict[str, Any]:
+    return {task_id: task for task_id, (_count, task) in _view(h).events._table.folds._kept.items()}
 
 
 def _full(h: Any) -> Any:
-    """The projection of the whole ledger by an ordinary store (every event decoded and folded)."""
-    _project._cache.drop(str(h.ledger))
-    return project(ProjectStore(h.data_root, h.project_id).read().events)
+    """The projection of the whole ledger, every event decoded and folded."""
+    check = verify_ledger_bytes(h.ledger.read_bytes(), project_id=h.project_id)
+    assert check.error is None
+    return project(check.events)
 
 
 async def test_folded_tasks_stay_within_the_budget_and_answer_as_the_whole_fold(
     h: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_state, "LEAN_TASK_EVENTS", 4)
+    monkeypatch.setattr(_lines, "FOLD_BUDGET_EVENTS", 4)
     tasks = [await h.start(f"task {i}") for i in range(4)]
     for round_ in range(2):
         for task in tasks:
             await h.inferred(task, f"claim {round_} of {task}")
             await h.snapshot(task)
-            kept = _lean(h)._lazy.kept()
+            kept = _kept(h)
             assert task in kept and sum(t.event_count for t in kept.values()) <= 4  # 3 events a task after round 0
     doomed = (await h.snapshot(tasks[0]))["active_claims"][0]["claim_id"]
     await h.call(
@@ -47,10 +52,10 @@ async def test_folded_tasks_stay_within_the_budget_and_answer_as_the_whole_fold(
         reason="changed",
         source_ref=h.user_src(),
     )
-    state, full = _lean(h), _full(h)
-    assert len(state.tasks) == len(full.tasks) == 4
+    view, full = _view(h), _full(h)
+    assert len(view.task_ids()) == len(full.tasks) == 4
     for task in tasks:
-        folded, expected = state.tasks[task], full.tasks[task]
+        folded, expected = view.task(task), full.tasks[task]
         assert folded.claims == expected.claims and folded.invalidations == expected.invalidations
         assert folded.event_count == expected.event_count and folded.requests == expected.requests
     status = await h.call("intent_status")
@@ -58,14 +63,20 @@ async def test_folded_tasks_stay_within_the_budget_and_answer_as_the_whole_fold(
 
 
 async def test_a_session_is_found_through_its_binding_events(h: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_state, "LEAN_TASK_EVENTS", 1)
+    from intentloop.store._sessions import bound_in_view
+
+    monkeypatch.setattr(_lines, "FOLD_BUDGET_EVENTS", 1)
     bound = await h.start("bound", host_session_id="session-a")
     other = await h.start("other")
     for i in range(3):
         await h.inferred(other, f"noise {i}")
     await h.fails("SESSION_ALREADY_ASSOCIATED", "intent_start_task", request_id=h.rid(), host_session_id="session-a")
-    assert _lean(h).session_owner(_hash("session-a")).task_id == bound  # type: ignore[union-attr]
-    assert _lean(h).session_owner(_hash("session-b")) is None
+    assert bound_in_view(_view(h), _hash("session-a")).task_id == bound  # type: ignore[union-attr]
+    assert bound_in_view(_view(h), _hash("session-b")) is None
+    monkeypatch.setattr(_lines, "FOLD_BUDGET_EVENTS", 1000)
+    _view(h).events._table.folds._kept.clear()
+    assert bound_in_view(_view(h), _hash("session-a")).task_id == bound  # type: ignore[union-attr]
+    assert list(_kept(h)) == [bound]  # only the bound task was folded for the question, not the other
 
 
 def _hash(session: str) -> str:
@@ -125,7 +136,7 @@ async def test_a_damaged_ledger_found_in_the_background_is_the_calls_error(h: An
 async def test_candidates_are_counted_and_signals_found_without_the_whole_history(
     h: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_state, "LEAN_TASK_EVENTS", 1)  # every count and signal look-up reads back from the file
+    monkeypatch.setattr(_lines, "FOLD_BUDGET_EVENTS", 1)  # every count and signal look-up reads back from the file
     first, second, quiet = await h.start("one"), await h.start("two"), await h.start("three")
     await h.inferred(quiet, "no candidate here")
     await h.inferred(first, "likes dark themes", scope="long_term", signal_key="theme")
@@ -176,18 +187,18 @@ def test_a_held_verification_neither_holds_a_cancelled_call_nor_the_end_of_the_r
 
 async def test_a_one_call_process_reads_the_task_alone_and_answers_the_same(h: Any) -> None:
     """A one-call process (a hook's /intent command, the CLI) reads the task through the store's task query (the
-    task index, when the checkpoint vouches for the ledger) and projects nothing else; the server keeps its lean
-    projection. Both answer the same."""
+    task index, when the checkpoint vouches for the ledger) and keeps no view; the server keeps its view and folds.
+    Both answer the same."""
     from intentloop.service.intent_service import IntentService
 
     task = await h.start("shared")
     await h.inferred(task, "one more")
     lean_answer = await h.snapshot(task)
     other = h.restarted()
-    other.service = IntentService(lambda: h.data_root, lean=False)  # a hook's /intent command
+    assert task in _kept(h)  # the server keeps the task's fold
+    other.service = IntentService(lambda: h.data_root, resident=False)  # a hook's /intent command
     _project._cache.drop(str(h.ledger))
     plain_answer = await other.snapshot(task)
-    assert other.service._engine._states == {} and isinstance(_lean(h), _state.LeanState)
     assert not _project._cache.get(str(h.ledger))  # the ledger was not read whole
     assert plain_answer["active_claims"] == lean_answer["active_claims"]
     assert plain_answer["compact_text"] == lean_answer["compact_text"]
