@@ -70,8 +70,9 @@ def _count_verifications(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     from intentloop.store import _project
 
     calls: list[int] = []
-    real = _project.verify_ledger_bytes
-    monkeypatch.setattr(_project, "verify_ledger_bytes", lambda data, **kw: calls.append(len(data)) or real(data, **kw))
+    for name in ("verify_ledger_bytes", "stream_verify", "scan_open"):  # whole, chunked into a view, streamed
+        real = getattr(_project, name)
+        monkeypatch.setattr(_project, name, lambda *a, _real=real, **kw: calls.append(1) or _real(*a, **kw))
     return calls
 
 
