@@ -17,13 +17,14 @@ import msgspec
 
 from intentloop.errors import StorageError
 from intentloop.model._lazyre import LazyPattern
+from intentloop.model.ids import UUID_TEXT
 from intentloop.store._fs import create_exclusive, read_regular, unlink_quietly
 from intentloop.store._paths import ProjectPaths
 
 CHECKPOINT_NAME = "ledger.checkpoint.json"
 CHECKPOINT_VERSION = 1
 _MAX_BYTES = 4096
-CHECKPOINT_TEMP_RE = LazyPattern(r"^checkpoint-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.tmp$")
+CHECKPOINT_TEMP_RE = LazyPattern(rf"^checkpoint-{UUID_TEXT}\.tmp$")
 
 
 def checkpoint_temp_name() -> str:

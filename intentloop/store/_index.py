@@ -30,6 +30,7 @@ import msgspec
 from intentloop.errors import StorageError
 from intentloop.model._lazyre import LazyPattern
 from intentloop.model.events import Event, event_line
+from intentloop.model.ids import UUID_TEXT
 from intentloop.model.projection import BINDING_EVENTS  # what decides a session binding: named by the fold
 from intentloop.store._fs import (
     FILE_MODE,
@@ -45,7 +46,7 @@ from intentloop.store._paths import ProjectPaths
 from intentloop.store._summary import SUMMARIES_MARK, SummaryBuilder
 from intentloop.store._verify import verify_continuation, verify_lines
 
-INDEX_DIR_RE = LazyPattern(r"^index-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+INDEX_DIR_RE = LazyPattern(rf"^index-{UUID_TEXT}$")
 BINDINGS = "bindings"
 COUNTS = "counts.json"  # file name → how many records it holds: a file cut short or removed is noticed
 _RECORD = 12
@@ -54,7 +55,7 @@ _PACK = struct.Struct(">QI").pack  # one record: big-endian byte offset (8) and 
 #: tasks: reading them from the page cache costs less than a system call each), in blocks of at most ``_READ_BLOCK``.
 _READ_GAP = 8 * 1024
 _READ_BLOCK = 1024 * 1024
-_TASK_RE = LazyPattern(r"^[0-9a-fA-F-]{36}$")
+_TASK_RE = LazyPattern(rf"^(?i:{UUID_TEXT})$")
 
 
 def new_index_name() -> str:

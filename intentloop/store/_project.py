@@ -48,6 +48,7 @@ if TYPE_CHECKING:  # the lock machinery is imported on the way into the lock: a 
     from intentloop.model.events import Event, EventDraft
     from intentloop.model.projection import TaskState
     from intentloop.store._index import IndexedLedger
+    from intentloop.store._inventory import ProjectEntry
     from intentloop.store._ledger import LockedLedger
     from intentloop.store._lock import Acquirer, LockHandle
     from intentloop.store._sessions import SessionTask
@@ -284,6 +285,22 @@ class ProjectStore:
             StorageError: ``CORRUPT_PRIVATE_CONTROL``, ``PATH_ESCAPE``, ``UNSAFE_DATA_FILE``.
         """
         return read_control(self.paths, session_hash)
+
+    def persistent_entries(self, *, skip: frozenset[str] = frozenset()) -> Iterator[ProjectEntry]:
+        """Every persistent file and directory of the project (what deletion searches; ``_inventory``), lock-free.
+
+        Raises:
+            StorageError: ``PATH_ESCAPE``, ``UNSAFE_DATA_FILE``, ``STORAGE_READ_FAILED``.
+        """
+        from intentloop.store._inventory import project_entries
+
+        return project_entries(self.paths, skip=skip)
+
+    def rewritten_by_deletion(self) -> frozenset[str]:
+        """The top-level entries a deletion replaces under the lock (searched after it, not before)."""
+        from intentloop.store._inventory import rewritten_by_deletion
+
+        return rewritten_by_deletion(self.paths)
 
     def read_tombstones(self) -> frozenset[str]:
         """The keyed digests of requests whose claims were deleted (``deleted-requests.json``; lock-free).
