@@ -490,8 +490,9 @@ class ProjectStore:
         )
 
     def _index_for(self, st: os.stat_result | None, checkpoint: Checkpoint | None = None) -> tuple[str, int] | None:
-        """The task index a writer may extend: the checkpoint's, when it matches the file as found, covers it and is
-        whole (its task summaries written: an index built before them is rebuilt, not extended)."""
+        """The task index a writer may extend: the checkpoint's, when it matches the file as found, covers it, is
+        sealed to it and is whole (its task summaries written: an index built before them is rebuilt, not
+        extended)."""
         from intentloop.store._summary import SUMMARIES_MARK
 
         if st is None:
@@ -499,10 +500,10 @@ class ProjectStore:
         checkpoint = read_checkpoint(self.paths) if checkpoint is None else checkpoint
         if checkpoint is None or not checkpoint.matches(st):
             return None
-        index = checkpoint.covering_index()
-        if index is None or not os.path.lexists(self.paths.project_dir / index[0] / SUMMARIES_MARK):
+        vouched = checkpoint.vouched_index(self.paths)  # an index edited since is rebuilt, never extended
+        if vouched is None or not os.path.lexists(self.paths.project_dir / vouched[0] / SUMMARIES_MARK):
             return None
-        return index
+        return vouched[0], vouched[1]
 
     def indexed(self) -> IndexedLedger | None:
         """The ledger through its task index (lock-free, creates nothing), or ``None`` when the checkpoint does not
