@@ -15,15 +15,13 @@ import msgspec
 
 from intentloop import SCHEMA_VERSION
 from intentloop.errors import IntentLoopError
+from intentloop.service.args import UUID_PATTERN
 
 logger = logging.getLogger(__name__)
 
 # The published task_id pattern: any RFC-variant UUID plus the nil and max UUIDs. Only a task_id argument of this
 # shape is echoed, so an envelope never repeats an arbitrary string an agent put in the wrong field.
-_ECHOABLE_TASK_ID = re.compile(
-    r"\A(?:[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-8][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}"
-    r"|00000000-0000-0000-0000-000000000000|ffffffff-ffff-ffff-ffff-ffffffffffff)\Z"
-)
+_ECHOABLE_TASK_ID = re.compile(rf"\A(?:{UUID_PATTERN.removeprefix('^').removesuffix('$')})\Z")
 _MAX_OPERATION_CHARS = 200
 INTERNAL_MESSAGE = "internal error; the server log has the details"
 

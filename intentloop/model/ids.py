@@ -10,7 +10,11 @@ from intentloop.errors import InvalidInputError
 from intentloop.model._lazyre import LazyPattern
 from intentloop.model.canonical import canonical_bytes, sha256_hex
 
-UUID_RE = LazyPattern(r"^[a-f0-9]{8}-[a-f0-9]{4}-[1-8][a-f0-9]{3}-[89ab][a-f0-9]{3}-[a-f0-9]{12}\Z", re.IGNORECASE)
+#: The one textual shape of a UUID (any version, lowercase hex; compile it with ``re.IGNORECASE`` where either case is
+#: read): the names of the files intentloop writes and the ids of a stored event are checked against it.
+UUID_TEXT = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+#: An id an agent or a user gives: the shape, with an RFC 4122 version digit (1-8) and variant (8, 9, a, b).
+UUID_RE = LazyPattern(rf"^(?=.{{14}}[1-8].{{4}}[89ab]){UUID_TEXT}\Z", re.IGNORECASE)
 HEX64_RE = LazyPattern(r"^[a-f0-9]{64}\Z")
 OPAQUE_ID_RE = LazyPattern(r"^[A-Za-z0-9_.:@-]{1,200}\Z")
 RFC3339_UTC_RE = LazyPattern(
@@ -83,6 +87,7 @@ __all__ = [
     "OPAQUE_ID_RE",
     "RFC3339_UTC_RE",
     "UUID_RE",
+    "UUID_TEXT",
     "deterministic_task_id",
     "format_time",
     "is_hex64",

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from intentloop.errors import StorageError
+from intentloop.store import fsync_dir, write_all
 
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -93,13 +94,13 @@ def write_private_file(path: Path, data: bytes | Callable[[int], None], *, overw
             if callable(data):
                 data(fd)
             else:
-                write_fully(fd, data)
+                write_all(fd, data)
             os.fsync(fd)
         finally:
             os.close(fd)
         if overwrite:
             os.replace(target, path)
-        _fsync_dir(path.parent)
+        fsync_dir(path.parent)
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(target)
@@ -110,24 +111,4 @@ def write_private_file(path: Path, data: bytes | Callable[[int], None], *, overw
         raise
 
 
-def write_fully(fd: int, data: bytes) -> None:
-    """Write all of ``data`` to ``fd`` (``os.write`` may write less than asked).
-
-    Raises:
-        OSError: the write failed.
-    """
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-__all__ = ["read_data_file", "write_fully", "write_private_file"]
+__all__ = ["read_data_file", "write_private_file"]

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from intentloop.errors import InvalidInputError, StorageError
-from intentloop.recovery._files import write_fully, write_private_file
+from intentloop.recovery._files import write_private_file
+from intentloop.store import write_all
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -78,7 +79,7 @@ def export_verified_prefix(store: ProjectStore, out: Path, *, overwrite: bool = 
 
     def fill(fd: int) -> None:
         def write(lines: bytes, _start: int, _events: Sequence[Event]) -> None:
-            write_fully(fd, lines)
+            write_all(fd, lines)
             digest.update(lines)
 
         scans.append(store.scan(write))

@@ -14,15 +14,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-import stat
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from intentloop.errors import StorageError
 from intentloop.model import Event, ProjectState, canonical_bytes, request_fingerprint
 from intentloop.service._rules import OP_START, claim_fingerprint_input, start_fingerprint_input
-from intentloop.store import CHECKPOINT_NAME, HEAD_SIG_NAME, INDEX_DIR_RE
+from intentloop.store import ProjectStore
 
 _CLAIM_EVENTS = frozenset({"claim_added", "claim_replaced"})
 _CANDIDATE_EVENTS = frozenset({"candidate_added", "source_observed", "result_signal_observed", "compaction_observed"})
@@ -192,62 +191,9 @@ def _needles_in(path: Path, needles: Sequence[bytes]) -> set[bytes]:
     return found
 
 
-def _project_files(
-    project_dir: Path, skip: frozenset[str], name_needles: Sequence[bytes] = ()
-) -> Iterator[tuple[str, Path, bool]]:
-    """Every persistent file under ``project_dir`` as (path relative to it, its path, whether it is a derived cache),
-    in a stable order.
-
-    The lock directory (ours, held right now) and renamed lock remnants are skipped: they hold only owner records; so
-    is ``head.sig``, rewritten after the deletion's commit, which holds only the signed head (hashes, a count, the key
-    id and the signature). ``skip`` names top-level entries to leave out (the pre-scan skips what the deletion is
-    about to rewrite, and then the derived caches too: they are rebuilt with it).
-
-    Raises:
-        StorageError: ``PATH_ESCAPE`` for a symlink, ``UNSAFE_DATA_FILE`` for a file with more than one link.
-        IntentLoopError: ``DELETE_VERIFICATION_FAILED`` when a file name holds one of ``name_needles``.
-    """
-    if not project_dir.exists():
-        return
-    stack = [(project_dir, False)]
-    while stack:
-        current, derived = stack.pop()
-        try:
-            entries = sorted(os.scandir(current), key=lambda e: e.name)
-        except OSError as exc:
-            raise StorageError(f"cannot list {current.name}: {exc.strerror}", code="STORAGE_READ_FAILED") from exc
-        for entry in entries:
-            if entry.name == "ledger.lock" or entry.name.startswith("ledger.lock.") or entry.name == HEAD_SIG_NAME:
-                continue
-            if current == project_dir and (entry.name in skip or (skip and is_derived(entry.name))):
-                continue
-            if any(needle in os.fsencode(entry.name) for needle in name_needles):
-                raise StorageError(
-                    f"a deleted identifier remained in a file name under {current.name}",
-                    code="DELETE_VERIFICATION_FAILED",
-                )
-            try:
-                info = entry.stat(follow_symlinks=False)
-            except FileNotFoundError:
-                continue
-            except OSError as exc:
-                raise StorageError(f"cannot stat {entry.name}", code="STORAGE_READ_FAILED") from exc
-            if stat.S_ISLNK(info.st_mode):
-                raise StorageError(f"{entry.name} must not be a symbolic link", code="PATH_ESCAPE")
-            is_cache = derived or (current == project_dir and is_derived(entry.name))
-            if stat.S_ISDIR(info.st_mode):
-                stack.append((Path(entry.path), is_cache))
-                continue
-            if not stat.S_ISREG(info.st_mode):
-                raise StorageError(f"{entry.name} is not a regular file", code="UNSAFE_DATA_FILE")
-            if info.st_nlink != 1:
-                raise StorageError(f"{entry.name} has more than one link", code="UNSAFE_DATA_FILE")
-            yield Path(entry.path).relative_to(project_dir).as_posix(), Path(entry.path), is_cache
-
-
-def scan_project_files(project_dir: Path, markers: Sequence[str], *, skip: frozenset[str] = frozenset()) -> int:
-    """Read every persistent file under ``project_dir`` (a chunk at a time); fail if a marker (a deleted id) is still
-    in one, or in a file's name.
+def scan_project_files(store: ProjectStore, markers: Sequence[str], *, skip: frozenset[str] = frozenset()) -> int:
+    """Read every persistent file of ``store``'s project (a chunk at a time); fail if a marker (a deleted id) is still
+    in one, or in the name of a file or directory.
 
     Returns:
         The number of files scanned. The derived caches (the checkpoint and the task index) are scanned too but not
@@ -259,21 +205,18 @@ def scan_project_files(project_dir: Path, markers: Sequence[str], *, skip: froze
     """
     needles = [m.encode("utf-8") for m in markers]
     scanned = 0
-    for name, path, derived in _project_files(project_dir, skip, needles):
-        scanned += not derived
-        if _needles_in(path, needles):
+    for entry in store.persistent_entries(skip=skip):
+        base = entry.name.rsplit("/", 1)[-1]
+        if any(needle in os.fsencode(base) for needle in needles):
             raise StorageError(
-                f"a deleted identifier remained in {name.rsplit('/', 1)[-1]}", code="DELETE_VERIFICATION_FAILED"
+                "a deleted identifier remained in a file name under the project", code="DELETE_VERIFICATION_FAILED"
             )
+        if entry.directory:
+            continue
+        scanned += not entry.derived
+        if _needles_in(entry.path, needles):
+            raise StorageError(f"a deleted identifier remained in {base}", code="DELETE_VERIFICATION_FAILED")
     return scanned
-
-
-REWRITTEN_BY_DELETE = frozenset({"ledger.jsonl", "private-sessions", "quarantine", CHECKPOINT_NAME})
-
-
-def is_derived(name: str) -> bool:
-    """The store's derived caches beside the ledger: the checkpoint and the task index directories."""
-    return name == CHECKPOINT_NAME or bool(INDEX_DIR_RE.match(name))
 
 
 #: Statements shorter than this are too common to look for as bytes (``"x"`` is in every file); they are still
@@ -291,15 +234,16 @@ def content_needles(statements: Iterable[str]) -> list[bytes]:
     return sorted({canonical_bytes(s)[1:-1] for s in statements if len(s) >= MIN_CONTENT_CHARS})
 
 
-def files_holding(project_dir: Path, needles: Sequence[bytes]) -> list[str]:
-    """The files under ``project_dir`` (relative paths) that hold any of ``needles``.
+def files_holding(store: ProjectStore, needles: Sequence[bytes]) -> list[str]:
+    """The persistent files of ``store``'s project (paths relative to its directory) that hold any of ``needles``.
 
     Raises:
         StorageError: as :func:`scan_project_files`.
     """
     if not needles:
         return []
-    return [name for name, path, _cache in _project_files(project_dir, frozenset()) if _needles_in(path, needles)]
+    entries = store.persistent_entries()
+    return [entry.name for entry in entries if not entry.directory and _needles_in(entry.path, needles)]
 
 
 def find_copies(state: ProjectState, statements: Collection[str]) -> list[dict[str, str]]:
@@ -342,7 +286,6 @@ def creating_request(event: Event, task_id: str, claim_ids: Collection[str]) -> 
 
 __all__ = [
     "MIN_CONTENT_CHARS",
-    "REWRITTEN_BY_DELETE",
     "content_needles",
     "creating_request",
     "files_holding",

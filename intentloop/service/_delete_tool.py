@@ -14,7 +14,6 @@ from typing import Any
 from intentloop.errors import IntentLoopError, InvalidInputError
 from intentloop.model import Event, ProjectState, TaskState, project
 from intentloop.service._delete import (
-    REWRITTEN_BY_DELETE,
     content_needles,
     creating_request,
     files_holding,
@@ -128,11 +127,11 @@ def _finish(ctx: Ctx, locked: LockedLedger, ids: Sequence[str], statements: Coll
     """After the rewrite, under the lock: strip quarantine, scan every file, report what else holds the content."""
     needles = content_needles(statements)
     locked.strip_quarantine([i.encode() for i in ids] + needles)
-    scanned = scan_project_files(ctx.store.project_dir, ids)
+    scanned = scan_project_files(ctx.store, ids)
     return {
         "persistent_files_scanned": scanned,
         "other_copies": _copies(ctx, statements),
-        "files_with_content": files_holding(ctx.store.project_dir, needles),
+        "files_with_content": files_holding(ctx.store, needles),
     }
 
 
@@ -169,7 +168,7 @@ async def delete(engine: Engine, ctx: Ctx, args: DeleteArgs) -> dict[str, Any]:
     del task  # only the statement is needed from here on
     async with open_locked_ledger(ctx.store, lazy=True) as locked:
         # Refuse before changing anything when a file the deletion does not rewrite already holds the id.
-        scan_project_files(ctx.store.project_dir, [claim_id], skip=REWRITTEN_BY_DELETE)
+        scan_project_files(ctx.store, [claim_id], skip=ctx.store.rewritten_by_deletion())
         deletion = _Deletion(task_id=task_id, claim_id=claim_id)
         deleted_copies = _with_copies(ctx, deletion, statements) if copies_too else []
         ids = [claim_id, *(c["claim_id"] for c in deleted_copies)]
@@ -195,7 +194,7 @@ async def _delete_task(engine: Engine, ctx: Ctx, task_id: str, confirmation: str
         raise task_not_found()
     async with open_locked_ledger(ctx.store, lazy=True) as locked:
         # No CORRUPT_PRIVATE_STATE guard here: a durable private record is exactly what deletion must remove.
-        scan_project_files(ctx.store.project_dir, [task_id], skip=REWRITTEN_BY_DELETE)
+        scan_project_files(ctx.store, [task_id], skip=ctx.store.rewritten_by_deletion())
         doomed = _fold(task_events(ctx.store.paths, task_id), task_id)
         private = engine.private_state(ctx, task_id)
         statements = {

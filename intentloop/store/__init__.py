@@ -21,7 +21,12 @@ if TYPE_CHECKING:  # what mypy checks: `X as X` re-exports each name, so a missp
         LockConfig as LockConfig,
     )
     from intentloop.store._controls import PrivateControl as PrivateControl
-    from intentloop.store._fs import rename_noreplace as rename_noreplace, replace_file as replace_file
+    from intentloop.store._fs import (
+        fsync_dir as fsync_dir,
+        rename_noreplace as rename_noreplace,
+        replace_file as replace_file,
+        write_all as write_all,
+    )
     from intentloop.store._index import INDEX_DIR_RE as INDEX_DIR_RE
     from intentloop.store._ledger import LockedLedger as LockedLedger
     from intentloop.store._lines import LineEvents as LineEvents
@@ -79,7 +84,7 @@ else:  # the same names, each loaded from its submodule on first use (PEP 562)
             "_checkpoint": ["CHECKPOINT_NAME"],
             "_config": ["ENV_CEILING", "ENV_HEARTBEAT", "ENV_STALE", "ENV_WAIT", "LockConfig"],
             "_controls": ["PrivateControl"],
-            "_fs": ["rename_noreplace", "replace_file"],
+            "_fs": ["fsync_dir", "rename_noreplace", "replace_file", "write_all"],
             "_index": ["INDEX_DIR_RE"],
             "_ledger": ["LockedLedger"],
             "_lines": ["LineEvents"],

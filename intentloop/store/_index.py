@@ -30,7 +30,9 @@ import msgspec
 from intentloop.errors import StorageError
 from intentloop.model._lazyre import LazyPattern
 from intentloop.model.events import Event, event_line
+from intentloop.model.ids import UUID_TEXT
 from intentloop.model.projection import BINDING_EVENTS  # what decides a session binding: named by the fold
+from intentloop.store._checkpoint import COUNTS  # file name → how many records it holds (sealed by the checkpoint)
 from intentloop.store._fs import (
     FILE_MODE,
     create_exclusive,
@@ -45,16 +47,15 @@ from intentloop.store._paths import ProjectPaths
 from intentloop.store._summary import SUMMARIES_MARK, SummaryBuilder
 from intentloop.store._verify import verify_continuation, verify_lines
 
-INDEX_DIR_RE = LazyPattern(r"^index-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+INDEX_DIR_RE = LazyPattern(rf"^index-{UUID_TEXT}$")
 BINDINGS = "bindings"
-COUNTS = "counts.json"  # file name → how many records it holds: a file cut short or removed is noticed
 _RECORD = 12
 _PACK = struct.Struct(">QI").pack  # one record: big-endian byte offset (8) and length (4) of a ledger line
 #: Lines of a task at most this far apart are read in one ``pread`` with what lies between them (a few lines of other
 #: tasks: reading them from the page cache costs less than a system call each), in blocks of at most ``_READ_BLOCK``.
 _READ_GAP = 8 * 1024
 _READ_BLOCK = 1024 * 1024
-_TASK_RE = LazyPattern(r"^[0-9a-fA-F-]{36}$")
+_TASK_RE = LazyPattern(rf"^(?i:{UUID_TEXT})$")
 
 
 def new_index_name() -> str:
@@ -343,9 +344,16 @@ class IndexedLedger:
     """Lines of a ledger whose checkpoint matched it exactly and whose index covers it, read by offset."""
 
     def __init__(
-        self, paths: ProjectPaths, fd: int, size: int, directory: Path, bindings: int, lines: int | None = None
+        self,
+        paths: ProjectPaths,
+        fd: int,
+        size: int,
+        directory: Path,
+        bindings: int,
+        counts: dict[str, int] | None,
+        lines: int | None = None,
     ) -> None:
-        self._counts = _read_counts(directory)
+        self._counts = counts  # the sealed counts: a task's records must number its lines
         self._paths = paths
         self._fd = fd
         self._size = size
@@ -483,8 +491,9 @@ class IndexedLedger:
 
 
 def open_indexed(paths: ProjectPaths) -> IndexedLedger | None:
-    """The ledger through its index, when the checkpoint matches the file exactly and the index covers every line it
-    vouches for; ``None`` otherwise (read the ledger whole). Lock-free; creates nothing."""
+    """The ledger through its index, when the checkpoint matches the file exactly, the index covers every line it
+    vouches for and its seal holds (``_checkpoint``); ``None`` otherwise (read the ledger whole). Lock-free; creates
+    nothing."""
     from intentloop.store._checkpoint import read_checkpoint
 
     try:
@@ -497,11 +506,16 @@ def open_indexed(paths: ProjectPaths) -> IndexedLedger | None:
         return None
     fd, st = opened
     checkpoint = read_checkpoint(paths)
-    covering = None if checkpoint is None or not checkpoint.matches(st) else checkpoint.covering_index()
-    if checkpoint is None or covering is None or not INDEX_DIR_RE.match(covering[0]):
+    vouched = None if checkpoint is None or not checkpoint.matches(st) else checkpoint.vouched_index(paths)
+    if checkpoint is None or vouched is None or not INDEX_DIR_RE.match(vouched[0]):
         os.close(fd)
         return None
-    index, bindings = covering
+    index, bindings, counts_bytes = vouched
+    try:
+        counts = _counts_codec.decode(counts_bytes)
+    except msgspec.DecodeError:
+        os.close(fd)
+        return None
     directory = paths.project_dir / index
     try:
         dir_st = os.lstat(directory)
@@ -513,7 +527,7 @@ def open_indexed(paths: ProjectPaths) -> IndexedLedger | None:
     if not stat_module.S_ISDIR(dir_st.st_mode):
         os.close(fd)
         return None
-    return IndexedLedger(paths, fd, st.st_size, directory, bindings, checkpoint.lines)
+    return IndexedLedger(paths, fd, st.st_size, directory, bindings, counts, checkpoint.lines)
 
 
 __all__ = [

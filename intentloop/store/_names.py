@@ -14,13 +14,14 @@ import uuid
 from pathlib import Path
 
 from intentloop.model._lazyre import LazyPattern
+from intentloop.model.ids import UUID_TEXT
 from intentloop.store._checkpoint import CHECKPOINT_TEMP_RE
 from intentloop.store._config import LockConfig
 from intentloop.store._fs import read_marker, remove_tree_quietly, unlink_quietly
 from intentloop.store._liveness import GONE, Liveness, ProcessIdentity, judge, parse_owner, probe_process
 from intentloop.store._paths import ProjectPaths
 
-_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+_UUID = rf"(?i:{UUID_TEXT})"  # either case: the original implementation's names too
 LEDGER_TEMP_RE = LazyPattern(rf"^ledger-(?:append|repair|rewrite|tombstones)-{_UUID}\.tmp$")
 STALE_LOCK_RE = LazyPattern(rf"^ledger\.lock\.stale-{_UUID}$")
 RELEASED_LOCK_RE = LazyPattern(rf"^ledger\.lock\.release-[A-Za-z0-9_-]{{1,200}}-{_UUID}$")

@@ -48,6 +48,7 @@ if TYPE_CHECKING:  # the lock machinery is imported on the way into the lock: a 
     from intentloop.model.events import Event, EventDraft
     from intentloop.model.projection import TaskState
     from intentloop.store._index import IndexedLedger
+    from intentloop.store._inventory import ProjectEntry
     from intentloop.store._ledger import LockedLedger
     from intentloop.store._lock import Acquirer, LockHandle
     from intentloop.store._sessions import SessionTask
@@ -285,6 +286,22 @@ class ProjectStore:
         """
         return read_control(self.paths, session_hash)
 
+    def persistent_entries(self, *, skip: frozenset[str] = frozenset()) -> Iterator[ProjectEntry]:
+        """Every persistent file and directory of the project (what deletion searches; ``_inventory``), lock-free.
+
+        Raises:
+            StorageError: ``PATH_ESCAPE``, ``UNSAFE_DATA_FILE``, ``STORAGE_READ_FAILED``.
+        """
+        from intentloop.store._inventory import project_entries
+
+        return project_entries(self.paths, skip=skip)
+
+    def rewritten_by_deletion(self) -> frozenset[str]:
+        """The top-level entries a deletion replaces under the lock (searched after it, not before)."""
+        from intentloop.store._inventory import rewritten_by_deletion
+
+        return rewritten_by_deletion(self.paths)
+
     def read_tombstones(self) -> frozenset[str]:
         """The keyed digests of requests whose claims were deleted (``deleted-requests.json``; lock-free).
 
@@ -473,8 +490,9 @@ class ProjectStore:
         )
 
     def _index_for(self, st: os.stat_result | None, checkpoint: Checkpoint | None = None) -> tuple[str, int] | None:
-        """The task index a writer may extend: the checkpoint's, when it matches the file as found, covers it and is
-        whole (its task summaries written: an index built before them is rebuilt, not extended)."""
+        """The task index a writer may extend: the checkpoint's, when it matches the file as found, covers it, is
+        sealed to it and is whole (its task summaries written: an index built before them is rebuilt, not
+        extended)."""
         from intentloop.store._summary import SUMMARIES_MARK
 
         if st is None:
@@ -482,10 +500,10 @@ class ProjectStore:
         checkpoint = read_checkpoint(self.paths) if checkpoint is None else checkpoint
         if checkpoint is None or not checkpoint.matches(st):
             return None
-        index = checkpoint.covering_index()
-        if index is None or not os.path.lexists(self.paths.project_dir / index[0] / SUMMARIES_MARK):
+        vouched = checkpoint.vouched_index(self.paths)  # an index edited since is rebuilt, never extended
+        if vouched is None or not os.path.lexists(self.paths.project_dir / vouched[0] / SUMMARIES_MARK):
             return None
-        return index
+        return vouched[0], vouched[1]
 
     def indexed(self) -> IndexedLedger | None:
         """The ledger through its task index (lock-free, creates nothing), or ``None`` when the checkpoint does not

@@ -24,14 +24,14 @@ import msgspec
 from intentloop.errors import StorageError
 from intentloop.model._lazyre import LazyPattern
 from intentloop.model.events import OBSERVATION_EVENT_TYPES, EventDraft
+from intentloop.model.ids import UUID_TEXT
 from intentloop.store._fs import create_exclusive, fsync_dir, read_regular, storage_error, unlink_quietly
 from intentloop.store._paths import ProjectPaths
 
 SPOOL_MAX_ENTRIES = 512
 SPOOL_MAX_ENTRY_BYTES = 8192
-_UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-SPOOL_ENTRY_RE = LazyPattern(rf"^obs-{_UUID}\.json$")
-SPOOL_TEMP_RE = LazyPattern(rf"^obs-{_UUID}\.tmp$")
+SPOOL_ENTRY_RE = LazyPattern(rf"^obs-{UUID_TEXT}\.json$")
+SPOOL_TEMP_RE = LazyPattern(rf"^obs-{UUID_TEXT}\.tmp$")
 _FIELDS = ("event_type", "task_id", "actor", "request_id", "payload", "occurred_at")
 _encoder = msgspec.json.Encoder(order="sorted")
 

@@ -347,12 +347,13 @@ def _advanced(directory: Path, task_id: str, before: int, added: Sequence[Event]
 
 def _refolded(paths: ProjectPaths, directory: Path, task_id: str, size: int) -> _Fold | None:
     """The task folded from all its events, read through the index (``None``: the index cannot vouch for them)."""
-    from intentloop.store._index import IndexedLedger
+    from intentloop.store._index import IndexedLedger, _read_counts
 
     opened = open_regular(paths.ledger_path)
     if opened is None:
         return None
-    indexed = IndexedLedger(paths, opened[0], size, directory, 0)
+    # The writer's own counts, just extended under the lock from an index whose seal it checked first.
+    indexed = IndexedLedger(paths, opened[0], size, directory, 0, _read_counts(directory))
     try:
         events = indexed.task_events(task_id)
         first = indexed.first_offset(task_id)

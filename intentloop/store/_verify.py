@@ -19,7 +19,7 @@ from intentloop.errors import CorruptLedgerError
 from intentloop.model._lazyre import LazyPattern
 from intentloop.model.canonical import canonical_bytes
 from intentloop.model.events import ACTORS, EVENT_TYPES, Event
-from intentloop.model.ids import HEX64_RE, RFC3339_UTC_RE
+from intentloop.model.ids import HEX64_RE, RFC3339_UTC_RE, UUID_TEXT
 from intentloop.store._migrate import MIGRATIONS, migrate, migrate_v1, schema_error
 
 # Grows whenever the decoder meets a float that msgspec and JavaScript would write differently (integral or not
@@ -50,7 +50,7 @@ _DIGIT_TO_D = str.maketrans(dict.fromkeys("0123456789", "d"))
 _TIME_SHAPE = "dddd-dd-ddTdd:dd:dd.dddZ"
 _FIELDS = frozenset(Event.__struct_fields__)
 # Any 8-4-4-4-12 hex UUID, as the original's JSON schema ("format": "uuid") accepts.
-_UUID_RE = LazyPattern(r"^[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}\Z")
+_UUID_RE = LazyPattern(rf"^(?i:{UUID_TEXT})\Z")
 _DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 #: The longest line a ledger may hold (64 MiB; the largest the service writes, a graph import of 1000 claims and 1000
 #: candidates of maximal, fully escaped text, is ~40 MB). A longer line is damage, and the store streams past it

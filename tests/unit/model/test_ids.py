@@ -64,3 +64,37 @@ def test_id_patterns_refuse_a_trailing_newline(pattern: str, good: str) -> None:
     regex = getattr(ids, pattern)
     assert regex.match(good)
     assert not regex.match(good + "\n")
+
+
+def test_the_uuid_shape_is_written_once() -> None:
+    """Every UUID rule in the package is built from ``UUID_TEXT`` (the published tool schema pattern aside, which is
+    the original's text): a second hand-written copy is where one of them drifts."""
+    import re
+    from pathlib import Path
+
+    import intentloop
+
+    root = Path(intentloop.__file__).parent
+    copies = sorted(
+        str(path.relative_to(root))
+        for path in root.rglob("*.py")
+        if re.search(r"\{8\}-", path.read_text(encoding="utf-8"))
+    )
+    assert copies == ["model/ids.py", "service/args.py"]
+
+
+@pytest.mark.parametrize(
+    ("value", "accepted"),
+    [
+        ("123e4567-e89b-42d3-a456-426614174000", True),
+        ("123E4567-E89B-42D3-A456-426614174000", True),
+        ("123e4567-e89b-02d3-a456-426614174000", False),  # version 0
+        ("123e4567-e89b-92d3-a456-426614174000", False),  # version 9
+        ("123e4567-e89b-42d3-c456-426614174000", False),  # variant c
+        ("123e4567e89b42d3a456426614174000", False),
+    ],
+)
+def test_an_id_given_is_the_shape_with_a_version_and_variant(value: str, accepted: bool) -> None:
+    from intentloop.model.ids import is_uuid
+
+    assert is_uuid(value) is accepted
