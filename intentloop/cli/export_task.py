@@ -19,7 +19,7 @@ from intentloop.cli._exit import OK
 from intentloop.cli._options import JsonOption, ProjectIdOption, ProjectRootOption
 from intentloop.cli._output import Output, key_value_table
 from intentloop.cli._select import plural
-from intentloop.cli.views import TaskArgument, claim_status
+from intentloop.cli.views import TaskArgument, bound_file, claim_status
 
 if TYPE_CHECKING:
     from intentloop.model import TaskState
@@ -165,6 +165,9 @@ def _claim_lines(claim: dict[str, Any], task: TaskState | None) -> list[str]:
         details.append("- supersedes: " + ", ".join(f"`{c}`" for c in claim["supersedes"]))
     if claim.get("related_claim_ids"):
         details.append("- related: " + ", ".join(f"`{c}`" for c in claim["related_claim_ids"]))
+    file = bound_file(claim)
+    if file is not None:
+        details.append(f"- evidence file: `{file[0]}` ({file[1]})")
     invalidation = task.invalidations.get(claim["claim_id"]) if task is not None else None
     if invalidation is not None:
         reason = f": {_inline(invalidation.reason)}" if invalidation.reason else ""

@@ -321,13 +321,17 @@ def _show(
         table.add_column("facets", overflow="fold")
         table.add_column("statement", overflow="fold", ratio=1)
         table.add_column("since", no_wrap=True)
-        for claim in claims:
+        files = [_file_cell(claim) for claim in claims]
+        if any(files):  # only a table holding evidence bound to a file gets the column
+            table.add_column("evidence file", overflow="fold")
+        for claim, file in zip(claims, files, strict=True):
             table.add_row(
                 short(claim["claim_id"], 8),
                 f"{claim['epistemic_status']}/{claim['role']}",
                 ",".join(claim["facets"]),
                 Text(escape_controls(claim["statement"])),
                 claim["valid_from"],
+                *([Text(file)] if any(files) else []),
             )
         out.show(table)
     if not snapshot["active_claims"]:
@@ -335,6 +339,27 @@ def _show(
     if history:
         _show_history(out, snapshot.get("history", []))
     return OK
+
+
+def bound_file(claim: dict[str, Any]) -> tuple[str, str] | None:
+    """The file an evidence claim is bound to and its state, for people: ``("logs/build.log", "stale")``, ``"current"``,
+    or ``"not checked"`` when the project's root is unknown (named by id); ``None`` for a claim bound to no file.
+
+    The path is redacted and its controls escaped again: a ledger written before paths were checked may hold either.
+    """
+    from intentloop.model import redact
+
+    bound = claim.get("evidence_file")
+    if not isinstance(bound, dict) or not isinstance(bound.get("path"), str):
+        return None
+    stale = claim.get("evidence_stale")
+    state = "not checked" if stale is None else "stale" if stale else "current"
+    return escape_controls(redact(bound["path"]).text), state
+
+
+def _file_cell(claim: dict[str, Any]) -> str:
+    file = bound_file(claim)
+    return "" if file is None else f"{file[0]} ({file[1]})"
 
 
 def _show_history(out: Output, entries: list[dict[str, Any]]) -> None:
@@ -363,4 +388,4 @@ def _show_history(out: Output, entries: list[dict[str, Any]]) -> None:
     out.show(table)
 
 
-__all__ = ["claim_status", "projects", "resolve_task", "show", "task_row", "tasks"]
+__all__ = ["bound_file", "claim_status", "projects", "resolve_task", "show", "task_row", "tasks"]

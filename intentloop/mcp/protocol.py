@@ -73,6 +73,8 @@ HANDSHAKE_METHODS: Final = frozenset(
 MODERN_METHODS: Final = frozenset(
     {"server/discover", "tools/list", "tools/call", "resources/list", "resources/templates/list", "resources/read"}
 )
+# The paginated list methods: each answer is one page, so any ``cursor`` sent to them is invalid (-32602).
+PAGINATED_METHODS: Final = frozenset({"tools/list", "resources/list", "resources/templates/list"})
 # 2026-07-28 results that carry the cache hints ``ttlMs`` and ``cacheScope``.
 CACHEABLE_METHODS: Final = frozenset(
     {"server/discover", "tools/list", "resources/list", "resources/templates/list", "resources/read"}
@@ -148,6 +150,7 @@ __all__ = [
     "METHOD_NOT_FOUND",
     "MODERN_METHODS",
     "MODERN_VERSIONS",
+    "PAGINATED_METHODS",
     "PARSE_ERROR",
     "PROTOCOL_VERSION_META_KEY",
     "REVISIONS",

@@ -24,10 +24,9 @@ from typing import Any, Protocol
 
 import trio
 
-from intentloop.errors import IntentLoopError, InvalidInputError
+from intentloop.errors import IntentLoopError
 from intentloop.mcp import answers, envelope as env
 from intentloop.mcp.answers import EXPERIMENTAL_CAPABILITIES, INSTRUCTIONS, RequestId, encode_message
-from intentloop.mcp.catalog import Catalog, load_catalog
 from intentloop.mcp.protocol import INTERNAL_ERROR, ProtocolError, Revision
 from intentloop.mcp.roots import (
     Canonicalize,
@@ -77,7 +76,7 @@ def _default_service() -> ToolService:
 
 
 class McpServer:
-    """The server's state shared by every connection: the catalog, the service and how roots are canonicalized.
+    """The server's state shared by every connection: the service and how roots are canonicalized.
 
     Args:
         service: runs the tools; by default ``intentloop.service.IntentService()``, imported on first need.
@@ -101,7 +100,6 @@ class McpServer:
         roots_timeout: float = ROOTS_TIMEOUT_S,
         warm_root: str | None = None,
     ) -> None:
-        self.catalog: Catalog = load_catalog()
         self._service = service
         self._decode = decode
         self.canonicalize = canonicalize
@@ -297,14 +295,7 @@ class Connection:
 
     async def _call_tool(self, call: Call) -> dict[str, Any]:
         name, params, revision = call.target, call.params, call.revision
-        raw_arguments = params.get("arguments")
-        if self.server.catalog.get(name) is None:
-            envelope = env.failure(name, None, {}, InvalidInputError(f"Unknown tool `{name[:200]}`"))
-            return _tool_result(envelope, revision)
-        if raw_arguments is not None and not isinstance(raw_arguments, dict):
-            error = InvalidInputError(f"Expected `object`, got `{env.json_type(raw_arguments)}`")
-            return _tool_result(env.failure(name, None, {}, error), revision)
-        arguments: dict[str, Any] = raw_arguments or {}
+        arguments: dict[str, Any] = params.get("arguments") or {}  # the session checked the name and the shape
         try:
             service, decode = await self.server.ready()
             args = decode(name, arguments)

@@ -28,6 +28,7 @@ from intentloop.mcp.answers import (
     result_message,
     valid_id,
 )
+from intentloop.mcp.catalog import load_catalog
 from intentloop.mcp.protocol import (
     HANDSHAKE_METHODS,
     INTERNAL_ERROR,
@@ -36,6 +37,7 @@ from intentloop.mcp.protocol import (
     METHOD_NOT_FOUND,
     MODERN_METHODS,
     MODERN_VERSIONS,
+    PAGINATED_METHODS,
     PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
     ProtocolError,
@@ -248,6 +250,9 @@ class Session:
                     )
                 if method not in HANDSHAKE_METHODS:
                     raise ProtocolError(METHOD_NOT_FOUND, "Method not found", method)
+            if method in PAGINATED_METHODS and params.get("cursor") is not None:
+                # every list is one page: no cursor was ever handed out, so none is valid
+                raise ProtocolError(INVALID_PARAMS, "Invalid params: unknown cursor (every list is one page)")
             if method in CALL_METHODS:
                 target = _call_target(method, params, revision)
                 return Call(
@@ -287,13 +292,19 @@ def _call_target(method: str, params: dict[str, Any], revision: Revision) -> str
     """The tool name or resource URI of a call, checked.
 
     Raises:
-        ProtocolError: ``-32602`` for a missing or non-string name or URI; the revision's "resource not found" for a
-            URI that is not the skill's.
+        ProtocolError: ``-32602`` for a missing or non-string name or URI, a tool this server does not have, or
+            ``arguments`` that are neither absent, ``null`` nor an object (the specification's protocol errors, and
+            the original's answers); the revision's "resource not found" for a URI that is not the skill's.
     """
     if method == "tools/call":
         name = params.get("name")
         if not isinstance(name, str):
             raise ProtocolError(INVALID_PARAMS, "Invalid params: tools/call needs params.name (a string)")
+        if load_catalog().get(name) is None:
+            raise ProtocolError(INVALID_PARAMS, f"Unknown tool: {name[:200]}")
+        arguments = params.get("arguments")
+        if arguments is not None and not isinstance(arguments, dict):
+            raise ProtocolError(INVALID_PARAMS, "Invalid params: tools/call arguments must be an object")
         return name
     uri = params.get("uri")
     if not isinstance(uri, str):

@@ -1,10 +1,12 @@
 """Evidence bound to project files: resolving ``evidence_path``, hashing it, and ``evidence_stale`` at read time.
 
 Why hashing runs in a worker thread (``trio.to_thread``): an evidence file can be a multi-gigabyte log, and the
-server answers every other call on the one trio thread; SHA-256 runs at about 1.5 GB/s here (in memory), slower
-from a cold disk. Files are opened
-without following a final symlink and non-blocking (a FIFO swapped in after the check cannot hang the hash), and
-only a regular file is read. Staleness is never stored: every snapshot and export hashes the file again.
+server answers every other call on the one trio thread. Files are opened without following a final symlink and
+non-blocking (a FIFO swapped in after the check cannot hang the hash), and only a regular file is read. Staleness is
+never stored; each read asks for the file's digest, which this process remembers by the file's stat (device, inode,
+size, mtime, ctime), so an unchanged file is hashed once per process, not at every snapshot. A file changed within
+:data:`RACY_WINDOW_NS` of its hash is not remembered (git's "racily clean" problem: a second change in the same
+timestamp tick can leave the stat as it was).
 """
 
 from __future__ import annotations
@@ -12,17 +14,31 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import threading
+import time
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Final, TypeAlias
 
 import trio
 
 from intentloop.errors import InvalidInputError, StorageError
 from intentloop.model import EvidenceFile
+from intentloop.model.printable import escape_controls
+from intentloop.model.redaction import secret_kinds
 
 #: the claim lists of a snapshot (and ``history`` entries' claims) and of a portable export that may hold evidence.
 _SNAPSHOT_LISTS = ("active_claims", "unknowns", "disagreements", "stale_long_term")
 _CHUNK = 1 << 20
+#: How recent a file's last change (mtime or ctime) may be, measured from when its hash began, for its digest to be
+#: remembered: 3 s covers the coarsest common timestamp granularity (FAT's 2 s; HFS+ and many network filesystems
+#: keep whole seconds), a kernel's coarse clock lagging the wall clock, and small clock differences.
+RACY_WINDOW_NS: Final = 3_000_000_000
+_MAX_DIGESTS: Final = 4096  # remembered files per process, least recently used dropped first
+
+StatKey: TypeAlias = tuple[int, int, int, int, int]
+_digests: OrderedDict[StatKey, str] = OrderedDict()
+_digests_lock = threading.Lock()  # worker threads hash concurrently
 
 
 def _inside(root: str, path: str) -> bool:
@@ -38,36 +54,94 @@ def resolve_evidence_path(project_root: str, evidence_path: str) -> tuple[str, s
 
     Raises:
         StorageError: ``PATH_ESCAPE`` when the path (symlinks resolved) lies outside the project root.
-        InvalidInputError: ``INVALID_EVIDENCE_PATH`` when it is empty, holds a NUL, or is not a regular file.
+        InvalidInputError: ``SENSITIVE_ID_REJECTED`` when the project-relative path (the one stored) holds anything
+            redaction finds; ``INVALID_EVIDENCE_PATH`` when it is empty, holds a NUL, a terminal control or a
+            bidirectional override, or is not a regular file.
     """
     if not evidence_path or "\0" in evidence_path:
         raise InvalidInputError("evidence_path must be a non-empty path", code="INVALID_EVIDENCE_PATH")
     real = os.path.realpath(os.path.join(project_root, evidence_path))
     if not _inside(project_root, real):
         raise StorageError("evidence_path resolves outside the project root", code="PATH_ESCAPE")
+    relative = os.path.relpath(real, project_root).replace(os.sep, "/")
+    check_stored_path(relative)
     try:
         mode = os.stat(real).st_mode
     except OSError:
         mode = 0
     if not stat.S_ISREG(mode):
         raise InvalidInputError("evidence_path is not a regular file", code="INVALID_EVIDENCE_PATH")
-    relative = os.path.relpath(real, project_root).replace(os.sep, "/")
     return real, relative
 
 
+def check_stored_path(path: str) -> None:
+    """Refuse a path that must not be stored as an evidence binding: it is kept verbatim (a path cannot be redacted
+    and still name its file), so it is held to the rule of the ids stored verbatim, and shown to people as it is.
+
+    Raises:
+        InvalidInputError: ``SENSITIVE_ID_REJECTED`` when redaction finds anything in it (a token as a file or folder
+            name); ``INVALID_EVIDENCE_PATH`` when it holds a terminal control or a bidirectional override.
+    """
+    if secret_kinds(path):
+        raise InvalidInputError(
+            "evidence_path must not contain a credential or access token", code="SENSITIVE_ID_REJECTED"
+        )
+    if escape_controls(path) != path:
+        raise InvalidInputError(
+            "evidence_path must not contain terminal control or bidirectional-override characters",
+            code="INVALID_EVIDENCE_PATH",
+        )
+
+
+def _stat_key(st: os.stat_result) -> StatKey:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _remember(key: StatKey, digest: str) -> None:
+    with _digests_lock:
+        _digests[key] = digest
+        _digests.move_to_end(key)
+        while len(_digests) > _MAX_DIGESTS:
+            _digests.popitem(last=False)
+
+
+def _remembered(key: StatKey) -> str | None:
+    with _digests_lock:
+        digest = _digests.get(key)
+        if digest is not None:
+            _digests.move_to_end(key)
+        return digest
+
+
 def file_sha256(path: str) -> str | None:
-    """The hex SHA-256 of the regular file at ``path`` (no final symlink followed), ``None`` when it is not one."""
+    """The hex SHA-256 of the regular file at ``path`` (no final symlink followed), ``None`` when it is not one.
+
+    Read only when this process does not remember the digest of the file as its stat now is. The digest is remembered
+    when the stat did not change while the file was read and its last change is older than :data:`RACY_WINDOW_NS`
+    before the read began; a file changed since has another stat (a new inode, size, mtime or ctime: a rewrite that
+    puts the mtime back still moves the ctime) and is read again.
+    """
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        before = os.fstat(fd)
+        if not stat.S_ISREG(before.st_mode):
             return None
+        key = _stat_key(before)
+        remembered = _remembered(key)
+        if remembered is not None:
+            return remembered
+        started = time.time_ns()
         digest = hashlib.sha256()
         while chunk := os.read(fd, _CHUNK):
             digest.update(chunk)
-        return digest.hexdigest()
+        hexdigest = digest.hexdigest()
+        settled = max(before.st_mtime_ns, before.st_ctime_ns) < started - RACY_WINDOW_NS
+        if settled and _stat_key(os.fstat(fd)) == key:
+            _remember(key, hexdigest)
+        return hexdigest
     except OSError:
         return None
     finally:
@@ -79,10 +153,11 @@ async def bind_evidence_file(project_root: str, evidence_path: str) -> EvidenceF
 
     Raises:
         StorageError: ``PATH_ESCAPE``.
-        InvalidInputError: ``INVALID_EVIDENCE_PATH`` (also when the file vanished or changed kind while hashed).
+        InvalidInputError: ``SENSITIVE_ID_REJECTED``; ``INVALID_EVIDENCE_PATH`` (also when the file vanished or
+            changed kind while hashed).
     """
     real, relative = resolve_evidence_path(project_root, evidence_path)
-    digest = await trio.to_thread.run_sync(file_sha256, real)
+    digest = await trio.to_thread.run_sync(file_sha256, real, abandon_on_cancel=True)  # nothing written yet
     if digest is None:
         raise InvalidInputError("evidence_path is not a regular file", code="INVALID_EVIDENCE_PATH")
     return EvidenceFile(path=relative, sha256=digest)
@@ -122,17 +197,19 @@ async def mark_evidence_stale(project_root: str, result: Any) -> Any:
     """Add ``evidence_stale`` to every claim of a snapshot or export result that carries ``evidence_file``.
 
     Claims without ``evidence_file`` are untouched (the answer stays the original's); each distinct path is hashed
-    once, all of them in one worker thread.
+    once, all of them in one worker thread. With no ``project_root`` (the CLI naming a project by its id: the root is
+    never stored) nothing is marked: a relative path would otherwise be judged against the working directory.
     """
     claims = [(claim, bound) for claim in _claims_of(result) if (bound := _bound(claim)) is not None]
-    if not claims:
+    if not claims or not project_root:
         return result
     paths = sorted({path for _claim, (path, _digest) in claims})
 
     def hash_all() -> dict[str, str | None]:
         return {path: current_sha256(project_root, path) for path in paths}
 
-    now = await trio.to_thread.run_sync(hash_all)
+    # read-only: a cancelled call (or a server going away) leaves the thread behind instead of waiting for it
+    now = await trio.to_thread.run_sync(hash_all, abandon_on_cancel=True)
     for claim, (path, digest) in claims:
         claim["evidence_stale"] = now[path] != digest
     return result
@@ -153,6 +230,7 @@ def strip_extensions(graph: dict[str, Any]) -> dict[str, Any]:
 
 __all__ = [
     "bind_evidence_file",
+    "check_stored_path",
     "current_sha256",
     "file_sha256",
     "mark_evidence_stale",

@@ -23,6 +23,7 @@ from intentloop.model import (
     request_fingerprint,
     sha256_hex,
 )
+from intentloop.service._evidence import check_stored_path
 from intentloop.service._rules import OP_IMPORT, check_uuid, redact_text
 from intentloop.service.args import GraphCandidateArg, GraphClaimArg, PortableGraphArg
 
@@ -54,13 +55,17 @@ def _check_claim(claim: GraphClaimArg) -> None:
         _check_time(claim.last_confirmed, "last_confirmed")
     if claim.review_after is not msgspec.UNSET:
         _check_time(claim.review_after, "review_after")
+    if claim.evidence_file is not msgspec.UNSET:  # stored verbatim, like a binding made here
+        check_stored_path(claim.evidence_file.path)
 
 
 def validate_graph(graph: PortableGraphArg) -> None:
     """Every check of the original's import, plus fully anchored id checks.
 
     Raises:
-        IntentLoopError: ``INVALID_IMPORT`` (or ``INVALID_ID`` for a malformed id, as the original answers).
+        IntentLoopError: ``INVALID_IMPORT`` (or ``INVALID_ID`` for a malformed id, as the original answers);
+            ``SENSITIVE_ID_REJECTED`` or ``INVALID_EVIDENCE_PATH`` for an ``evidence_file`` path that could not be
+            bound here either.
     """
     total = len(graph.claims) + len(graph.invalidated_claim_ids) + len(graph.candidates)
     if total > MAX_COMBINED_ITEMS:

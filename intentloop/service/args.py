@@ -175,7 +175,8 @@ class AddEvidenceArgs(ClaimBaseArgs, frozen=True, kw_only=True):
                 description="Optional project file this evidence is about, relative to the project root or absolute "
                 "inside it. The claim records evidence_file {path, sha256}; snapshots and exports then mark it "
                 "evidence_stale when the file changes or disappears. Outside the root: PATH_ESCAPE; not a regular "
-                "file: INVALID_EVIDENCE_PATH.",
+                "file: INVALID_EVIDENCE_PATH; a path holding a token or key (it is stored as it is): "
+                "SENSITIVE_ID_REJECTED.",
             ),
         ]
         | UnsetType

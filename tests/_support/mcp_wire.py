@@ -284,7 +284,8 @@ def tool_scenario(era: Era, project: Path) -> list[bytes]:
     lines.append(era.call_raw("intent_import", imported))
     call("intent_delete", target="claim", claim_id=new_claim, confirmation=f"DELETE CLAIM {new_claim}")
     call("intent_set_mode", request_id="r10", mode="off")
-    # Refusals: a strict-schema error, a rule error, an unknown tool, non-object arguments, a missing root.
+    # Refusals: a strict-schema error, a rule error, a missing root. (An unknown tool and non-object arguments are
+    # JSON-RPC errors now, not envelopes: test_mcp_conformance.py checks them on their own.)
     call("intent_get_snapshot", max_characters="many")
     call(
         "intent_add_explicit",
@@ -294,8 +295,6 @@ def tool_scenario(era: Era, project: Path) -> list[bytes]:
         facets=["outcome"],
         confirmation_reason="direct_statement",
     )
-    lines.append(era.call_raw("intent_nope", {}))
-    lines.append(era.call_raw("intent_status", [1]))
     lines.append(era.call_raw("intent_status", {}))
     return lines
 

@@ -328,6 +328,64 @@ def test_export_markdown_and_json_to_stdout_and_to_a_private_file(memory: Memory
     assert code == 2 and body["error"]["code"] == "INVALID_ARGUMENTS"
 
 
+def test_show_and_export_name_the_bound_file_and_whether_it_is_stale(memory: Memory) -> None:
+    log = memory.root / "logs" / "build.log"
+    log.parent.mkdir()
+    log.write_bytes(b"FAILED test_login\n")
+    task = memory.call("intent_start_task", {"request_id": "s1", "label": "evidence"})["task_id"]
+    for request, statement, extra in (
+        ("e1", "CI failed on test_login", {"evidence_path": "logs/build.log"}),
+        ("e2", "A reviewer approved", {}),
+    ):
+        memory.call(
+            "intent_add_evidence",
+            {
+                "task_id": task,
+                "request_id": request,
+                "statement": statement,
+                "source_ref": {"kind": "tool_result", "event_id": f"ci-{request}"},
+                "facets": ["result_feedback"],
+                **extra,
+            },
+        )
+    memory.env["COLUMNS"] = "200"  # one table row per claim
+
+    def shown() -> dict[str, str]:
+        done = memory.run("show", task)
+        assert done.returncode == 0, done.stderr
+        rows = [line for line in done.stdout.splitlines() if "CI failed" in line or "A reviewer" in line]
+        return {("bound" if "CI failed" in row else "plain"): row for row in rows}
+
+    def exported() -> str:
+        done = memory.run("export", task)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    rows = shown()
+    assert "logs/build.log (current)" in rows["bound"] and "logs/build.log" not in rows["plain"]
+    assert "- evidence file: `logs/build.log` (current)" in exported()
+    assert exported().count("- evidence file:") == 1  # only the bound claim has the line
+    log.write_bytes(b"passed\n")
+    assert "logs/build.log (stale)" in shown()["bound"]
+    assert "- evidence file: `logs/build.log` (stale)" in exported()
+    # Named by id from another folder, the project's root is unknown: the file is not checked (never against the
+    # working directory, which here holds a file of that name with the recorded bytes).
+    elsewhere = memory.tmp / "elsewhere"
+    (elsewhere / "logs").mkdir(parents=True)
+    (elsewhere / "logs" / "build.log").write_bytes(b"FAILED test_login\n")
+    done = memory.run("show", task, "--project-id", memory.pid, cwd=elsewhere)
+    assert done.returncode == 0, done.stderr
+    assert "logs/build.log (not checked)" in done.stdout
+    done = memory.run("export", task, "--project-id", memory.pid, cwd=elsewhere)
+    assert done.returncode == 0 and "- evidence file: `logs/build.log` (not checked)" in done.stdout, done.stderr
+    code, body = memory.json("show", task, "--project-id", memory.pid, cwd=elsewhere)
+    [bound] = [c for c in body["snapshot"]["active_claims"] if "evidence_file" in c]
+    assert code == 0 and "evidence_stale" not in bound
+    code, body = memory.json("show", task)  # control: from the project, the mark is there
+    [bound] = [c for c in body["snapshot"]["active_claims"] if "evidence_file" in c]
+    assert code == 0 and bound["evidence_stale"] is True
+
+
 # ------------------------------------------------------------------------------------------------- forget
 
 

@@ -172,6 +172,35 @@ def test_an_unknown_method_is_method_not_found(wire: Any, modern: bool) -> None:
     assert "tools" in json.loads(era.request_raw("tools/list"))["result"]  # control
 
 
+@pytest.mark.parametrize("modern", [False, True])
+def test_an_unknown_tool_and_non_object_arguments_are_invalid_params(wire: Any, tmp: Path, modern: bool) -> None:
+    # The specification lists an unknown tool among the protocol errors; the original answers it, and arguments that
+    # are not an object, with -32602. Invalid fields inside an object stay the INVALID_ARGUMENTS envelope.
+    if not modern:
+        W.initialize(wire)
+    era = W.Era(wire, modern)
+    root = str(tmp / "project")
+    unknown = era.call("intent_nope", {"project_root": root})
+    assert _error_code(unknown) == -32602 and unknown["error"]["message"] == "Unknown tool: intent_nope"
+    for arguments in ([1], "x", 3, True):
+        assert _error_code(era.call("intent_status", arguments)) == -32602, arguments
+    field = era.call("intent_status", {"project_root": root, "extra": 1})["result"]
+    assert field["isError"] is True and field["structuredContent"]["error"]["code"] == "INVALID_ARGUMENTS"
+    assert era.call("intent_status", {"project_root": root})["result"]["structuredContent"]["ok"] is True  # control
+
+
+@pytest.mark.parametrize("modern", [False, True])
+@pytest.mark.parametrize("method", ["tools/list", "resources/list", "resources/templates/list"])
+def test_a_cursor_is_invalid_params(wire: Any, modern: bool, method: str) -> None:
+    # Every list is one page (no nextCursor is ever sent), so no cursor is valid.
+    if not modern:
+        W.initialize(wire)
+    era = W.Era(wire, modern)
+    assert _error_code(json.loads(era.request_raw(method, {"cursor": "page-2"}))) == -32602
+    assert "result" in json.loads(era.request_raw(method, {}))  # control
+    assert "result" in json.loads(era.request_raw(method, {"cursor": None}))  # control: null is no cursor
+
+
 def test_notifications_get_no_answer(wire: Any) -> None:
     W.initialize(wire)
     wire.send({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"})

@@ -132,26 +132,30 @@ async def test_unexpected_exceptions_are_internal_errors_without_details(
     assert "secret detail" in caplog.text  # the operator still finds it in the server log
 
 
-async def test_unknown_tool_is_invalid_arguments(server: McpServer, service: Any, project: Path, connect: Any) -> None:
-    async with Client(connect(server), mode="legacy") as client:
-        envelope = await _call(client, "intent_frobnicate", {"project_root": str(project)})
-        assert error_code(envelope) == "INVALID_ARGUMENTS"
-        assert "intent_frobnicate" in envelope["error"]["message"]
-        assert envelope["operation"] == "intent_frobnicate"
+@pytest.mark.parametrize("mode", ERAS)
+async def test_an_unknown_tool_is_a_protocol_error(
+    server: McpServer, service: Any, project: Path, mode: str, connect: Any
+) -> None:
+    async with Client(connect(server), mode=mode) as client:
+        with pytest.raises(MCPError) as raised:
+            await client.call_tool("intent_frobnicate", {"project_root": str(project)})
+        assert raised.value.error.code == -32602
+        assert raised.value.error.message == "Unknown tool: intent_frobnicate"
         assert service.calls == []
-        assert (await _call(client, "intent_status", {"project_root": str(project)}))["ok"] is True
+        assert (await _call(client, "intent_status", {"project_root": str(project)}))["ok"] is True  # control
 
 
 @pytest.mark.parametrize("arguments", [[1, 2], "text", 7, True])
-async def test_arguments_that_are_not_an_object(
+async def test_arguments_that_are_not_an_object_are_a_protocol_error(
     server: McpServer, service: Any, raw: Any, project: Path, arguments: Any
 ) -> None:
     async with raw(server) as session:
         answer = await session.request("tools/call", {"name": "intent_status", "arguments": arguments})
-        envelope = answer["result"]["structuredContent"]
-        assert answer["result"]["isError"] is True
-        assert error_code(envelope) == "INVALID_ARGUMENTS"
-        assert envelope["error"]["message"].startswith("Expected `object`, got `")
+        assert "result" not in answer
+        assert answer["error"] == {
+            "code": -32602,
+            "message": "Invalid params: tools/call arguments must be an object",
+        }
         assert service.calls == []
         # positive control on the same connection: an object goes through
         answer = await session.request(

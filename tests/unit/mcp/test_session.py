@@ -112,7 +112,8 @@ def test_a_call_is_checked_before_it_reaches_the_driver() -> None:
 
 
 def test_batches_are_accepted_only_in_2025_03_26() -> None:
-    batch = json.dumps([request(2, "ping"), initialize(3), request(4, "tools/call", {"name": "x"})]).encode()
+    status = request(4, "tools/call", {"name": "intent_status"})
+    batch = json.dumps([request(2, "ping"), initialize(3), status]).encode()
     assert error_code(opened("2025-06-18").receive_line(batch)) == -32600
     assert error_code(opened("2025-03-26").receive_line(b"[]")) == -32600
     decided = opened("2025-03-26").receive_line(batch)
@@ -163,3 +164,34 @@ def test_an_unexpected_failure_is_an_internal_error_the_front_loop_leaves_to_the
     fine = opening.session.receive(initialize())
     written = carry_out(fine, opening)
     assert isinstance(written, dict) and "result" in written  # control: an answer the front loop writes itself
+
+
+@pytest.mark.parametrize("arguments", [[1], "text", 7, True, 1.5])
+def test_an_unknown_tool_and_arguments_that_are_not_an_object_are_invalid_params(arguments: Any) -> None:
+    # The specification lists an unknown tool among the protocol errors, and the original answers both with -32602:
+    # decided here, so the front loop answers them as the trio server does.
+    for session, meta in ((opened(), {}), (Session(), {"_meta": META})):
+        unknown = session.receive(request(2, "tools/call", {"name": "intent_nope", "arguments": {}, **meta}))
+        assert error_code(unknown) == -32602
+        assert isinstance(unknown, Ready) and unknown.message["error"]["message"] == "Unknown tool: intent_nope"
+        shape = session.receive(request(3, "tools/call", {"name": "intent_status", "arguments": arguments, **meta}))
+        assert error_code(shape) == -32602 and "object" in shape.message["error"]["message"]  # type: ignore[union-attr]
+        for request_id, absent in ((4, {}), (5, {"arguments": None}), (6, {"arguments": {"x": 1}})):
+            call = session.receive(request(request_id, "tools/call", {"name": "intent_status", **absent, **meta}))
+            assert isinstance(call, Call), absent  # control: absent, null and any object reach the driver
+
+
+def test_an_unknown_tool_name_is_cut_in_the_message() -> None:
+    answer = opened().receive(request(2, "tools/call", {"name": "x" * 5000}))
+    assert isinstance(answer, Ready) and answer.message["error"]["message"] == "Unknown tool: " + "x" * 200
+
+
+@pytest.mark.parametrize("method", ["tools/list", "resources/list", "resources/templates/list"])
+@pytest.mark.parametrize("cursor", ["next", "", 3, {"page": 2}])
+def test_a_cursor_on_a_list_is_invalid_params(method: str, cursor: Any) -> None:
+    # Every list fits in one page, so no cursor was ever handed out: any cursor is invalid.
+    for session, meta in ((opened(), {}), (Session(), {"_meta": META})):
+        assert error_code(session.receive(request(2, method, {"cursor": cursor, **meta}))) == -32602
+        for request_id, params in ((3, {}), (4, {"cursor": None})):
+            listed = session.receive(request(request_id, method, {**params, **meta}))
+            assert isinstance(listed, Ready) and "result" in listed.message, params  # control

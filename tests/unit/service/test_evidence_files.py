@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -200,3 +201,134 @@ async def test_hashing_does_not_block_the_servers_other_calls(h: Any, monkeypatc
         order.append("snapshot")
         release.set()
     assert order == ["snapshot", "evidence"]
+
+
+GITHUB_TOKEN = "ghp_" + "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dF3hJ5"
+AWS_KEY_ID = "AKIA" + "IOSFODNN7EXAMPLE"
+
+
+async def test_a_path_holding_a_credential_is_refused_and_never_stored(h: Any) -> None:
+    root = Path(h.project_root)
+    (root / f"{GITHUB_TOKEN}.log").write_text("one", encoding="utf-8")
+    (root / AWS_KEY_ID).mkdir()
+    (root / AWS_KEY_ID / "out.log").write_text("two", encoding="utf-8")
+    (root / "clean.log").write_text("three", encoding="utf-8")
+    (root / "innocent.log").symlink_to(root / f"{GITHUB_TOKEN}.log")  # the stored path is the target's
+    (root / f"{AWS_KEY_ID}.link").symlink_to(root / "clean.log")  # only the resolved path is stored
+    task = await h.start()
+    for path in (f"{GITHUB_TOKEN}.log", f"{AWS_KEY_ID}/out.log", str(root / AWS_KEY_ID / "out.log"), "innocent.log"):
+        error = await h.fails("SENSITIVE_ID_REJECTED", "intent_add_evidence", **_args(h, task, path))
+        assert GITHUB_TOKEN not in error.message and AWS_KEY_ID not in error.message
+    # positive controls: an ordinary name, a UUID and a hex digest in a name, and a token-named link to a clean file
+    (root / "6f1c1a51-8e7b-4b8f-9a3e-2f3c1d2e4b5a.json").write_text("{}", encoding="utf-8")
+    (root / f"{'ab' * 32}.tar").write_bytes(b"x")
+    assert (await _evidence_claim(h, task, "clean.log"))["evidence_file"]["path"] == "clean.log"
+    assert (await _evidence_claim(h, task, "6f1c1a51-8e7b-4b8f-9a3e-2f3c1d2e4b5a.json"))["evidence_file"]
+    assert (await _evidence_claim(h, task, f"{'ab' * 32}.tar"))["evidence_file"]["path"] == f"{'ab' * 32}.tar"
+    assert (await _evidence_claim(h, task, f"{AWS_KEY_ID}.link"))["evidence_file"]["path"] == "clean.log"
+    disk = h.disk_bytes()
+    assert GITHUB_TOKEN.encode() not in disk and AWS_KEY_ID.encode() not in disk
+
+
+async def test_a_path_with_terminal_controls_is_refused(h: Any) -> None:
+    root = Path(h.project_root)
+    names = ("clip\x1b]52;c;aGk=\x07.log", "title\x1b]0;pwned\x07.log", "rtl\u202egol.txt", "del\x7f.log")
+    for name in names:
+        (root / name).write_text("x", encoding="utf-8")
+    task = await h.start()
+    for name in names:
+        await h.fails("INVALID_EVIDENCE_PATH", "intent_add_evidence", **_args(h, task, name))
+    (root / "plain name.log").write_text("x", encoding="utf-8")  # control: spaces are ordinary
+    assert (await _evidence_claim(h, task, "plain name.log"))["evidence_file"]["path"] == "plain name.log"
+    ledger = h.ledger.read_bytes()  # JSON writes an ESC as \u001b; a stored name would show up as that
+    assert b"\\u001b" not in ledger and "\u202e".encode() not in ledger and b"plain name.log" in ledger
+
+
+# ------------------------------------------------------------------------------------ the digest cache (racy-git)
+SIZE = 64 << 20
+
+
+def _bytes_read() -> int:
+    """This process's ``rchar``: every byte its read() calls returned, page cache included (Linux)."""
+    for line in Path("/proc/self/io").read_text(encoding="ascii").splitlines():
+        if line.startswith("rchar:"):
+            return int(line.split()[1])
+    raise AssertionError("no rchar in /proc/self/io")
+
+
+def _reads(path: Path) -> tuple[str | None, int]:
+    before = _bytes_read()
+    digest = _evidence.file_sha256(str(path))
+    return digest, _bytes_read() - before
+
+
+def _settled(path: Path) -> None:
+    """Wait until the file's last change is older than the window in which a timestamp may not have ticked yet."""
+    st = path.stat()
+    changed = max(st.st_mtime_ns, st.st_ctime_ns) / 1e9
+    while time.time() <= changed + _evidence.RACY_WINDOW_NS / 1e9:
+        time.sleep(0.1)
+
+
+def _sparse(path: Path, size: int = SIZE) -> Path:
+    with path.open("wb") as handle:
+        handle.truncate(size)
+    return path
+
+
+def test_an_unchanged_file_is_hashed_once(tmp_path: Path) -> None:
+    big = _sparse(tmp_path / "big.bin")
+    _settled(big)
+    digest, read = _reads(big)
+    assert read >= SIZE  # control: the first digest reads the file
+    assert digest == hashlib.sha256(bytes(SIZE)).hexdigest()
+    for _ in range(3):
+        again, read = _reads(big)
+        assert again == digest and read < SIZE // 8, read  # remembered by its stat: not read again
+
+
+def test_a_change_is_seen_whatever_the_mtime_says(tmp_path: Path) -> None:
+    big = _sparse(tmp_path / "big.bin")
+    _settled(big)
+    zeros, _ = _reads(big)
+    before = big.stat()
+    with big.open("r+b") as handle:  # same size, and the mtime put back as it was: only the ctime tells
+        handle.write(b"changed")
+    os.utime(big, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert big.stat().st_size == before.st_size and big.stat().st_mtime_ns == before.st_mtime_ns
+    changed, read = _reads(big)
+    assert read >= SIZE and changed != zeros
+    assert changed == hashlib.sha256(b"changed" + bytes(SIZE - 7)).hexdigest()
+    big.unlink()
+    _sparse(tmp_path / "big.bin")  # replaced by another file (another inode) with the first one's bytes
+    assert _reads(big)[0] == zeros
+
+
+def test_a_file_changed_just_now_is_not_trusted_to_stay_unchanged(tmp_path: Path) -> None:
+    # A change within the filesystem's timestamp granularity of the hash may leave the stat as it was (git's "racily
+    # clean" entries): such a file is hashed again at every read until its last change is old enough.
+    fresh = _sparse(tmp_path / "fresh.bin")
+    for _ in range(2):
+        _digest, read = _reads(fresh)
+        assert read >= SIZE
+    _settled(fresh)
+    _reads(fresh)
+    assert _reads(fresh)[1] < SIZE // 8  # control: once settled, it is remembered
+
+
+@pytest.mark.parametrize(
+    ("path", "code"),
+    [(f"logs/{GITHUB_TOKEN}.log", "SENSITIVE_ID_REJECTED"), ("logs/a\x1b]0;x\x07.log", "INVALID_EVIDENCE_PATH")],
+)
+async def test_an_imported_binding_is_held_to_the_same_rule(h: Any, path: str, code: str) -> None:
+    (Path(h.project_root) / "out.log").write_text("one", encoding="utf-8")
+    task = await h.start()
+    await _evidence_claim(h, task, "out.log")
+    graph = await h.call("intent_export", task_id=task)
+    [claim] = graph["claims"]
+    target = await h.start()
+    bad = {**graph, "claims": [{**claim, "evidence_file": {**claim["evidence_file"], "path": path}}]}
+    await h.fails(code, "intent_import", task_id=target, request_id="imp-bad", graph=bad)
+    assert GITHUB_TOKEN.encode() not in h.disk_bytes() and b"\\u001b" not in h.ledger.read_bytes()
+    snap = await h.call("intent_import", task_id=target, request_id="imp-good", graph=graph)  # control
+    assert [c["evidence_file"]["path"] for c in snap["active_claims"] if "evidence_file" in c] == ["out.log"]
