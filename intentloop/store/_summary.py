@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import msgspec
 
+from intentloop.model.claims import EPISTEMIC_STATUSES
 from intentloop.model.events import Event
 from intentloop.model.projection import CLAIM_BEARING_EVENTS, ProjectState, TaskState, apply_event
 from intentloop.store._fs import create_exclusive, open_regular, read_regular, unlink_quietly
@@ -90,6 +91,11 @@ class ClaimMarks(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     invalidated: tuple[str, ...]
 
 
+#: The marks of a claim that supersedes nothing, one shared tuple per known status: a rebuild holds the marks of every
+#: claim of the ledger until it writes them, and a tuple and a status string of their own were 113 of ~224 bytes each.
+_PLAIN_MARKS: dict[str, tuple[str, tuple[str, ...]]] = {status: (status, ()) for status in EPISTEMIC_STATUSES}
+
+
 class _NeedsMarks(Exception):
     """An event that can change claims met a fold that does not hold the task's claim marks."""
 
@@ -160,7 +166,8 @@ class _Fold:
             assert claims is not None
             for claim_id, claim in task.claims.items():
                 # A re-recorded claim replaces its marks: its old ``supersedes`` go with it, as in the fold.
-                claims[claim_id] = (claim.epistemic_status, tuple(claim.supersedes))
+                mark = None if claim.supersedes else _PLAIN_MARKS.get(claim.epistemic_status)
+                claims[claim_id] = mark or (claim.epistemic_status, tuple(claim.supersedes))
             task.claims.clear()
             task.superseded_by.clear()
             task.recorded_at.clear()
