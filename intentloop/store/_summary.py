@@ -349,19 +349,20 @@ def _read_spilled(path: Path, held: dict[str, tuple[str, tuple[str, ...]]]) -> d
     """A task's claim marks: those spilled to ``path``, in order, then ``held`` (the later ones). A claim recorded
     again replaces its marks in place, as in one dictionary. Raises ``OSError`` when the file does not read back."""
     try:
-        got = read_regular(path)
+        opened = open_regular(path)
     except StorageError as exc:
         raise OSError(f"{path.name} cannot be read back") from exc
-    if got is None:
+    if opened is None:
         raise OSError(f"{path.name} is gone")
     marks: dict[str, tuple[str, tuple[str, ...]]] = {}
-    try:
-        for line in got[0].splitlines():
-            for claim_id, (status, supersedes) in _spill_decoder.decode(line):
-                mark = None if supersedes else _PLAIN_MARKS.get(status)
-                marks[claim_id] = mark or (status, supersedes)
-    except msgspec.DecodeError as exc:
-        raise OSError(f"{path.name} does not read back") from exc
+    with os.fdopen(opened[0], "rb") as spilled:  # a line (one spill of the task) at a time, never the whole file
+        try:
+            for line in spilled:
+                for claim_id, (status, supersedes) in _spill_decoder.decode(line):
+                    mark = None if supersedes else _PLAIN_MARKS.get(status)
+                    marks[claim_id] = mark or (status, supersedes)
+        except msgspec.DecodeError as exc:
+            raise OSError(f"{path.name} does not read back") from exc
     marks.update(held)
     return marks
 
