@@ -128,10 +128,14 @@ def run(argv: Sequence[str]) -> int:
     """
     from typer.main import get_command
 
+    from intentloop.cli._coerce import take_plain_values
+
+    take_plain_values()
+    command = get_command(build_app())
     if "--json" in argv:  # one JSON object and nothing else, on a terminal too
-        return _run(argv, get_command(build_app()))
+        return _run(argv, command)
     with showing_progress(_command_name(argv)):
-        return _run(argv, get_command(build_app()))
+        return _run(argv, command)
 
 
 def _run(argv: Sequence[str], command: Any) -> int:

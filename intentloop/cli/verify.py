@@ -38,12 +38,9 @@ def verify(
 def without_cyclic_gc(body: Callable[[], int]) -> int:
     """Run ``body`` with the cyclic garbage collector off, then restore it.
 
-    Why: verification decodes events in bursts (a chunk of lines at a time), and each burst makes the collector
-    traverse the young, still-alive events again; the events hold no reference cycles. Measured on the 2-core
-    development machine at 100,000 events (96 MB), when the whole ledger was decoded at once: the process took 3.5 s
-    with the collector on and 1.8 s with it off (same load, three runs each). Only this command's process does it,
-    never the library: a library must not toggle the collector of the process it runs in (the hook process keeps it
-    off the same way, ``hooks/_run.py``).
+    Why: each chunk's decoded events (no reference cycles) would make the collector traverse them again; off, the
+    process took half the time (docs/BENCHMARK.md, "Measurements behind the code"). Only this command's process does
+    it, never the library (the hook process keeps it off the same way, ``hooks/_run.py``).
     """
     was_enabled = gc.isenabled()
     gc.disable()

@@ -244,7 +244,7 @@ class IndexBuilder:
         self.name = new_index_name()
         self._directory = paths.project_dir / self.name
         self._counts: dict[str, int] = {}
-        self._summaries = SummaryBuilder()
+        self._summaries = SummaryBuilder(spill=self._directory)  # spilled claim marks wait in the new index
         self._firsts: dict[str, int] = {}  # task id -> offset of its first line
         self._pending: dict[str, bytearray] = {}
         self._held = 0

@@ -337,6 +337,8 @@ def write_rewrite(
     target_id = paths.project_id
     moved = None if source_id == target_id else target_id
     result.index = new_index(paths)
+    if result.index is not None:  # its claim marks wait in the new index beyond ``SPILL_CLAIMS``
+        result.summaries = SummaryBuilder(spill=paths.project_dir / result.index)
     read: bytes | None = None  # the source chain's last hash
     prev: bytes | None = None  # the new chain's last hash
     spans: list[tuple[str, str, int, int]] = []

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 import msgspec
 
+from intentloop.errors import StorageError
+from intentloop.model.claims import EPISTEMIC_STATUSES
 from intentloop.model.events import Event
 from intentloop.model.projection import CLAIM_BEARING_EVENTS, ProjectState, TaskState, apply_event
 from intentloop.store._fs import create_exclusive, open_regular, read_regular, unlink_quietly
@@ -30,6 +32,10 @@ MARKS_PREFIX = "m-"
 #: Written into an index once a summary of every task is in it: a writer does not extend an index without it (one
 #: built before task summaries existed) but rebuilds it, so no listing keeps folding summary-less tasks forever.
 SUMMARIES_MARK = "summaries.v1"
+#: Claim marks a whole-ledger build waits with in its index directory (``SummaryBuilder``), removed once written.
+SPILL_PREFIX = "x-"
+#: Claim marks a whole-ledger build holds before it spills them: at ~111 bytes each, about 7 MB.
+SPILL_CLAIMS = 65_536
 _MAX_FILE_BYTES = 64 * 1024 * 1024
 
 
@@ -88,6 +94,11 @@ class ClaimMarks(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     events: int
     claims: dict[str, tuple[str, tuple[str, ...]]]
     invalidated: tuple[str, ...]
+
+
+#: The marks of a claim that supersedes nothing, one shared tuple per known status: a rebuild holds the marks of every
+#: claim of the ledger until it writes them, and a tuple and a status string of their own were 113 of ~224 bytes each.
+_PLAIN_MARKS: dict[str, tuple[str, tuple[str, ...]]] = {status: (status, ()) for status in EPISTEMIC_STATUSES}
 
 
 class _NeedsMarks(Exception):
@@ -160,7 +171,8 @@ class _Fold:
             assert claims is not None
             for claim_id, claim in task.claims.items():
                 # A re-recorded claim replaces its marks: its old ``supersedes`` go with it, as in the fold.
-                claims[claim_id] = (claim.epistemic_status, tuple(claim.supersedes))
+                mark = None if claim.supersedes else _PLAIN_MARKS.get(claim.epistemic_status)
+                claims[claim_id] = mark or (claim.epistemic_status, tuple(claim.supersedes))
             task.claims.clear()
             task.superseded_by.clear()
             task.recorded_at.clear()
@@ -240,10 +252,15 @@ class _Fold:
 class SummaryBuilder:
     """Folds events, in ledger order, into one summary per task: feed it a whole ledger (an index rebuild, a reader's
     fallback) with :meth:`add` (as many times as it comes in pieces), or a task's events with :meth:`add_task`, then
-    take :meth:`summaries` or :meth:`write` them. Memory: the marks of every claim, not the events."""
+    take :meth:`summaries` or :meth:`write` them. Memory: the marks of every claim, not the events — or, given a
+    ``spill`` directory (the index being built), at most ``SPILL_CLAIMS`` of them plus the largest task's while
+    writing: the others wait in that directory, in order, and are read back one task at a time by :meth:`write`."""
 
-    def __init__(self) -> None:
+    def __init__(self, spill: Path | None = None) -> None:
         self._folds: dict[str, _Fold] = {}
+        self._spill = spill
+        self._spilled: set[str] = set()  # tasks with marks waiting in the spill directory
+        self._spill_failed = False
 
     def add(self, events: Iterable[Event]) -> None:
         """Fold the next events of the ledger (any tasks)."""
@@ -253,6 +270,20 @@ class SummaryBuilder:
             if fold is None:
                 fold = folds[event.task_id] = _Fold(event.task_id, len(folds))
             fold.add(event)
+        spill = self._spill
+        if spill is not None and not self._spill_failed and _held_marks(folds.values()) > SPILL_CLAIMS:
+            self._spill_marks(spill)
+
+    def _spill_marks(self, directory: Path) -> None:
+        """Append every held claim mark to its task's spill file (one line per task and spill) and let go of them."""
+        try:
+            for task_id, fold in self._folds.items():
+                if fold.claims:
+                    _append(directory / f"{SPILL_PREFIX}{task_id}", _encoder.encode(list(fold.claims.items())) + b"\n")
+                    self._spilled.add(task_id)
+                    fold.claims = {}
+        except OSError:
+            self._spill_failed = True  # :meth:`write` gives the index up; until then the marks are held
 
     def add_task(self, task_id: str, events: Iterable[Event], first: int) -> None:
         """Fold the events of one task (all of them, in ledger order; ``first``: the offset of its first line)."""
@@ -263,20 +294,77 @@ class SummaryBuilder:
             fold.add(event)
 
     def summaries(self) -> dict[str, TaskSummary]:
-        """Task id → summary, in the order of each task's first event (``first`` counts tasks, unless given)."""
-        return {task_id: fold.summary() for task_id, fold in self._folds.items()}
+        """Task id → summary, in the order of each task's first event (``first`` counts tasks, unless given).
+
+        Raises:
+            OSError: spilled marks do not read back.
+        """
+        out: dict[str, TaskSummary] = {}
+        for task_id, fold in self._folds.items():
+            held = fold.claims
+            if task_id in self._spilled and held is not None:
+                assert self._spill is not None
+                fold.claims = _read_spilled(self._spill / f"{SPILL_PREFIX}{task_id}", held)
+            out[task_id] = fold.summary()
+            fold.claims = held
+        return out
 
     def write(self, directory: Path, firsts: Mapping[str, int]) -> None:
         """Write every summary and its claim marks into the index ``directory``, each with its task's first line
-        offset from ``firsts``.
+        offset from ``firsts`` (a task's spilled marks first read back, then removed).
 
         Raises:
-            OSError: a file could not be written (the caller gives the index up).
+            OSError: a file could not be written or a spilled one read back (the caller gives the index up).
         """
+        if self._spill_failed:
+            raise OSError("the claim marks could not be spilled")
         for task_id, fold in self._folds.items():
             fold.first = firsts[task_id]
+            if task_id in self._spilled:
+                assert self._spill is not None and fold.claims is not None
+                fold.claims = _read_spilled(self._spill / f"{SPILL_PREFIX}{task_id}", fold.claims)
             fold.write(directory)
+            if task_id in self._spilled:
+                fold.claims = {}  # written: one task's marks at a time
+                assert self._spill is not None
+                os.unlink(self._spill / f"{SPILL_PREFIX}{task_id}")
         create_exclusive(directory / SUMMARIES_MARK, b"", sync=False)
+
+
+def _held_marks(folds: Iterable[_Fold]) -> int:
+    return sum(len(fold.claims) for fold in folds if fold.claims)
+
+
+def _append(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        written = os.write(fd, data)
+        if written != len(data):
+            raise OSError(f"short write to {path.name}")
+    finally:
+        os.close(fd)
+
+
+def _read_spilled(path: Path, held: dict[str, tuple[str, tuple[str, ...]]]) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """A task's claim marks: those spilled to ``path``, in order, then ``held`` (the later ones). A claim recorded
+    again replaces its marks in place, as in one dictionary. Raises ``OSError`` when the file does not read back."""
+    try:
+        opened = open_regular(path)
+    except StorageError as exc:
+        raise OSError(f"{path.name} cannot be read back") from exc
+    if opened is None:
+        raise OSError(f"{path.name} is gone")
+    marks: dict[str, tuple[str, tuple[str, ...]]] = {}
+    with os.fdopen(opened[0], "rb") as spilled:  # a line (one spill of the task) at a time, never the whole file
+        try:
+            for line in spilled:
+                for claim_id, (status, supersedes) in _spill_decoder.decode(line):
+                    mark = None if supersedes else _PLAIN_MARKS.get(status)
+                    marks[claim_id] = mark or (status, supersedes)
+        except msgspec.DecodeError as exc:
+            raise OSError(f"{path.name} does not read back") from exc
+    marks.update(held)
+    return marks
 
 
 def summarize(task_id: str, events: Iterable[Event], first: int) -> TaskSummary:
@@ -388,6 +476,7 @@ _summary_decoder = msgspec.json.Decoder(TaskSummary)
 _marks_decoder = msgspec.json.Decoder(ClaimMarks)
 _stored_decoder = msgspec.json.Decoder(_Stored)
 _encoder = msgspec.json.Encoder()
+_spill_decoder = msgspec.json.Decoder(list[tuple[str, tuple[str, tuple[str, ...]]]])
 
 
 def summary_file(task_id: str) -> str:

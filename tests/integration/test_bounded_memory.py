@@ -123,3 +123,58 @@ def test_the_first_write_leaves_a_checkpoint_and_index_that_vouch(tmp_path: Path
     assert events is not None and events[-1].request_id == "first-write"
     whole = [json.loads(line) for line in store.ledger_path.read_bytes().splitlines()]
     assert [e.event_id for e in events] == [e["event_id"] for e in whole if e["task_id"] == task]
+
+
+#: The first write with a small spill threshold (``SPILL_CLAIMS``), so that a few tens of thousands of claims show
+#: what a million would: the claim marks a rebuild holds stop growing once they spill.
+FIRST_WRITE_SPILLING = "import intentloop.store._summary as s\ns.SPILL_CLAIMS = 2_000\n" + FIRST_WRITE
+
+
+def seed_claims(tmp: Path, claims: int) -> tuple[Path, str, str, int]:
+    """A project whose ledger holds ``claims`` real claims over 8 tasks (short lines: many claims a megabyte), and no
+    checkpoint: (data root, project id, a task id, ledger bytes)."""
+    data_root = tmp / f"claims-{claims}"
+    pid = project_id_for(f"/bounded/claims/{claims}")
+    project = data_root / "projects" / pid
+    project.mkdir(parents=True, mode=0o700)
+    os.chmod(data_root, 0o700)
+    tasks = [str(uuid.uuid4()) for _ in range(8)]
+    prev = None
+    with open(project / "ledger.jsonl", "wb") as out:
+        for i in range(claims):
+            claim = {
+                "claim_id": str(uuid.uuid4()),
+                "statement": f"s{i}",
+                "role": "user",
+                "epistemic_status": "explicit",
+                "source_ref": {"kind": "user_event"},
+                "scope": "task",
+                "valid_from": "2026-01-01T00:00:00Z",
+                "last_confirmed": None,
+                "supersedes": [],
+                "facets": [],
+                "related_claim_ids": [],
+            }
+            draft = EventDraft(
+                event_type="claim_added",
+                task_id=tasks[i % len(tasks)],
+                actor="user",
+                request_id=f"r-{i}",
+                payload={"claim": claim},
+            )
+            event = seal(draft, project_id=pid, prev_hash=prev)
+            prev = event.event_hash
+            out.write(event_line(event))
+    return data_root, pid, tasks[1], (project / "ledger.jsonl").stat().st_size
+
+
+def test_the_claim_marks_a_rebuild_holds_do_not_grow_with_the_claims(tmp_path: Path) -> None:
+    small, large = seed_claims(tmp_path, 15_000), seed_claims(tmp_path, 60_000)
+    peaks = []
+    for data_root, pid, task, _size in (small, large):
+        peaks.append(peak_kib([sys.executable, "-P", "-c", FIRST_WRITE_SPILLING, str(data_root), pid, task], data_root))
+        assert any(data_root.glob("projects/*/index-*/summaries.v1"))  # the index and its summaries were written
+        assert not list(data_root.glob("projects/*/index-*/x-*"))  # and no spilled marks are left
+    # Holding the marks of 45,000 more claims grows the peak by ~5 MB (111 bytes a claim, 224 before they shared).
+    assert (peaks[1] - peaks[0]) * 1024 < 2 * 1024 * 1024, f"{peaks} KiB"
+    assert peaks[0] * 1024 > 4 * 1024 * 1024  # control of the measure: a real process's peak

@@ -554,7 +554,8 @@ pid = os.fork()
 if pid == 0:
     os.execv(sys.argv[1], sys.argv[1:])
 _, status, usage = os.wait4(pid, 0)
-sys.stderr.write("\\nmeasured %.3f %d\\n" % ((time.perf_counter() - t0) * 1000, usage.ru_maxrss))
+cpu = (usage.ru_utime + usage.ru_stime) * 1000
+sys.stderr.write("\\nmeasured %.3f %d %.3f\\n" % ((time.perf_counter() - t0) * 1000, usage.ru_maxrss, cpu))
 sys.exit(os.waitstatus_to_exitcode(status))
 """
 
@@ -568,8 +569,9 @@ CLI_FLOORS: list[tuple[str, list[str]]] = [
 ]
 
 
-def _cli_run(data_root: Path, args: list[str], program: str = INTENTLOOP) -> tuple[float, float]:
-    """Fork → exit of one ``intentloop`` command (ms) and its peak RSS (MB, ``wait4``'s ``ru_maxrss`` of it)."""
+def _cli_run(data_root: Path, args: list[str], program: str = INTENTLOOP) -> tuple[float, float, float]:
+    """Fork → exit of one ``intentloop`` command (ms), its peak RSS (MB, ``wait4``'s ``ru_maxrss`` of it) and its CPU
+    time (user + system, ms: what a loaded machine moves least)."""
     proc = subprocess.run(
         [sys.executable, "-S", "-c", _MEASURE, program, *args],
         stdout=subprocess.DEVNULL,
@@ -580,8 +582,8 @@ def _cli_run(data_root: Path, args: list[str], program: str = INTENTLOOP) -> tup
     err = proc.stderr.decode(errors="replace")
     if proc.returncode != 0:
         raise RuntimeError(f"intentloop {' '.join(args)} exited {proc.returncode}: {err}")
-    _label, ms, kb = err.rsplit("\n", 2)[-2].split()
-    return float(ms), int(kb) / 1024
+    _label, ms, kb, cpu = err.rsplit("\n", 2)[-2].split()
+    return float(ms), int(kb) / 1024, float(cpu)
 
 
 def measure_cli_reads(data_root: Path, project_id: str, task_id: str, rounds: int) -> dict[str, Any]:
@@ -589,23 +591,24 @@ def measure_cli_reads(data_root: Path, project_id: str, task_id: str, rounds: in
     and each command's time as a multiple of ``intentloop --version``'s in the same rounds."""
     times: dict[str, list[float]] = {name: [] for name, _ in [*CLI_READS, *CLI_FLOORS]}
     rss: dict[str, list[float]] = {name: [] for name, _ in [*CLI_READS, *CLI_FLOORS]}
+    cpu: dict[str, list[float]] = {name: [] for name, _ in [*CLI_READS, *CLI_FLOORS]}
     for _ in range(rounds):
-        for name, template in CLI_READS:
-            args = [a.format(pid=project_id, task=task_id) for a in template]
-            ms, mb = _cli_run(data_root, args)
+        runs = [(name, [a.format(pid=project_id, task=task_id) for a in t], INTENTLOOP) for name, t in CLI_READS]
+        for name, args, program in [*runs, *((name, args, sys.executable) for name, args in CLI_FLOORS)]:
+            ms, mb, cpu_ms = _cli_run(data_root, args, program=program)
             times[name].append(ms)
             rss[name].append(mb)
-        for name, args in CLI_FLOORS:
-            ms, mb = _cli_run(data_root, args, program=sys.executable)
-            times[name].append(ms)
-            rss[name].append(mb)
+            cpu[name].append(cpu_ms)
     floor = statistics.median(times["version"])
+    floor_cpu = statistics.median(cpu["version"])
     out: dict[str, Any] = {}
     for name, _ in [*CLI_READS, *CLI_FLOORS]:
         out[f"cli_{name}_ms"] = _median(times[name])
+        out[f"cli_{name}_cpu_ms"] = _median(cpu[name])
         out[f"cli_{name}_rss_mb"] = round(max(rss[name]), 1)
         if name != "version":
             out[f"cli_{name}_x_version"] = round(statistics.median(times[name]) / floor, 2)
+            out[f"cli_{name}_cpu_x_version"] = round(statistics.median(cpu[name]) / floor_cpu, 2)
     return out
 
 
