@@ -257,12 +257,33 @@ class ProjectStore:
         when the checkpoint vouches for the file, else from a whole verified read — unless the file is larger than
         ``whole_read_limit`` bytes, when the answer only says so (``SessionTask.whole_read_bytes``).
 
+        A torn last line (a crashed write, never acknowledged) is answered from the verified prefix: the hooks read
+        what was committed, and the write that follows repairs the tail under the lock, as every mutation does.
+
         Raises:
-            CorruptLedgerError, StorageError: as :meth:`read`, when the whole ledger is read.
+            CorruptLedgerError, StorageError: as :meth:`read` (but ``CORRUPT_TRAILING_EVENT``), when the whole ledger
+                is read.
         """
         from intentloop.store._sessions import session_task
 
-        return session_task(self.paths, self.read, session_hash, whole_read_limit=whole_read_limit)
+        return session_task(self.paths, self._read_committed, session_hash, whole_read_limit=whole_read_limit)
+
+    def _read_committed(self) -> LedgerView:
+        """:meth:`read`, but the verified prefix of a ledger whose only damage is a torn last line, with that line
+        when it is a whole event chaining after the prefix and lacks only its newline (the repair keeps it)."""
+        verification, view, _st = self._load(settle=True)
+        if verification.error is None:
+            return view
+        if verification.error.code != "CORRUPT_TRAILING_EVENT":
+            raise _fresh(verification.error)
+        torn = verification.torn_tail
+        if torn is not None:
+            whole = verify_continuation(
+                torn + b"\n", project_id=self.project_id, prev_hash=view.head_hash, first_line=len(view) + 1
+            )
+            if whole.error is None and whole.line_count == 1:
+                return view.extended(whole.events, view.byte_length + len(torn))
+        return view
 
     def read_controls(self) -> list[PrivateControl]:
         """Every private-mode control of the project (lock-free).
