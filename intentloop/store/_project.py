@@ -370,16 +370,17 @@ class ProjectStore:
             deadline = own if deadline is None else min(deadline, own)
         return Acquirer(self.paths, self.config, now=now, deadline=deadline)
 
-    def spool(self, draft: EventDraft) -> bool:
+    def spool(self, draft: EventDraft, *, session_hash: str | None = None) -> bool:
         """Leave an observation for the next writer when the lock cannot be had in time (a hook at its deadline);
         lock-free. ``False`` when it was not spooled (the spool is full, the draft is no observation or too large).
+        With ``session_hash``, the writer records it into the task bound to that session (``_spool``).
 
         Raises:
             StorageError: path-safety refusals, ``STORAGE_WRITE_FAILED``.
         """
         from intentloop.store._spool import spool_draft
 
-        return spool_draft(self.paths, draft)
+        return spool_draft(self.paths, draft, session_hash=session_hash)
 
     def enter_locked(self, handle: LockHandle, *, verify: bool, lazy: bool = False) -> LockedLedger:
         """Inside the lock just taken with ``handle``: remove orphans, verify the chain (or trust the checkpoint when
