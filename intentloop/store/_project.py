@@ -271,11 +271,14 @@ class ProjectStore:
     def _read_committed(self) -> LedgerView:
         """:meth:`read`, but the verified prefix of a ledger whose only damage is a torn last line, with that line
         when it is a whole event chaining after the prefix and lacks only its newline (the repair keeps it)."""
-        verification, view, _st = self._load(settle=True)
-        if verification.error is None:
-            return view
-        if verification.error.code != "CORRUPT_TRAILING_EVENT":
-            raise _fresh(verification.error)
+        try:
+            return self.read()
+        except CorruptLedgerError as exc:
+            if exc.code != "CORRUPT_TRAILING_EVENT":
+                raise
+        verification, view, _st = self._load(settle=True)  # the verdict just cached: the verified prefix
+        if verification.error is not None and verification.error.code != "CORRUPT_TRAILING_EVENT":
+            raise _fresh(verification.error)  # the file changed meanwhile
         torn = verification.torn_tail
         if torn is not None:
             whole = verify_continuation(
