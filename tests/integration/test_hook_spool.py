@@ -102,7 +102,6 @@ def _recorded(store: ProjectStore) -> list[tuple[str, str]]:
     return sorted((e.event_type, e.request_id) for e in store.read().events if e.request_id.startswith("hook:"))
 
 
-@pytest.mark.slow
 def test_a_hook_whose_child_misses_the_deadline_still_spools_its_observation(tmp_path: Path) -> None:
     """A child starved of CPU used to be killed at the deadline before it decided anything, and its observation was
     lost; the process that answers the host leaves the content-free observation in the spool instead. A deadline
