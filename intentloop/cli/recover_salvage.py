@@ -46,12 +46,14 @@ def _run(out: Output, project_root: str | None, project_id: str | None, *, yes: 
             return OK
         _show_sources(out, plan.sources)
         out.line(f"Nothing to salvage ({plural(len(plan.skipped), 'line')} looked at, none to give back).")
+        _show_set_aside(out, plan.skipped)
         return OK
     if not out.json_mode:
         _show_sources(out, plan.sources)
         out.line(f"Will re-append {plural(len(plan.appended), 'event')}; skip {plural(len(plan.skipped), 'line')}.")
         for item in plan.skipped:
             out.line(f"  skip line {item['line']} of {item['record']}: {item['reason']}")
+        _show_set_aside(out, plan.skipped)
     if not yes and not confirm(
         f"Re-append {plural(len(plan.appended), 'intact event')} to the ledger?", what="salvage changes the ledger"
     ):
@@ -74,6 +76,17 @@ def _run(out: Output, project_root: str | None, project_id: str | None, *, yes: 
         )
     )
     return OK
+
+
+def _show_set_aside(out: Output, skipped: list[dict[str, object]]) -> None:
+    """Name the events kept in quarantine because their task's start is lost (no view would show them)."""
+    aside = [item for item in skipped if item.get("set_aside")]
+    if aside:
+        tasks = sorted({str(item["task_id"]) for item in aside})
+        out.line(
+            f"Set aside, not re-appended: {plural(len(aside), 'intact event')} of {plural(len(tasks), 'task')} whose "
+            f"task_started was the damaged line ({', '.join(tasks)}); their bytes stay in quarantine/."
+        )
 
 
 def _show_sources(out: Output, sources: list[dict[str, object]]) -> None:

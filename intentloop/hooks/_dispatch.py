@@ -24,6 +24,8 @@ from intentloop.service.hookops import (
     rebuild_index,
     record_planned,
     session_context,
+    spool_observation,
+    take_background_slot,
 )
 from intentloop.store import resolve_data_root
 
@@ -76,6 +78,7 @@ def dispatch(
     An observation that needs a whole read of a large ledger first (``hookops.SLOW_READ_BYTES``: its checkpoint does
     not vouch for the file) answers fail-open at once through ``detach`` and is recorded in the background, waiting
     for the lock until half of ``BACKGROUND_LIMIT_S``; that write leaves the checkpoint and the index for the next hook.
+    One such child per project at a time: while one is at it, the others spool their observation for it.
 
     Raises:
         IntentLoopError: no data root, an invalid ``cwd``, a damaged ledger, a held lock … (the caller answers
@@ -96,6 +99,12 @@ def dispatch(
     plan = plan_observation(data_root, payload.cwd, obs, whole_read_limit=None if detach is None else SLOW_READ_BYTES)
     deadline, patient = lock_deadline, False
     if plan.whole_read_bytes is not None:
+        if detach is not None and not take_background_slot(plan):
+            # Another hook's child is reading this ledger already: one at a time per project (their memory adds
+            # up); this observation waits in the spool for it, or for the next writer.
+            spooled = spool_observation(data_root, payload.cwd, obs)
+            debug_log(debug, f"{payload.event}: observation {'spooled' if spooled else 'not recorded'} (busy child)")
+            return FAIL_OPEN_LINE
         if detach is not None and detach(FAIL_OPEN_LINE):
             deadline, patient = time.monotonic() + BACKGROUND_LIMIT_S / 2, True
             rebuild_index(plan, deadline)  # then the plan reads through the index, not every event of the ledger
@@ -106,4 +115,17 @@ def dispatch(
     return answer_line(payload.event, outcome.context if event.answers_with_context else None)
 
 
-__all__ = ["answer_line", "command_line", "dispatch"]
+def spool_unanswered(payload: HookPayload, env: Mapping[str, str]) -> bool:
+    """For a hook whose child was killed at the deadline: leave its observation in the spool by session (whether
+    and where it is recorded is decided by the writer that drains it); ``False`` when nothing was spooled.
+
+    Raises:
+        IntentLoopError: no data root, an invalid ``cwd``, an unsafe path, a failed write.
+    """
+    if HOOK_EVENT_BY_NAME[payload.event].records is None:
+        return False
+    obs = Observation(event=payload.event, session_id=payload.session_id, turn_id=payload.turn_id, text=payload.text)
+    return spool_observation(resolve_data_root(env), payload.cwd, obs)
+
+
+__all__ = ["answer_line", "command_line", "dispatch", "spool_unanswered"]

@@ -160,6 +160,7 @@ def answer_in_child(
     *,
     send: Callable[[bytes], object],
     after: Callable[[], None] | None = None,
+    late: Callable[[], None] | None = None,
 ) -> bytes | None:
     """Run ``work`` in a forked child and return the line it printed to a pipe, or the fail-open line when it has not
     printed one by ``fire_at`` (a ``time.monotonic()`` value; the child is then killed); ``None`` when this platform
@@ -173,6 +174,10 @@ def answer_in_child(
     ``work`` may instead answer early with the ``Detach`` it is given: the parent then returns at once without
     waiting for the child, which points its stdin and stderr at ``/dev/null`` too (nothing of ours holds the host's
     pipes), moves to a session of its own and goes on for at most ``BACKGROUND_LIMIT_S``.
+
+    When the child has not answered by ``fire_at`` (starved of CPU, stuck), the parent answers fail-open, kills it
+    and hands ``late`` to a new process that goes on alone the same way (what the child may not have done, such as
+    leaving its observation in the spool); the parent does not wait for it.
     """
     fork = getattr(os, "fork", None)
     if fork is None:
@@ -197,6 +202,8 @@ def answer_in_child(
     if data is None:
         _kill(pid)
         send(FAIL_OPEN_LINE)
+        if late is not None:
+            _in_background(late)
         return FAIL_OPEN_LINE
     early = data.startswith(_EARLY)
     line = _one_line(data[len(_EARLY) :] if early else data)
@@ -218,12 +225,7 @@ def _child(work: Callable[[Detach], bytes], read_fd: int, write_fd: int, after: 
         with contextlib.suppress(OSError):  # a parent that is gone has answered fail-open at its deadline
             _write_all(write_fd, _EARLY + line)
         os.close(write_fd)
-        _leave_host_pipes()
-        with contextlib.suppress(OSError):  # its own session: a host that ends our process group once we have
-            os.setsid()  # answered (some do, to reclaim a hook's descendants) leaves this bounded work be
-        import signal
-
-        signal.alarm(BACKGROUND_LIMIT_S)
+        _go_background()
         return True
 
     try:
@@ -240,6 +242,36 @@ def _child(work: Callable[[Detach], bytes], read_fd: int, write_fd: int, after: 
             after()
     finally:
         os._exit(code)
+
+
+def _go_background() -> None:
+    """From now on this process works after the host has its answer: off the host's pipes, in a session of its own,
+    ended by the kernel (``SIGALRM``) after ``BACKGROUND_LIMIT_S`` whatever it is doing."""
+    _leave_host_pipes()
+    with contextlib.suppress(OSError):  # its own session: a host that ends our process group once we have
+        os.setsid()  # answered (some do, to reclaim a hook's descendants) leaves this bounded work be
+    import signal
+
+    signal.alarm(BACKGROUND_LIMIT_S)
+
+
+def _in_background(work: Callable[[], None]) -> None:
+    """Run ``work`` in a new process that goes on alone (:func:`_go_background`); never waits for it, never raises."""
+    try:
+        pid = os.fork()
+    except OSError:
+        return
+    if pid != 0:
+        return
+    try:
+        with contextlib.suppress(OSError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.close(devnull)
+        _go_background()
+        work()
+    finally:
+        os._exit(0)
 
 
 def _leave_host_pipes() -> None:

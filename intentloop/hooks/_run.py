@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import io
 import os
 import sys
 import time
@@ -60,6 +61,33 @@ def parse_args(argv: Sequence[str]) -> tuple[str | None, str | None]:
         else:
             event = arg
     return event, data_dir
+
+
+#: How much of stdin the parent reads before it forks: more than any payload the handler accepts (1 MiB,
+#: ``MAX_PAYLOAD_BYTES`` in ``hooks/_payload.py``, which refuses what is larger), a bound on memory only.
+_STDIN_CAP = 2 * 1024 * 1024
+
+
+def read_stdin(fire_at: float, fd: int = 0) -> bytes | None:
+    """Everything on stdin up to end of file (at most ``_STDIN_CAP`` bytes), or ``None`` when it had not ended by
+    ``fire_at`` (a ``time.monotonic()`` value). What is already there is read even when ``fire_at`` has passed."""
+    import select
+
+    chunks: list[bytes] = []
+    size = 0
+    while size < _STDIN_CAP:
+        try:
+            ready, _w, _x = select.select([fd], [], [], max(0.0, fire_at - time.monotonic()))
+            if not ready:
+                return None
+            chunk = os.read(fd, min(65536, _STDIN_CAP - size))
+        except (OSError, ValueError):
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
 
 
 def handle(
@@ -129,9 +157,15 @@ def _run(argv: list[str], started: float) -> int:
     end = started + deadline_seconds(env) - process_age_s()
     answer = Answer(1)
     problems: list[Exception] = []
+    fire_at = end - WATCHDOG_MARGIN_S
+    # Read here, before the fork: when the child misses the deadline, this process still has the payload.
+    payload = read_stdin(fire_at)
+    if payload is None:  # the host never closed stdin in time
+        answer.send(FAIL_OPEN_LINE)
+        return 0
 
     def work(detach: Detach) -> bytes:
-        line, problem = _handled(argv, env, end, debug, detach)
+        line, problem = _handled(argv, io.BytesIO(payload), env, end, debug, detach)
         if problem is not None:
             problems.append(problem)
         return line
@@ -141,9 +175,15 @@ def _run(argv: list[str], started: float) -> int:
         if problems:
             _log_problem(problems[0], argv, env, debug)
 
-    if answer_in_child(work, end - WATCHDOG_MARGIN_S, send=answer.send, after=after_answer) is None:
+    def late() -> None:
+        # The child was killed at the deadline, perhaps before it decided anything (starved of CPU on a loaded
+        # machine): leave the content-free observation in the spool for the next writer (docs/HOOKS.md).
+        with contextlib.suppress(Exception):
+            _spool_late(argv, payload, env)
+
+    if answer_in_child(work, fire_at, send=answer.send, after=after_answer, late=late) is None:
         # no fork here: run inline, with the watchdog thread as the last resort
-        watchdog = Watchdog(answer, end - WATCHDOG_MARGIN_S).start()
+        watchdog = Watchdog(answer, fire_at).start()
         answer.send(work(lambda _line: False))  # inline, nothing can go on after the answer
         after_answer()
         watchdog.cancel()
@@ -151,12 +191,30 @@ def _run(argv: list[str], started: float) -> int:
     return 0
 
 
+def _spool_late(argv: Sequence[str], payload: bytes, env: Mapping[str, str]) -> None:
+    """Spool the observation of a hook whose child missed the deadline (by session: which task it belongs to is
+    decided by the writer that records it).
+
+    Raises:
+        Exception: anything (the caller ignores it: the host has its answer).
+    """
+    import_msgspec_alone()
+    from intentloop.hooks._dispatch import spool_unanswered
+    from intentloop.hooks._payload import FORCED_EVENTS, parse_payload
+
+    forced_arg, data_dir = parse_args(argv)
+    if data_dir is not None:
+        env = {**env, "INTENT_LOOP_DATA_DIR": data_dir}
+    forced = None if forced_arg is None else FORCED_EVENTS[forced_arg]
+    spool_unanswered(parse_payload(payload, forced), env)
+
+
 def _handled(
-    argv: Sequence[str], env: Mapping[str, str], end: float, debug: bool, detach: Detach
+    argv: Sequence[str], stdin: BinaryIO, env: Mapping[str, str], end: float, debug: bool, detach: Detach
 ) -> tuple[bytes, Exception | None]:
     """:func:`handle`, with every failure turned into the fail-open line (and returned beside it, for the log)."""
     try:
-        line = handle(argv, sys.stdin.buffer, env, lock_deadline=end - WRITE_RESERVE_S, debug=debug, detach=detach)
+        line = handle(argv, stdin, env, lock_deadline=end - WRITE_RESERVE_S, debug=debug, detach=detach)
         return line, None
     except Exception as exc:  # the hook's single catch-all: every failure is the fail-open answer
         if debug:

@@ -108,10 +108,11 @@ HOOK_EVENTS: Final[tuple[HookEvent, ...]] = (
         records=Recorded("compaction_observed", "agent", "recovery_needed", "agent_turn"),
     ),
     HookEvent(name="Stop", argument="stop", text_field="last_assistant_message", records=_RESULT_SIGNAL),
+    # No matcher: every reason a session ends for (Claude Code: clear, resume, logout, prompt_input_exit, other, ...)
+    # is a result to observe; the matcher "other" the original used missed every ordinary exit.
     HookEvent(
         name="SessionEnd",
         argument="session-end",
-        matcher="other",
         text_field="last_assistant_message",
         records=_RESULT_SIGNAL,
     ),

@@ -14,7 +14,10 @@ first (source record, per event: original line, ``event_id`` and ``event_hash``,
 appends. Running it again changes nothing: an event whose planned new id is already in the ledger, or whose request id
 its task already holds (the ledger's own idempotency key), is skipped. So is a ``task_started``/``mode_set`` older than
 a mode change its task already has: appended after it, the stale one would win (a task the user turned off after the
-damage would come back on).
+damage would come back on). An event of a task that has no ``task_started`` in the ledger nor among the events given
+back (the damaged line was that start) stays set aside in ``quarantine/`` and is reported so (``set_aside``): no view
+shows a task without its start, so appended it would be a claim nobody sees, and a stub start would have to invent the
+task's mode, label and session.
 """
 
 from __future__ import annotations
@@ -45,6 +48,11 @@ if TYPE_CHECKING:
     from intentloop.store import ProjectStore
 
 SALVAGE_PREFIX = "salvaged-"
+#: Why an event of a task whose start is lost is not given back (``skipped`` entries with ``"set_aside": true``).
+SET_ASIDE_REASON = (
+    "its task has no task_started in the ledger (lost with the damaged line): no view would show it, so it stays set "
+    "aside in quarantine"
+)
 # A stale mode change must not undo a newer one (e.g. turn a task back on that the user turned off after the damage).
 _MODE_EVENTS = frozenset({"task_started", "mode_set"})
 _DAMAGED_PREFIX = "damaged-"
@@ -148,7 +156,8 @@ class SalvageResult(msgspec.Struct, frozen=True, kw_only=True):
     Attributes:
         sources: the quarantine records read (``{record, raw_bytes_file, lines, ...}``).
         appended: events appended (``{line, original_event_id, new_event_id, event_type, task_id}``).
-        skipped: lines not appended and why (damaged, already salvaged, request already in the ledger, ...).
+        skipped: lines not appended and why (damaged, already salvaged, request already in the ledger, ...); an intact
+            event of a task whose start is lost has ``"set_aside": true`` (with its ``task_id`` and ``event_type``).
         record: the provenance file written in ``quarantine/`` (``None`` when nothing was appended).
         events: events in the ledger afterwards.
         head_hash: its head afterwards.
@@ -189,7 +198,10 @@ def _plan(store: ProjectStore, current: Any, head: str | None, *, writing: Any) 
     present_ids = {e.event_id for e in current}
     requests = {(e.task_id, e.request_id) for e in current}
     latest_mode: dict[str, str] = {}  # task -> time of its latest mode-setting event already in the ledger
+    started: set[str] = set()  # tasks readers see: started in the ledger or by an event given back before
     for e in current:
+        if e.event_type == "task_started":
+            started.add(e.task_id)
         if e.event_type in _MODE_EVENTS:
             latest_mode[e.task_id] = max(latest_mode.get(e.task_id, ""), e.occurred_at)
     done = _already_salvaged(store.quarantine_dir, present_ids)
@@ -214,6 +226,10 @@ def _plan(store: ProjectStore, current: Any, head: str | None, *, writing: Any) 
                 {**where, "reason": "its request is already in the ledger", "original_event_id": event.event_id}
             )
             continue
+        if event.event_type != "task_started" and event.task_id not in started:
+            aside = {"original_event_id": event.event_id, "event_type": event.event_type, "task_id": event.task_id}
+            skipped.append({**where, "reason": SET_ASIDE_REASON, "set_aside": True, **aside})
+            continue
         new_id = new_uuid()
         draft = EventDraft(
             event_type=event.event_type,
@@ -229,6 +245,8 @@ def _plan(store: ProjectStore, current: Any, head: str | None, *, writing: Any) 
             skipped.append({**where, "reason": refused, "original_event_id": event.event_id})
             continue
         requests.add((event.task_id, event.request_id))
+        if event.event_type == "task_started":
+            started.add(event.task_id)
         drafts.append(draft)
         appended.append(
             {
@@ -314,6 +332,7 @@ def _already_salvaged(directory: Path, present_ids: set[str]) -> set[str]:
 
 __all__ = [
     "SALVAGE_PREFIX",
+    "SET_ASIDE_REASON",
     "Candidate",
     "SalvageResult",
     "SuffixContents",

@@ -350,6 +350,47 @@ def _record_locked(
     return HookOutcome(recorded=True, context=_if(with_context, context))
 
 
+def spool_observation(data_root: Path, cwd: str, obs: Observation) -> bool:
+    """Leave ``obs`` in the spool by its session, without reading the ledger or taking the lock: the next writer
+    records it into the session's task if the hook would have (``intentloop/store/_spool.py``). For a hook that
+    cannot find out in time which task that is: its child was killed at the deadline, or another hook's child is
+    reading the same large ledger. ``False``: nothing spooled (an event that records nothing, no such project, a
+    private session, a full spool).
+
+    Raises:
+        InvalidInputError: ``PROJECT_ROOT_INVALID``.
+        StorageError: an unsafe path, an unreadable control, a failed write.
+    """
+    event = HOOK_EVENT_BY_NAME.get(obs.event)
+    if event is None or event.records is None:
+        return False
+    store = _open_store(data_root, cwd)
+    if not store.exists():
+        return False
+    shash = session_hash(obs.session_id)
+    if store.read_control(shash) is not None:
+        return False
+    from intentloop.service._hookkey import load_or_create_hook_key
+
+    identity = _identity(obs, lambda: load_or_create_hook_key(data_root))
+    if identity is None:  # load_or_create_hook_key returns a key or raises: unreachable
+        raise StorageError("the hook digest key is unavailable", code="STORAGE_READ_FAILED")
+    return store.spool(_draft(obs, "", identity), session_hash=shash)
+
+
+def take_background_slot(plan: ObservationPlan) -> bool:
+    """Take the project's one background slot for the rest of this process (``intentloop/store/_background.py``);
+    ``False`` when another hook's child holds it: then spool the observation (:func:`spool_observation`) instead of
+    reading the ledger too.
+
+    Raises:
+        StorageError: an unsafe project folder or lock file.
+    """
+    from intentloop.store._background import take_background_slot as take
+
+    return take(plan._store.paths)
+
+
 def rebuild_index(plan: ObservationPlan, deadline: float) -> bool:
     """For a plan that needs a whole read (:attr:`ObservationPlan.whole_read_bytes`), carried out in the background:
     take the lock once, waiting patiently until ``deadline``, to have the ledger verified a chunk at a time and its
@@ -400,4 +441,6 @@ __all__ = [
     "record_observation",
     "record_planned",
     "session_context",
+    "spool_observation",
+    "take_background_slot",
 ]

@@ -391,7 +391,8 @@ class LockedLedger:
         known = set(self.view.task_ids())
         seen: set[tuple[str, str]] = set()
         drafts: list[EventDraft] = []
-        for _path, draft in entries:
+        for _path, found, by_session in entries:
+            draft = found if by_session is None or found is None else self._for_session(found, by_session)
             if draft is None or draft.task_id not in known:
                 continue
             key = (draft.task_id, draft.request_id)
@@ -408,8 +409,22 @@ class LockedLedger:
                     appended += self.append([draft])
                 except InvalidInputError:
                     continue
-        remove_entries(self._paths, [path for path, _draft in entries])
+        remove_entries(self._paths, [entry.path for entry in entries])
         return appended
+
+    def _for_session(self, draft: EventDraft, session_hash: str) -> EventDraft | None:
+        """A spooled observation that names its session: the draft for the task bound to it, or ``None`` when the
+        hook would not have recorded it now (no bound task, a private control, a task not ``on``)."""
+        from intentloop.store._controls import read_control, read_controls
+        from intentloop.store._spool import observed_task
+
+        try:
+            control = read_control(self._paths, session_hash)
+            controls = read_controls(self._paths)
+        except (InvalidInputError, StorageError):
+            return None  # an unreadable control: record nothing rather than what a private session saw
+        task = observed_task(self.session_task(session_hash), controls, control)
+        return None if task is None else msgspec.structs.replace(draft, task_id=task.task_id)
 
     def strip_quarantine(self, needles: Sequence[bytes]) -> list[str]:
         """Remove the lines that hold any of ``needles`` from every file in ``quarantine/`` (deletion).

@@ -262,12 +262,36 @@ class ProjectStore:
         when the checkpoint vouches for the file, else from a whole verified read — unless the file is larger than
         ``whole_read_limit`` bytes, when the answer only says so (``SessionTask.whole_read_bytes``).
 
+        A torn last line (a crashed write, never acknowledged) is answered from the verified prefix: the hooks read
+        what was committed, and the write that follows repairs the tail under the lock, as every mutation does.
+
         Raises:
-            CorruptLedgerError, StorageError: as :meth:`read`, when the whole ledger is read.
+            CorruptLedgerError, StorageError: as :meth:`read` (but ``CORRUPT_TRAILING_EVENT``), when the whole ledger
+                is read.
         """
         from intentloop.store._sessions import session_task
 
-        return session_task(self.paths, self.read, session_hash, whole_read_limit=whole_read_limit)
+        return session_task(self.paths, self._read_committed, session_hash, whole_read_limit=whole_read_limit)
+
+    def _read_committed(self) -> LedgerView:
+        """:meth:`read`, but the verified prefix of a ledger whose only damage is a torn last line, with that line
+        when it is a whole event chaining after the prefix and lacks only its newline (the repair keeps it)."""
+        try:
+            return self.read()
+        except CorruptLedgerError as exc:
+            if exc.code != "CORRUPT_TRAILING_EVENT":
+                raise
+        verification, view, _st = self._load(settle=True)  # the verdict just cached: the verified prefix
+        if verification.error is not None and verification.error.code != "CORRUPT_TRAILING_EVENT":
+            raise _fresh(verification.error)  # the file changed meanwhile
+        torn = verification.torn_tail
+        if torn is not None:
+            whole = verify_continuation(
+                torn + b"\n", project_id=self.project_id, prev_hash=view.head_hash, first_line=len(view) + 1
+            )
+            if whole.error is None and whole.line_count == 1:
+                return view.extended(whole.events, view.byte_length + len(torn))
+        return view
 
     def read_controls(self) -> list[PrivateControl]:
         """Every private-mode control of the project (lock-free).
@@ -370,16 +394,17 @@ class ProjectStore:
             deadline = own if deadline is None else min(deadline, own)
         return Acquirer(self.paths, self.config, now=now, deadline=deadline)
 
-    def spool(self, draft: EventDraft) -> bool:
+    def spool(self, draft: EventDraft, *, session_hash: str | None = None) -> bool:
         """Leave an observation for the next writer when the lock cannot be had in time (a hook at its deadline);
         lock-free. ``False`` when it was not spooled (the spool is full, the draft is no observation or too large).
+        With ``session_hash``, the writer records it into the task bound to that session (``_spool``).
 
         Raises:
             StorageError: path-safety refusals, ``STORAGE_WRITE_FAILED``.
         """
         from intentloop.store._spool import spool_draft
 
-        return spool_draft(self.paths, draft)
+        return spool_draft(self.paths, draft, session_hash=session_hash)
 
     def enter_locked(self, handle: LockHandle, *, verify: bool, lazy: bool = False) -> LockedLedger:
         """Inside the lock just taken with ``handle``: remove orphans, verify the chain (or trust the checkpoint when

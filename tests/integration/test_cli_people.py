@@ -505,21 +505,32 @@ def test_one_damaged_line_costs_one_event_after_quarantine_and_salvage(memory: M
     assert memory.run("verify").returncode == 0
     assert len(ledger.read_bytes().splitlines()) == index  # only the verified prefix is left
 
+    shown = memory.run("recover", "salvage")  # without a terminal: the plan is printed, then --yes is asked for
+    assert ("Set aside, not re-appended:" in shown.stdout) == (where == "first"), shown.stdout
     code, body = memory.json("recover", "salvage", "--yes")
     assert code == 0, body
-    appended = count - index - 1
+    # The damaged line started a task ("first"): that task's later events would be claims nobody sees, so they stay
+    # set aside; every other event comes back.
+    damaged_event = json.loads(lines[index])
+    lost = damaged_event["task_id"] if damaged_event["event_type"] == "task_started" else None
+    aside = [i for i in range(index + 1, count) if json.loads(lines[i])["task_id"] == lost]
+    assert bool(aside) == (where == "first")
+    appended = count - index - 1 - len(aside)
     assert len(body["appended"]) == appended and body["action"] == ("salvaged" if appended else "none")
-    assert [s["line"] for s in body["skipped"]] == [index + 1]  # exactly the damaged line is left out
+    assert [s["line"] for s in body["skipped"]] == [index + 1, *(i + 1 for i in aside)]  # the damaged line, and
+    assert [s.get("set_aside", False) for s in body["skipped"][1:]] == [True] * len(aside)  # what it started
     after = ledger.read_bytes()
     check = verify_ledger_bytes(after, project_id=memory.pid)
-    assert check.error is None and len(check.events) == count - 1
+    assert check.error is None and len(check.events) == count - 1 - len(aside)
     assert {e.event_type for e in check.events} <= EVENT_TYPES  # only event types the original knows
-    expected = [_fields(line) for i, line in enumerate(lines) if i != index]
+    expected = [_fields(line) for i, line in enumerate(lines) if i != index and i not in aside]
     assert [_fields(line) for line in after.splitlines(keepends=True)] == expected
+    listed = {row["task_id"] for row in memory.json("tasks")[1]["tasks"]}
+    assert {e.task_id for e in check.events} <= listed  # every event given back belongs to a task readers see
     if appended:
         [record] = list((memory.dir / "quarantine").glob("salvaged-*.json"))
         provenance = json.loads(record.read_bytes())
-        originals = [json.loads(line)["event_id"] for line in lines[index + 1 :]]
+        originals = [json.loads(line)["event_id"] for i, line in enumerate(lines) if i > index and i not in aside]
         assert [e["original_event_id"] for e in provenance["events"]] == originals
         assert {e["new_event_id"] for e in provenance["events"]} == {e.event_id for e in check.events[index:]}
 
@@ -530,7 +541,7 @@ def test_one_damaged_line_costs_one_event_after_quarantine_and_salvage(memory: M
     if appended:  # the salvaged memory is usable: a new write extends the chain
         task = check.events[-1].task_id
         state = memory.json("tasks")[1]
-        if task in {row["task_id"] for row in state["tasks"]} and where != "first":
+        if task in {row["task_id"] for row in state["tasks"]}:
             memory.claim(task, "after-salvage", "Written after salvage")
             assert memory.run("verify").returncode == 0
 

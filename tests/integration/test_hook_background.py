@@ -108,3 +108,41 @@ async def test_a_small_unvouched_ledger_is_read_in_time_and_answered(world: Worl
     assert RULE in _context(answer)
     assert world.observed() == ["turn-inline-0001"]  # recorded before the process ended
     assert (world.store.project_dir / CHECKPOINT_NAME).exists()
+
+
+def _hook_processes(data: Path) -> list[int]:
+    """The live processes whose environment names this data root: the hooks' background children (the test and
+    the lock holder have no such variable)."""
+    marker = f"INTENT_LOOP_DATA_DIR={data}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+            state = (entry / "stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker in environ.split(b"\0") and state != b"Z":
+            found.append(int(entry.name))
+    return found
+
+
+async def test_one_background_child_per_project_and_the_others_spool(world: World) -> None:
+    """Before: one child per prompt, each reading the whole ledger (40 children, 2.8 GB together on a 20 MiB
+    ledger with the lock held 35 s). Now the first prompt's child reads it; the others leave their observation in
+    the spool, and every one of them is recorded once the lock is free."""
+    world.grow(hookops.SLOW_READ_BYTES + PAD)
+    turns = [f"turn-capped-{n:04d}" for n in range(5)]
+    with holding_lock(world.data, world.pid):
+        (world.store.project_dir / CHECKPOINT_NAME).unlink()
+        for turn in turns:
+            answer = world.prompt(turn, timeout=10, INTENT_LOOP_LOCK_WAIT_S="0.3")
+            assert answer == {"continue": True, "suppressOutput": True}
+        time.sleep(0.5)
+        children = _hook_processes(world.data)
+        assert len(children) == 1, children  # one child reads the ledger, whatever the number of prompts
+        assert world.observed() == []
+    assert _eventually(lambda: sorted(world.observed()) == turns)  # every prompt recorded, none twice
+    assert _eventually(lambda: _hook_processes(world.data) == [])
+    assert sorted(world.observed()) == turns

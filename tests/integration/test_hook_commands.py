@@ -161,6 +161,18 @@ def test_remember_records_an_explicit_user_claim_with_its_facet(hosts: Hosts, pr
     assert ledger.count(b"Keep the public API backwards compatible") == 1
 
 
+def test_remember_repairs_a_torn_tail_and_records(hosts: Hosts) -> None:
+    """A crashed write's torn last line is repaired by the command's write under the lock; before, the command
+    answered "not recorded — the next change repairs it" and no hook ever made that change."""
+    hosts.seed(["a1b2c3d4-0000-4000-8000-000000000001"], ["Use PostgreSQL only"])
+    with hosts.store.ledger_path.open("ab") as fh:
+        fh.write(b'{"actor":"user","event_hash":"')
+    _rid, text = _receipt(hosts.prompt("/intent remember Keep the public API backwards compatible"))
+    assert text.endswith("Keep the public API backwards compatible")
+    statements = [c.statement for c in _explicit(hosts.state())]  # read() verifies the repaired ledger whole
+    assert statements == ["Use PostgreSQL only", "Keep the public API backwards compatible"]
+
+
 def test_a_command_without_a_task_starts_one_for_the_session_as_intent_start_task_would(hosts: Hosts) -> None:
     assert not hosts.data.exists()
     hosts.prompt("$intent remember Ship on Friday")

@@ -301,16 +301,49 @@ def test_damaged_ledger_fails_open_and_stays_untouched(env: Env) -> None:
     assert after == before and {p["code"] for p in problems} == {"CORRUPT_LEDGER"}  # the user can find out why
 
 
-def test_torn_tail_fails_open_without_repairing(env: Env) -> None:
+def _quarantined(env: Env) -> list[dict[str, Any]]:
+    quarantine = env.store.quarantine_dir
+    return [json.loads(p.read_bytes()) for p in sorted(quarantine.glob("*.json"))] if quarantine.exists() else []
+
+
+def test_a_prompt_repairs_a_torn_tail_under_the_lock(env: Env) -> None:
+    """A crashed write's torn last line no longer switches the hooks off: SessionStart reads the verified prefix, and
+    the prompt's observation, a mutation like any other, repairs the tail under the lock and is recorded."""
+    env.link()
+    torn = b'{"actor":"user","event_hash":"'
+    with env.store.ledger_path.open("ab") as fh:
+        fh.write(torn)
+    start = env.answer(env.payload("SessionStart", source="resume"))
+    assert (_context(start) or "").endswith("Use PostgreSQL only")  # the user's words, before any repair
+    assert env.store.ledger_path.read_bytes().endswith(torn)  # SessionStart only reads
+    prompt = env.answer(env.payload("UserPromptSubmit", turn_id="turn-1", prompt="go"))
+    assert _context(prompt) == _context(start)
+    assert [e.request_id.split(":")[1] for e in env.hook_events()] == ["UserPromptSubmit"]  # read() verifies it all
+    [record] = _quarantined(env)  # the torn bytes are summarised, never kept
+    assert record["byte_length"] == len(torn) and record["sha256"] == hashlib.sha256(torn).hexdigest()
+    assert not (env.data / LOG_NAME).exists()  # nothing went wrong
+
+
+def test_a_prompt_keeps_a_whole_last_event_that_lacks_only_its_newline(env: Env) -> None:
+    env.link()
+    data = env.store.ledger_path.read_bytes()
+    env.store.ledger_path.write_bytes(data[:-1])  # the task's event is whole: only its newline is missing
+    env.answer(env.payload("UserPromptSubmit", turn_id="turn-1", prompt="go"))
+    lines = env.store.ledger_path.read_bytes().splitlines(keepends=True)
+    assert lines[0] == data and len(lines) == 2  # the event kept, the observation after it
+    assert [e.request_id.split(":")[1] for e in env.hook_events()] == ["UserPromptSubmit"]
+    assert _quarantined(env) == []
+
+
+def test_an_unlinked_prompt_writes_nothing_on_a_torn_tail(env: Env) -> None:
+    """Control: a session that records nothing takes no lock and repairs nothing; it is answered all the same."""
     env.link()
     with env.store.ledger_path.open("ab") as fh:
         fh.write(b'{"actor":"user","event_hash":"')
     before = env.files()
-    for event in ("SessionStart", "UserPromptSubmit"):
-        assert env.run(env.payload(event, turn_id="turn-1", prompt="go"))[:2] == (FAIL_OPEN, b"")
-    after = env.files()
-    problems = [json.loads(line) for line in after.pop(LOG_NAME).splitlines()]
-    assert after == before and [p["code"] for p in problems] == ["CORRUPT_TRAILING_EVENT"] * 2
+    payload = env.payload("UserPromptSubmit", session_id="another-session", turn_id="turn-1", prompt="go")
+    assert _context(env.answer(payload)) == association_context("another-session")
+    assert env.files() == before
 
 
 @pytest.fixture

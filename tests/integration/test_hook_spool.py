@@ -96,3 +96,41 @@ def test_concurrent_hooks_behind_a_held_lock_are_all_recorded_once_by_the_next_w
     assert all(e.task_id == task for e in observed)
     assert list(store.paths.spool_dir.iterdir()) == []
     assert store.verify().ok
+
+
+def _recorded(store: ProjectStore) -> list[tuple[str, str]]:
+    return sorted((e.event_type, e.request_id) for e in store.read().events if e.request_id.startswith("hook:"))
+
+
+def test_a_hook_whose_child_misses_the_deadline_still_spools_its_observation(tmp_path: Path) -> None:
+    """A child starved of CPU used to be killed at the deadline before it decided anything, and its observation was
+    lost; the process that answers the host leaves the content-free observation in the spool instead. A deadline
+    that passes before the child can even start stands in for the starvation (the same path: no line by the
+    deadline); the next writer records every observation once."""
+    data, repo = tmp_path / "data", tmp_path / "repo"
+    repo.mkdir()
+    store = ProjectStore(data, project_id_for(canonicalize_project_root(str(repo))))
+    task = _link(store)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), "INTENT_LOOP_DATA_DIR": str(data)}
+    late = {**env, "INTENT_LOOP_HOOK_DEADLINE_S": "0.01"}
+    payloads = [_payload(repo, "UserPromptSubmit", turn_id=f"turn-{n}", prompt=f"plan {n}") for n in range(4)]
+    payloads.append(_payload(repo, "Stop", last_assistant_message="finished the walrus"))  # keyed digest, no turn
+    for payload in payloads:
+        done = subprocess.run(HOOK, input=payload, capture_output=True, env=late, timeout=30)
+        assert (done.returncode, done.stderr) == (0, b"")
+        assert json.loads(done.stdout) == {"continue": True, "suppressOutput": True}  # fail-open: answered late
+    deadline = time.monotonic() + 30  # the spooling goes on after the answer, in a process of its own
+    while len(list(store.paths.spool_dir.glob("obs-*.json"))) < len(payloads) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _recorded(store) == []  # nothing was appended by the late hooks themselves
+    assert b"walrus" not in b"".join(p.read_bytes() for p in store.paths.spool_dir.iterdir())  # content-free
+    unlinked = _payload(repo, "UserPromptSubmit", session_id="another-session", turn_id="turn-x", prompt="hello")
+    subprocess.run(HOOK, input=unlinked, capture_output=True, env=late, timeout=30)  # control: not this session's
+    drain = _payload(repo, "Stop", turn_id="turn-drain", last_assistant_message="x")
+    subprocess.run(HOOK, input=drain, capture_output=True, env=env, timeout=30)  # an ordinary writer drains
+    recorded = _recorded(store)
+    assert [kind for kind, _rid in recorded].count("source_observed") == 4
+    assert [kind for kind, _rid in recorded].count("result_signal_observed") == 2  # the late Stop and the drain's
+    assert all(e.task_id == task for e in store.read().events[1:])
+    subprocess.run(HOOK, input=drain, capture_output=True, env=env, timeout=30)
+    assert _recorded(store) == recorded  # exactly once

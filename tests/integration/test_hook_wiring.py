@@ -17,7 +17,9 @@ from intentloop.store import ROOT_ENV_VARS
 
 REPO = Path(__file__).resolve().parents[2]
 EVENTS = ["SessionStart", "UserPromptSubmit", "PostCompact", "Stop", "SessionEnd"]
-MATCHERS = {"SessionStart": "startup|resume|clear|compact", "PostCompact": "manual|auto", "SessionEnd": "other"}
+# SessionEnd has none: Claude Code's reasons (clear, resume, logout, prompt_input_exit, other, ...) all end a session,
+# and a matcher "other" missed every ordinary exit.
+MATCHERS = {"SessionStart": "startup|resume|clear|compact", "PostCompact": "manual|auto"}
 
 
 def _json(path: str) -> Any:

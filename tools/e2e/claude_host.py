@@ -3,7 +3,9 @@ claude`` ("installer": ``$CLAUDE_CONFIG_DIR/settings.json`` hooks and the user-s
 ``$CLAUDE_CONFIG_DIR/.claude.json``), or loading this repository as a Claude Code plugin (``--plugin-dir``: its
 ``.claude-plugin/plugin.json``, ``.mcp.json`` and ``hooks/hooks.json``). No ``--mcp-config``, no ``project_root``
 unless asked — the server must find the project through the client's roots — and no ``INTENT_LOOP_DATA_DIR``: the
-processes must agree on the user's one data root by themselves.
+processes must agree on the user's one data root by themselves. In both routes one session also runs on a terminal
+(``pty``) and ends with ``/exit``, the ordinary way out, whose SessionEnd reason (``prompt_input_exit``) the ``-p``
+runs (reason ``other``) never send.
 """
 
 from __future__ import annotations
@@ -11,11 +13,22 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
+import time
 from pathlib import Path
 from typing import Any
 
-from e2e_common import Report, background_turn, base_env, ledger_checks, ledger_events, run, verify
-from fake_model import STATEMENT, FakeModel
+from e2e_common import (
+    Report,
+    background_turn,
+    base_env,
+    ledger_checks,
+    ledger_events,
+    ledger_labels,
+    run,
+    verify,
+)
+from fake_model import START_MARK, STATEMENT, FakeModel
 
 REPO = Path(__file__).resolve().parents[2]
 #: How Claude Code names our tools: a user-scope server ``intent_loop``, or the plugin ``intent-loop``'s server.
@@ -61,6 +74,93 @@ def scripted_env(home: Path, config_dir: Path, port: int, **extra: str) -> dict[
             "DISABLE_AUTOUPDATER": "1",
             **extra,
         },
+    )
+
+
+def interactive_exit(
+    report: Report,
+    host: str,
+    claude: str,
+    argv: list[str],
+    env: dict[str, str],
+    config_dir: Path,
+    data: Path,
+    project: Path,
+    logs: Path,
+) -> None:
+    """An interactive session (a terminal: ``pty``) in a project of its own: the model starts a task linked to the
+    session, then the user types ``/exit`` — Claude Code's ordinary exit, SessionEnd reason ``prompt_input_exit``.
+    The SessionEnd hook must run and record the session's result observation (a matcher ``other`` missed it)."""
+    import pty
+
+    project.mkdir(parents=True, exist_ok=True)
+    state_path = config_dir / ".claude.json"  # no onboarding, trust or API-key question on the terminal
+    state = json.loads(state_path.read_text(encoding="utf-8")) if state_path.exists() else {}
+    approved = {"approved": [env["ANTHROPIC_API_KEY"][-20:]], "rejected": []}
+    state.update({"hasCompletedOnboarding": True, "customApiKeyResponses": approved})
+    state.setdefault("projects", {})[str(project)] = {"hasTrustDialogAccepted": True}
+    state_path.write_text(json.dumps(state, indent=2), encoding="utf-8")
+    started = time.monotonic()
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: Claude Code on the terminal
+        os.chdir(project)
+        os.execve(claude, [claude, *argv], {**env, "TERM": "xterm-256color"})
+    screen = bytearray()
+    closed = False
+    status: int | None = None  # Claude Code's wait status, once it has exited
+
+    def pump_until(done: Any, seconds: float) -> bool:
+        nonlocal closed
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            if done():
+                return True
+            if closed:  # the terminal is gone: Claude Code is exiting
+                time.sleep(0.2)
+                continue
+            ready, _w, _x = select.select([fd], [], [], 0.2)
+            if ready:
+                try:
+                    screen.extend(os.read(fd, 65536))
+                except OSError:
+                    closed = True
+        return bool(done())
+
+    def has_exited() -> bool:
+        nonlocal status
+        if status is None:
+            reaped, wait_status = os.waitpid(pid, os.WNOHANG)
+            status = wait_status if reaped else None
+        return status is not None
+
+    def type_line(text: str) -> None:
+        # Text and Enter arriving together read as a paste (the Enter becomes part of the input): type, pause, Enter.
+        os.write(fd, text.encode())
+        pump_until(lambda: False, 1.5)
+        os.write(fd, b"\r")
+
+    try:
+        pump_until(lambda: b"shortcuts" in screen, 60)  # the prompt is ready (words are drawn apart by escapes)
+        type_line(f"{START_MARK} Remember this: {STATEMENT}")
+        linked = pump_until(lambda: "Stop" in ledger_labels(ledger_events(data, project)), 90)
+        labels = ledger_labels(ledger_events(data, project))
+        report.check(host, "interactive session: the model started a task linked to the session", linked, f"{labels}")
+        pump_until(lambda: False, 2)  # the turn's end reaches the screen
+        type_line("/exit")
+        exited = pump_until(has_exited, 60)
+    finally:
+        (logs / f"{host.replace('/', '-')}-interactive.screen").write_bytes(bytes(screen))
+        if not has_exited():
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+        os.close(fd)
+    report.timings.append((host, "claude (interactive, /exit)", time.monotonic() - started))
+    labels = ledger_labels(ledger_events(data, project))
+    report.check(
+        host,
+        "interactive /exit (SessionEnd reason prompt_input_exit): the SessionEnd hook ran and recorded its observation",
+        exited and status == 0 and labels.count("SessionEnd") == 1,
+        f"exited={exited} status={status} ledger: {labels}",
     )
 
 
@@ -180,6 +280,8 @@ def run_claude(
         )
         ledger_checks(report, host, ledger_events(data, project), task_id)
         verify(report, host, intentloop, data, project, logs, env)
+        terminal_argv = common[common.index("--allowedTools") :]  # no stream-json: the session is on a terminal
+        interactive_exit(report, host, claude, terminal_argv, env, config_dir, data, base / "project-i", logs)
         if route == "installer":  # one more turn, on a large ledger the checkpoint does not vouch for (docs/HOOKS.md)
             background_turn(
                 report,

@@ -15,9 +15,10 @@ repository as a Codex plugin (``codex plugin marketplace add`` + ``codex plugin 
 plugin (``--plugin-dir``). The model calls ``intent_start_task`` and ``intent_add_explicit``; a resumed second turn
 shows whether the hooks linked the session; in the installer route a third turn runs on the ledger padded past the
 hooks' background threshold with its checkpoint removed and the lock held by another process, whose prompt must be
-recorded in the background once the lock is free. Checks: the hosts' JSON output, the requests the model received, the
-ledger under the per-user default root and a bare ``intentloop verify --json``. Prints PASS/FAIL per host, route and
-check; exits 0 only when every check passed.
+recorded in the background once the lock is free. Claude Code also runs one interactive session on a terminal that
+the user ends with ``/exit``: its SessionEnd hook must record the session's observation. Checks: the hosts' JSON
+output, the requests the model received, the ledger under the per-user default root and a bare ``intentloop verify
+--json``. Prints PASS/FAIL per host, route and check; exits 0 only when every check passed.
 
 Codex's grace for optional MCP servers is raised to 60 s in the run's config (``--codex-grace-ms``): Codex sends its
 first turn after that grace even when a server is still starting, and on a loaded CI machine ``intentloop serve``

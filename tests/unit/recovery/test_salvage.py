@@ -147,3 +147,24 @@ def test_a_stale_mode_change_does_not_undo_a_newer_one(project) -> None:
     from intentloop.model import project as fold
 
     assert fold(project.store.read().events).tasks[task].mode == "off"
+
+
+def test_events_of_a_task_whose_start_was_the_damaged_line_stay_set_aside(project) -> None:
+    """Line 2 starts task B and is damaged: B's claim (line 4) would be re-appended where no view shows it (no task
+    without its ``task_started`` exists for readers), so it stays in quarantine and says why; task A's claims, whose
+    start is in the ledger, come back (positive control)."""
+    from intentloop.model import project as fold
+
+    lines = project.write_lines(5, tasks=2)  # tasks A, B started; claims of A (lines 3, 5) and B (line 4)
+    lines[1] = project.tamper(lines[1])
+    project.write(b"".join(lines))
+    assert quarantine_damaged_suffix(project.store, keep_bytes=True).action == "quarantined"
+    task_a, task_b = (json.loads(lines[i])["task_id"] for i in (0, 1))
+    result = salvage(project.store)
+    assert [(item["line"], item["task_id"]) for item in result.appended] == [(3, task_a), (5, task_a)]
+    [aside] = [s for s in result.skipped if s["line"] == 4]
+    assert aside["set_aside"] is True and aside["task_id"] == task_b
+    assert "task_started" in aside["reason"] and "quarantine" in aside["reason"]
+    state = fold(project.store.read().events)
+    assert {e.task_id for e in project.store.read().events} == {task_a}  # nothing of B was appended
+    assert all(state.tasks[item["task_id"]].started for item in result.appended)  # every appended event is seen

@@ -137,3 +137,41 @@ def test_recovery_entering_a_damaged_ledger_does_not_drain(store: ProjectStore) 
     assert len(os.listdir(store.paths.spool_dir)) == 1
     _write(store)  # positive control: the next ordinary write repairs the tail and drains
     assert len(_observed(store)) == 1
+
+
+def _bound_task(store: ProjectStore, session: str, mode: str = "on") -> str:
+    """A task started bound to ``session`` (as ``intent_start_task`` with ``host_session_id`` leaves it)."""
+    from intentloop.model import session_hash
+
+    task = str(uuid.uuid4())
+    payload = {"mode": mode, "label": "bound", "initial_claims": [], "host_session_hash": session_hash(session)}
+    with store.locked() as ledger:
+        ledger.append([EventDraft(event_type="task_started", task_id=task, actor="user", request_id=task,
+                                  payload=payload)])  # fmt: skip
+    return task
+
+
+def test_an_entry_by_session_is_recorded_into_the_task_the_hook_would_record_it_into(store: ProjectStore) -> None:
+    from intentloop.model import session_hash
+    from intentloop.store import PrivateControl
+
+    on = _bound_task(store, "session-on")
+    _bound_task(store, "session-off", mode="off")
+    private_task = _bound_task(store, "session-private")
+    with store.locked() as ledger:
+        ledger.write_control(
+            PrivateControl(
+                created_at=utc_now(),
+                host_session_hash=session_hash("session-private"),
+                project_id=PID,
+                task_id=private_task,
+            )
+        )
+    for n, session in enumerate(("session-on", "session-off", "session-private", "session-unbound")):
+        assert store.spool(_observation(n, task=""), session_hash=session_hash(session))
+    _write(store)
+    recorded = [(e.task_id, e.request_id) for e in store.read().events if e.request_id.startswith("hook:")]
+    # only the session whose task is on (positive control); off, private and unbound sessions record nothing
+    assert recorded == [(on, f"hook:UserPromptSubmit:{0:024x}")]
+    assert os.listdir(store.paths.spool_dir) == []  # every entry is gone, recorded or not
+    assert not store.spool(_observation(5, task=""), session_hash="not-a-hash")  # a malformed hash is refused
