@@ -62,9 +62,8 @@ def select_project(project_root: str | None, project_id: str | None, *, must_exi
         StorageError: ``DATA_DIR_REQUIRED``, ``INVALID_PROJECT_ID``, ``PROJECT_NOT_FOUND``, ``AMBIGUOUS_ID``,
             ``PATH_ESCAPE``, ``INVALID_DATA_DIR``.
     """
-    from intentloop.model import project_id_for
     from intentloop.recovery import list_project_ids
-    from intentloop.store import ProjectStore, canonicalize_project_root, resolve_data_root
+    from intentloop.store import ProjectStore, locate_project, resolve_data_root
 
     if project_root is not None and project_id is not None:
         raise InvalidInputError("pass either --project-root or --project-id, not both")
@@ -81,14 +80,17 @@ def select_project(project_root: str | None, project_id: str | None, *, must_exi
         )
         return Target(data_root=data_root, project_id=pid, project_root=None, store=ProjectStore(data_root, pid))
     named = project_root is not None
-    canonical = canonicalize_project_root(project_root if named else os.getcwd())
-    pid = project_id_for(canonical)
     data_root = resolve_data_root()
-    store = ProjectStore(data_root, pid)
+    located = locate_project(project_root if named else os.getcwd(), data_root)
+    store = ProjectStore(data_root, located.project_id)
     if must_exist and not store.exists():
         hint = "" if named else " (the current directory; name another with --project-root P or --project-id ID)"
-        raise StorageError(f"the project at {canonical}{hint} has no data under {data_root}", code="PROJECT_NOT_FOUND")
-    return Target(data_root=data_root, project_id=pid, project_root=canonical, store=store)
+        raise StorageError(
+            f"the project at {located.root}{hint} has no data under {data_root}", code="PROJECT_NOT_FOUND"
+        )
+    return Target(
+        data_root=data_root, project_id=located.project_id, project_root=located.root, store=store, located=located
+    )
 
 
 def verified_events(target: Target) -> tuple[Sequence[Event], CorruptLedgerError | None]:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from intentloop.errors import InvalidInputError
 
 if TYPE_CHECKING:
-    from intentloop.store import ProjectStore
+    from intentloop.store import ProjectRoot, ProjectStore
 
 
 @dataclass(frozen=True)
@@ -23,14 +23,17 @@ class Target:
     Attributes:
         data_root: the resolved storage root ``R``.
         project_id: the project's id.
-        project_root: the canonical root when the project was named by ``--project-root``.
+        project_root: the project's canonical root (``None`` when it was named by ``--project-id``).
         store: the project's store (constructing it touches nothing).
+        located: which root the directory given (``--project-root`` or the working directory) was found to belong
+            to, and why (``None`` when named by ``--project-id``).
     """
 
     data_root: Path
     project_id: str
     project_root: str | None
     store: ProjectStore
+    located: ProjectRoot | None = None
 
     def fields(self) -> dict[str, object]:
         """The target as JSON fields."""
@@ -48,14 +51,13 @@ def project_id_of(project_root: str | None, project_id: str | None) -> tuple[str
         InvalidInputError: ``INVALID_ARGUMENTS`` (neither or both given), ``PROJECT_ROOT_INVALID``.
         StorageError: ``INVALID_PROJECT_ID``.
     """
-    from intentloop.model import project_id_for
-    from intentloop.store import canonicalize_project_root, validate_project_id
+    from intentloop.store import locate_project, resolve_data_root, validate_project_id
 
     if project_root is not None and project_id is not None:
         raise InvalidInputError("pass either --project-root or --project-id, not both")
     if project_root is not None:
-        canonical = canonicalize_project_root(project_root)
-        return project_id_for(canonical), canonical
+        located = locate_project(project_root, resolve_data_root())
+        return located.project_id, located.root
     if project_id is not None:
         return validate_project_id(project_id), None
     raise InvalidInputError("name the project with --project-root P or --project-id ID")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import platform
 from importlib import metadata
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from intentloop import SCHEMA_VERSION, SERVER_NAME, __version__
@@ -84,6 +85,7 @@ def _run(out: Output, project_root: str | None) -> int:
         "source": located.source,
         "reason": located.reason,
     }
+    fields["project"] = _this_project(project_root, data_root)
     fields["projects"] = [s.to_dict() for s in summaries]
     fields["totals"] = {
         "projects": sum(1 for s in summaries if s.project_exists),
@@ -98,6 +100,28 @@ def _run(out: Output, project_root: str | None) -> int:
         return OK
     _show(out, fields, summaries)
     return OK
+
+
+def _this_project(project_root: str | None, data_root: Path) -> dict[str, Any] | None:
+    """The project the directory given (``--project-root``, else the working directory) belongs to, and why that
+    root (``None``: the working directory is gone or not a local directory)."""
+    import os
+
+    from intentloop.errors import IntentLoopError
+    from intentloop.store import locate_project
+    from intentloop.store._roots import REASONS
+
+    try:
+        located = locate_project(project_root if project_root is not None else os.getcwd(), data_root)
+    except (IntentLoopError, OSError):
+        return None
+    return {
+        "directory": located.given,
+        "root": located.root,
+        "project_id": located.project_id,
+        "reason": located.reason,
+        "why": REASONS[located.reason],
+    }
 
 
 def _last_hook_problem() -> dict[str, Any] | None:
@@ -150,6 +174,9 @@ def _show(out: Output, fields: dict[str, Any], summaries: list[ProjectSummary]) 
     root = fields["data_root"]
     where = root["path"] if root["exists"] else f"{root['path']} (does not exist yet; nothing was created)"
     out.show(_versions_table(fields["versions"], data_root=where, chosen=root["reason"]))
+    here = fields.get("project")
+    if here is not None:
+        out.line(f"project of {here['directory']}: {here['root']} ({here['project_id'][:12]}), {here['why']}")
     if fields.get("last_hook_problem"):
         out.line(_problem_text(fields["last_hook_problem"]))
     if not summaries:

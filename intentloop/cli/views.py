@@ -41,21 +41,20 @@ def projects(project_root: ProjectRootOption = None, json_output: JsonOption = F
 
 
 def _projects(out: Output, project_root: str | None) -> int:
-    from intentloop.model import project_id_for
     from intentloop.recovery import list_project_ids
-    from intentloop.store import ProjectStore, canonicalize_project_root, resolve_data_root
+    from intentloop.store import ProjectStore, locate_project, resolve_data_root
 
     data_root = resolve_data_root()
     roots: dict[str, str] = {}
     if project_root is not None:
-        canonical = canonicalize_project_root(project_root)
-        roots[project_id_for(canonical)] = canonical
+        located = locate_project(project_root, data_root)
+        roots[located.project_id] = located.root
         ids = list(roots)
     else:
         ids = list_project_ids(data_root)
         try:
-            here = canonicalize_project_root(os.getcwd())
-            roots[project_id_for(here)] = here
+            here = locate_project(os.getcwd(), data_root)
+            roots[here.project_id] = here.root
         except (IntentLoopError, OSError):  # a deleted or non-local working directory simply has no project
             pass
     rows: list[dict[str, Any]] = []

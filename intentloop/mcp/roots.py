@@ -197,10 +197,16 @@ def root_required() -> IntentLoopError:
 
 
 def default_canonicalize(raw: str) -> str:
-    """The store's canonicalizer (imported lazily so this module stays cheap to import)."""
-    from intentloop.store import canonicalize_project_root
+    """The root of the project ``raw`` belongs to (``intentloop.store.locate_project``, under the data root this
+    process resolves; without one, no project has memory). Imported lazily so this module stays cheap to import."""
+    from intentloop.errors import StorageError
+    from intentloop.store import locate_project, resolve_data_root
 
-    return canonicalize_project_root(raw)
+    try:
+        data_root = resolve_data_root()
+    except StorageError:  # DATA_DIR_REQUIRED: the call that follows reports it
+        data_root = None
+    return locate_project(raw, data_root).root
 
 
 __all__ = [

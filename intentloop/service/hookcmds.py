@@ -34,7 +34,7 @@ from typing import Any, Final
 import msgspec
 
 from intentloop.errors import ConflictError, IntentLoopError, InvalidInputError, StorageError
-from intentloop.model import Claim, TaskState, project_id_for, session_hash, sha256_hex
+from intentloop.model import Claim, TaskState, session_hash, sha256_hex
 from intentloop.model.commands import LAST, RECEIPT_HEAD, IntentCommand
 from intentloop.service.hookops import (
     SLOW_READ_BYTES,
@@ -44,7 +44,7 @@ from intentloop.service.hookops import (
     record_observation,
     session_context,
 )
-from intentloop.store import ProjectStore, canonicalize_project_root, resolve_data_root
+from intentloop.store import ProjectStore, locate_project, resolve_data_root
 
 NOT_RECORDED: Final = "[Intent Loop: not recorded — "
 MODEL_NOTE: Final = (
@@ -128,8 +128,8 @@ class _Run:
         deadline: float | None,
     ) -> None:
         self.data_root = data_root
-        self.project_root = canonicalize_project_root(cwd)
-        self.project_id = project_id_for(self.project_root)
+        located = locate_project(cwd, data_root)
+        self.project_root, self.project_id = located.root, located.project_id
         self.store = ProjectStore(data_root, self.project_id, deadline=deadline)
         self.session_id = session_id
         self.shash = session_hash(session_id)

@@ -25,11 +25,10 @@ from intentloop.model import (
     association_context,
     linked_task_context,
     private_control_context,
-    project_id_for,
     session_hash,
 )
 from intentloop.model.hook_events import HOOK_EVENT_BY_NAME
-from intentloop.store import PrivateControl, ProjectStore, canonicalize_project_root
+from intentloop.store import PrivateControl, ProjectStore, locate_project
 
 if TYPE_CHECKING:
     from intentloop.model import EventDraft
@@ -74,7 +73,7 @@ class HookOutcome(msgspec.Struct, frozen=True, kw_only=True):
 
 def _open_store(data_root: Path, cwd: str) -> ProjectStore:
     """Raises: InvalidInputError: ``PROJECT_ROOT_INVALID`` for a relative, missing or non-directory ``cwd``."""
-    return ProjectStore(data_root, project_id_for(canonicalize_project_root(cwd)))
+    return ProjectStore(data_root, locate_project(cwd, data_root).project_id)
 
 
 def _decide(

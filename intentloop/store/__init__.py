@@ -54,6 +54,7 @@ if TYPE_CHECKING:  # what mypy checks: `X as X` re-exports each name, so a missp
         task_events as task_events,
         tasks_holding as tasks_holding,
     )
+    from intentloop.store._roots import ProjectRoot as ProjectRoot, locate_project as locate_project
     from intentloop.store._scan import Scan as Scan, scan_file as scan_file
     from intentloop.store._signing import (
         HEAD_SIG_NAME as HEAD_SIG_NAME,
@@ -100,6 +101,7 @@ else:  # the same names, each loaded from its submodule on first use (PEP 562)
                 "validate_project_id",
             ],
             "_project": ["ProjectStore"],
+            "_roots": ["ProjectRoot", "locate_project"],
             "_signing": [
                 "chain_signature_status",
                 "HEAD_SIG_NAME",

@@ -227,7 +227,7 @@ def test_status_shows_each_project_health_and_counts(world: World) -> None:
     _tampered(world, bad, bad_ledger)
     code, body = world.json("status")
     assert code == 0 and body["ok"] is True and body["command"] == "status"
-    assert set(body) == HEAD_FIELDS | {"versions", "data_root", "projects", "totals", "last_hook_problem"}
+    assert set(body) == HEAD_FIELDS | {"versions", "data_root", "project", "projects", "totals", "last_hook_problem"}
     assert body["versions"]["intentloop"] and body["versions"]["ledger_schema"] == 1
     assert body["data_root"] == {
         "path": str(world.data_root),
