@@ -225,13 +225,14 @@ def check_ledger(store: ProjectStore) -> LedgerCheck:
     for _attempt in range(_RACE_RETRIES):
         # head.sig first: a writer signs its next head beside the current one before its commit, so the ledger read
         # after it holds a head it signs, unless head.sig changed meanwhile (then both are read again).
+        before = _ledger_identity(store)
         record = read_head_signature(store.paths)
         stored = store.read_raw()
         if stored is None:
             return check_bytes(b"", store=store, ledger_exists=False)
         data, verification = stored
         check = check_bytes(data, store=store, verification=verification, head_record=(record,))
-        if _settled(store, record, check.report):
+        if _settled(store, record, before, check.report):
             return check
     return check
 
@@ -240,19 +241,27 @@ def check_ledger(store: ProjectStore) -> LedgerCheck:
 _RACE_RETRIES = 50
 
 
-def _settled(store: ProjectStore, record: object, report: VerifyReport) -> bool:
-    """Whether ``report`` (read after ``record``) stands: ``head.sig`` is unchanged since, and a torn last line is not
-    a write still in progress (the file did not change since it was read)."""
+def _ledger_identity(store: ProjectStore) -> tuple[int, int] | None:
+    try:
+        st = os.lstat(store.ledger_path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size
+
+
+def _settled(store: ProjectStore, record: object, before: tuple[int, int] | None, report: VerifyReport) -> bool:
+    """Whether ``report`` stands. A valid signature on an intact chain always does (it signs exactly what was read).
+    Anything else only when neither file changed while they were read (``before``: the ledger's inode and size when
+    reading began): a writer may have replaced the ledger and then put back a ``head.sig`` equal to the one read
+    first (a deletion of the event just appended), and a torn last line may be a write still in progress."""
     from intentloop.store import read_head_signature
 
+    if report.intact and report.signature == "valid":
+        return True
     if read_head_signature(store.paths) != record:
         return False
-    if report.code == "CORRUPT_TRAILING_EVENT":
-        try:
-            return os.lstat(store.ledger_path).st_size == report.byte_length
-        except OSError:
-            return False
-    return True
+    after = _ledger_identity(store)
+    return after == before and (after is None or after[1] == report.byte_length)
 
 
 class _Tally:
@@ -290,6 +299,7 @@ def verify_project(store: ProjectStore, sink: Sink | None = None) -> VerifyRepor
 
     report: VerifyReport | None = None
     for _attempt in range(_RACE_RETRIES):
+        before = _ledger_identity(store)
         record = read_head_signature(store.paths)  # before the ledger, as check_ledger reads it
         tally = _Tally(signed_positions(record))
 
@@ -319,7 +329,7 @@ def verify_project(store: ProjectStore, sink: Sink | None = None) -> VerifyRepor
             torn_tail=scan.damage.torn if scan.damage else False,
             signature=signature,
         )
-        if _settled(store, record, report):
+        if _settled(store, record, before, report):
             return report
     if report is None:
         raise StorageError("the ledger kept changing while it was verified", code="TRANSIENT_FILE_RACE")

@@ -144,9 +144,19 @@ class LockedLedger:
         from intentloop.store._vouch import vouch
 
         head, count = self._head[0], self._head[1]
+        prefix = (head, count)
+        torn = self._verification.torn_tail
+        if torn is not None:  # a whole last event lacking only its newline is part of the chain head.sig signed
+            kept = verify_continuation(
+                torn + b"\n", project_id=self._paths.project_id, prev_hash=head, first_line=count + 1
+            )
+            if kept.error is None and kept.line_count == 1:
+                head, count = kept.head_hash, count + 1
 
         def hash_at(position: int) -> str | None:
-            return head if position == count - 1 else self.view.events[position].event_hash
+            if position == count - 1:
+                return head
+            return prefix[0] if position == prefix[1] - 1 else self.view.events[position].event_hash
 
         self._signer = vouch(self._paths, (head, count), hash_at, strict=strict, public=public)
         return self._signer

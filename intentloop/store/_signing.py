@@ -12,6 +12,7 @@ process here, `python -X importtime`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from collections.abc import Callable, Mapping, Sequence
@@ -205,7 +206,8 @@ def read_head_signature(paths: ProjectPaths) -> HeadSignature | str | None:
     except OSError:
         return "invalid"
     finally:
-        os.close(fd)
+        with contextlib.suppress(OSError):  # a failed close of a read descriptor changes nothing
+            os.close(fd)
     if not data.strip(b"\0"):
         return None
     try:
@@ -324,7 +326,9 @@ def check_chain(
         message = head_message(paths.project_id, head.head_hash, head.events, record.adopted)
         if not verify_with(public, head.signature, message):
             return SignatureCheck(status="invalid", problem="the signature does not verify", recorded=ours)
-    for head in heads:
+    # The head that is the whole chain first: while a deletion is in flight, the next head (signed on top) is a
+    # prefix of the chain still on disk, which the previous head signs exactly.
+    for head in sorted(heads, key=lambda head: head.events != count):
         if 0 <= head.events <= count and (hash_at(head.events - 1) if head.events else None) == head.head_hash:
             status = "valid" if head.events == count else "unsigned"
             return SignatureCheck(status=status, signed_events=head.events, adopted=record.adopted, recorded=ours)
