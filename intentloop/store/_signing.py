@@ -13,6 +13,8 @@ process here, `python -X importtime`).
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import os
 import stat
 from collections.abc import Callable, Mapping, Sequence
@@ -24,7 +26,6 @@ import msgspec
 from intentloop.model.canonical import canonical_bytes, sha256_hex
 from intentloop.store._fs import replace_file
 from intentloop.store._keyfile import KeyFile, load_key, load_or_create_key
-from intentloop.store._names import head_sig_temp_name
 from intentloop.store._paths import ProjectPaths
 
 if TYPE_CHECKING:
@@ -75,16 +76,37 @@ class HeadSignature(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     signature: str
     adopted: tuple[Adoption, ...] = ()
     prev: SignedHead | None = None
+    #: HMAC-SHA-256 of the record without it, under a key derived from the signing seed: a reader holding the seed
+    #: checks the record with the standard library alone (a SessionStart hook never loads ``cryptography``).
+    mac: str | None = None
+
+
+def _mac_key(seed: bytes) -> bytes:
+    return hashlib.sha256(b"intentloop-head-mac-v1\0" + seed).digest()
+
+
+def _mac_of(seed: bytes, record: HeadSignature) -> str:
+    content = msgspec.to_builtins(msgspec.structs.replace(record, mac=None))
+    return hmac.new(_mac_key(seed), canonical_bytes(content), hashlib.sha256).hexdigest()
+
+
+def _mac_vouches(data_root: Path, record: HeadSignature) -> bool:
+    """Whether ``record`` carries a MAC this installation's seed made (read with the standard library only)."""
+    if record.mac is None:
+        return False
+    seed = load_key(data_root, SIGNING_KEY)
+    return seed is not None and hmac.compare_digest(_mac_of(seed, record), record.mac)
 
 
 class SigningKey:
     """This installation's Ed25519 key (loaded from its 32-byte seed)."""
 
-    __slots__ = ("_private", "key_id", "public_hex")
+    __slots__ = ("_private", "key_id", "public_hex", "seed")
 
     def __init__(self, seed: bytes) -> None:
         from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+        self.seed = seed
         self._private: Ed25519PrivateKey = Ed25519PrivateKey.from_private_bytes(seed)
         public = self._private.public_key().public_bytes_raw()
         self.public_hex = public.hex()
@@ -184,8 +206,11 @@ def write_head(
         if prev is None
         else SignedHead(head_hash=prev[0], events=prev[1], signature=_signed(key, paths, prev, adopted)),
     )
+    record = msgspec.structs.replace(record, mac=_mac_of(key.seed, record))
     data = canonical_bytes(msgspec.to_builtins(record)) + b"\n"
     # Not durable: the commit's own directory fsync follows (docs/BENCHMARK.md, "Measurements behind the code").
+    from intentloop.store._names import head_sig_temp_name
+
     replace_file(head_sig_path(paths), head_sig_temp_name(), data, durable=False, before_replace=before_replace)
 
 
@@ -311,6 +336,11 @@ def check_chain(
         return SignatureCheck(status="unsigned")
     if isinstance(record, str):
         return SignatureCheck(status="invalid", problem="head.sig is garbled or unsafe", recorded=ours)
+    heads = [SignedHead(head_hash=record.head_hash, events=record.events, signature=record.signature)]
+    if record.prev is not None:
+        heads.append(record.prev)
+    if public is None and _mac_vouches(paths.data_root, record):
+        return _match(heads, count, hash_at, record, ours)  # written with this installation's seed
     if public is None:
         key = load_signing_key(paths.data_root)
         public = key.public_hex if key is not None else recorded
@@ -319,13 +349,21 @@ def check_chain(
             problem = f"head.sig is signed by another key (key id {record.key_id[:16]})"
             return SignatureCheck(status="invalid", problem=problem, recorded=True)
         return SignatureCheck(status="unknown_key")
-    heads = [SignedHead(head_hash=record.head_hash, events=record.events, signature=record.signature)]
-    if record.prev is not None:
-        heads.append(record.prev)
     for head in heads:
         message = head_message(paths.project_id, head.head_hash, head.events, record.adopted)
         if not verify_with(public, head.signature, message):
             return SignatureCheck(status="invalid", problem="the signature does not verify", recorded=ours)
+    return _match(heads, count, hash_at, record, ours)
+
+
+def _match(
+    heads: Sequence[SignedHead],
+    count: int,
+    hash_at: Callable[[int], str | None],
+    record: HeadSignature,
+    ours: bool,
+) -> SignatureCheck:
+    """The verdict of authentic ``heads`` on a chain of ``count`` events."""
     # The head that is the whole chain first: while a deletion is in flight, the next head (signed on top) is a
     # prefix of the chain still on disk, which the previous head signs exactly.
     for head in sorted(heads, key=lambda head: head.events != count):
