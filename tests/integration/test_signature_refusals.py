@@ -173,6 +173,9 @@ async def test_keyless_truncation_is_never_re_signed_by_the_next_write(world: Wo
     world.prompt("turn-1")  # before: this write re-signed the truncated chain and verify said valid
     envelope = _serve_call(world, "intent_add_explicit", explicit(task, "r3", "third"))
     assert envelope["error"]["code"] == "SIGNATURE_INVALID"
+    code, forgot = world.cli("forget", "task", task, "--project-id", world.pid, "--yes")
+    assert (code, forgot["error"]["code"]) == (1, "SIGNATURE_INVALID")  # the CLI's writes exit 1
+    assert "verify --accept" in forgot["error"]["remedy"]
     code, report = world.verify()
     assert (code, report["signature"]) == (1, "invalid")
     assert "not in the chain" in report["signature_problem"]
