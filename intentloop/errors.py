@@ -84,6 +84,7 @@ ErrorCode = Literal[
     "CORRUPT_TRAILING_EVENT",
     "CORRUPT_LEDGER",
     "SIGNATURE_INVALID",
+    "SIGNING_KEY_MISSING",
     "FUTURE_SCHEMA",
     "MIGRATION_UNAVAILABLE",
     "LOCK_TIMEOUT",
@@ -265,6 +266,7 @@ _STORAGE: frozenset[ErrorCode] = frozenset(
         "DELETE_VERIFICATION_FAILED",
         "STORAGE_WRITE_FAILED",
         "STORAGE_READ_FAILED",
+        "SIGNING_KEY_MISSING",
         "PROJECT_NOT_FOUND",
         "OUTPUT_EXISTS",
     }

@@ -67,7 +67,11 @@ _REMEDIES: Final[dict[str, str]] = {
     "STORAGE_WRITE_FAILED": "the file could not be written; check free space and permissions, then retry",
     "CORRUPT_LEDGER": "save what verifies with `intentloop recover export`, then `intentloop recover quarantine`",
     "CORRUPT_TRAILING_EVENT": "a write crashed midway: the next write repairs it (or `intentloop recover quarantine`)",
-    "SIGNATURE_INVALID": "a program without the key rewrote or truncated the ledger or head.sig: compare with a backup",
+    "SIGNATURE_INVALID": (
+        "a program without the key changed the ledger or head.sig: read `intentloop verify`, compare with a backup, "
+        "and accept the chain with `intentloop verify --accept` once it is yours"
+    ),
+    "SIGNING_KEY_MISSING": "check the projects with `intentloop verify`, then `intentloop keys rotate` (shows them)",
     "FUTURE_SCHEMA": "this ledger was written by a newer intentloop: upgrade intentloop; do not quarantine it",
     "MIGRATION_UNAVAILABLE": "no release reads this record: `intentloop recover export`, then `recover quarantine`",
     "LOCK_TIMEOUT": "another process holds the ledger lock: retry when it has finished",

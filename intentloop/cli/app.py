@@ -20,6 +20,7 @@ from intentloop.cli import (
     forget,
     hook,
     install_cmd,
+    keys,
     recover_export,
     recover_quarantine,
     recover_salvage,
@@ -91,6 +92,15 @@ def build_app() -> typer.Typer:
     app.command("relink", short_help="Move a moved project's memory to its new folder.")(relink.relink)
     app.command("status", short_help="Versions, data root, projects and their health (creates nothing).")(status.status)
     app.command("verify", short_help="Verify a project's hash chain: exit 0 intact, 1 damaged.")(verify.verify)
+    keys_app = typer.Typer(
+        name="keys",
+        help="The installation's signing key: its fingerprint, and replacing a missing one (see docs/STORAGE.md).",
+        no_args_is_help=True,
+        rich_markup_mode=None,
+    )
+    keys_app.command("show", short_help="The key's fingerprint (key id), public key and file.")(keys.show)
+    keys_app.command("rotate", short_help="Replace a missing key; re-sign what the old one vouches for.")(keys.rotate)
+    app.add_typer(keys_app, name="keys", short_help="Show the signing key's fingerprint, or replace a missing key.")
     recover = typer.Typer(
         name="recover",
         help="Save or set aside the damaged part of a ledger (see docs/CLI.md, recovery runbook).",

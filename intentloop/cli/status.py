@@ -194,11 +194,15 @@ def _show(out: Output, fields: dict[str, Any], summaries: list[ProjectSummary]) 
             state = f"{s.status} at line {s.first_bad_line}: {s.reason}"
         elif s.status == "unreadable":
             state = f"unreadable ({s.code})"
+        if s.signature is not None and s.signature != "valid":
+            state += f"; signature {s.signature}"
+        if s.adopted_events:
+            state += f"; {s.adopted_events} adopted unsigned (last {s.adopted_at})"
         if s.lock_held:
             state += " (lock held)"
         table.add_row(
             s.project_id,
-            Text(state, style="" if s.intact or not s.project_exists else "bold red"),
+            Text(state, style="" if (s.intact and s.signature != "invalid") or not s.project_exists else "bold red"),
             str(s.events),
             str(s.tasks),
             str(s.candidates),

@@ -36,6 +36,8 @@ FIXABLE_CODES: Final = frozenset(
         "CORRUPT_TRAILING_EVENT",
         "FUTURE_SCHEMA",
         "MIGRATION_UNAVAILABLE",
+        "SIGNATURE_INVALID",
+        "SIGNING_KEY_MISSING",
     }
 )
 #: The code of a broken installation: intentloop cannot be imported, or the hook command line is wrong.

@@ -17,6 +17,7 @@ from intentloop.recovery.quarantine import RECORD_PREFIX, QuarantineResult, quar
 from intentloop.recovery.relink import RelinkResult, relink_project, retire_after_merge
 from intentloop.recovery.report import LedgerCheck, VerifyReport, check_bytes, check_ledger, verify_project
 from intentloop.recovery.salvage import SalvageResult, SuffixContents, count_suffix, salvage
+from intentloop.recovery.signatures import RotationPlan, accept_chain, plan_rotation, rotate_key
 
 __all__ = [
     "RECORD_PREFIX",
@@ -25,18 +26,22 @@ __all__ = [
     "ProjectSummary",
     "QuarantineResult",
     "RelinkResult",
+    "RotationPlan",
     "SalvageResult",
     "SuffixContents",
     "VerifyReport",
+    "accept_chain",
     "check_bytes",
     "check_ledger",
     "count_suffix",
     "export_verified_prefix",
     "list_project_ids",
+    "plan_rotation",
     "quarantine_damaged_suffix",
     "refusal",
     "relink_project",
     "retire_after_merge",
+    "rotate_key",
     "salvage",
     "summarize_all",
     "summarize_project",

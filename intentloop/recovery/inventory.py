@@ -38,6 +38,10 @@ class ProjectSummary(msgspec.Struct, frozen=True, kw_only=True):
         first_bad_line: first line that does not verify.
         reason: why.
         code: the stable code of the problem (also for an unreadable project).
+        signature: ``head.sig`` against the ledger (as ``intentloop verify`` reports it; ``None`` when the ledger
+            does not verify or could not be read).
+        adopted_events: events appended without the key and signed later as adopted.
+        adopted_at: when the last of those adoptions happened (``None``: none).
     """
 
     project_id: str
@@ -53,6 +57,9 @@ class ProjectSummary(msgspec.Struct, frozen=True, kw_only=True):
     first_bad_line: int | None
     reason: str | None
     code: str | None
+    signature: str | None = None
+    adopted_events: int = 0
+    adopted_at: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__struct_fields__}
@@ -114,6 +121,12 @@ def summarize_project(store: ProjectStore) -> ProjectSummary:
             code=exc.code,
         )
     error = listing.damage
+    from intentloop.store import read_check
+
+    try:
+        check = read_check(store)
+    except StorageError:
+        check = None
     return ProjectSummary(
         project_id=store.project_id,
         project_exists=exists,
@@ -128,6 +141,9 @@ def summarize_project(store: ProjectStore) -> ProjectSummary:
         first_bad_line=error.line if error is not None else None,
         reason=error.reason if error is not None else None,
         code=error.code if error is not None else None,
+        signature=None if check is None else check.status,
+        adopted_events=0 if check is None else check.adopted_events,
+        adopted_at=check.adopted[-1].at if check is not None and check.adopted else None,
     )
 
 

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from intentloop.model import Event
-    from intentloop.store import ProjectStore, Verification
+    from intentloop.store import ProjectStore, SignatureCheck, Verification
 
     Sink = Callable[[bytes, int, Sequence[Event]], None]
 
@@ -59,9 +59,16 @@ class VerifyReport(msgspec.Struct, frozen=True, kw_only=True):
         torn_tail: the file does not end with a newline (a crashed partial write).
         quarantine_records: summaries already kept in ``quarantine/``.
         signature: ``head.sig`` against the verified chain: ``valid``, ``invalid`` (a rewritten or truncated chain, a
-            tampered or garbled signature), ``unsigned`` (none: a ledger the original implementation wrote; or events
-            appended after the signed head without the key) or ``unknown_key`` (signed by another installation).
+            tampered, garbled or missing signature or one under another key on a project this installation signed),
+            ``unsigned`` (none on a project never signed here: a ledger the original implementation wrote; or events
+            appended after the signed head without the key) or ``unknown_key`` (another installation's signature on
+            a project never signed here).
         signed_events: how many events the signature covers, when it verifies.
+        signature_problem: why the signature is ``invalid`` (``None`` otherwise).
+        signed_here: this installation recorded the project as signed by it (``R/keys/signed-projects``).
+        adopted_events: how many events were appended without the key and signed later as adopted (by the next write
+            or by ``verify --accept``), per the verified ``head.sig``.
+        adopted: those adoptions, oldest first: ``{"after", "events", "at"}`` (``after``: the events signed before).
     """
 
     project_id: str
@@ -84,6 +91,10 @@ class VerifyReport(msgspec.Struct, frozen=True, kw_only=True):
     quarantine_records: int
     signature: str
     signed_events: int | None
+    signature_problem: str | None
+    signed_here: bool
+    adopted_events: int
+    adopted: list[dict[str, Any]]
 
     def to_dict(self) -> dict[str, Any]:
         """The report as JSON-ready builtins, in field order."""
@@ -135,16 +146,15 @@ def check_bytes(
         from intentloop.store import verify_ledger_bytes
 
         verification = verify_ledger_bytes(data, project_id=store.project_id)
-    from intentloop.store import head_signature_status
+    from intentloop.store import check_chain, read_head_signature
 
     damage = verification.damage  # all bytes after the verified prefix; the store may not have held them (too long)
     if damage is None and len(data) > verification.byte_length:
         suffix = data[verification.byte_length :]
         damage = Damage(length=len(suffix), sha256=hashlib.sha256(suffix).hexdigest(), torn=not data.endswith(b"\n"))
-    if head_record is None:
-        signature = head_signature_status(store.paths, verification.events)
-    else:  # head.sig as read before the ledger (check_ledger)
-        signature = head_signature_status(store.paths, verification.events, head_record[0])
+    record = read_head_signature(store.paths) if head_record is None else head_record[0]  # check_ledger: read first
+    events = verification.events
+    signature = check_chain(store.paths, len(events), lambda position: events[position].event_hash, record)
     versions = {event.schema_version for event in verification.events}
     report = _report(
         store,
@@ -172,7 +182,7 @@ def _report(
     error: CorruptLedgerError | None,
     damage: Damage | None,
     torn_tail: bool,
-    signature: tuple[str, int | None],
+    signature: SignatureCheck,
 ) -> VerifyReport:
     return VerifyReport(
         project_id=store.project_id,
@@ -193,8 +203,12 @@ def _report(
         code=error.code if error is not None else None,
         torn_tail=torn_tail,
         quarantine_records=count_quarantine_records(store),
-        signature=signature[0],
-        signed_events=signature[1],
+        signature=signature.status,
+        signed_events=signature.signed_events,
+        signature_problem=signature.problem,
+        signed_here=signature.recorded,
+        adopted_events=signature.adopted_events,
+        adopted=[{"after": a.after, "events": a.events, "at": a.at} for a in signature.adopted],
     )
 
 
@@ -208,75 +222,101 @@ def check_ledger(store: ProjectStore) -> LedgerCheck:
     """
     from intentloop.store import read_head_signature
 
-    for _attempt in range(_SIGNATURE_RACE_RETRIES):
-        # head.sig first: a ledger read after it holds the head it signs (appends only grow the ledger).
-        record = (read_head_signature(store.paths),)
+    for _attempt in range(_RACE_RETRIES):
+        # head.sig first: a writer signs its next head beside the current one before its commit, so the ledger read
+        # after it holds a head it signs, unless head.sig changed meanwhile (then both are read again).
+        before = _ledger_identity(store)
+        record = read_head_signature(store.paths)
         stored = store.read_raw()
         if stored is None:
             return check_bytes(b"", store=store, ledger_exists=False)
         data, verification = stored
-        check = check_bytes(data, store=store, verification=verification, head_record=record)
-        if check.report.signature != "invalid" or _ledger_size(store) == len(data):
+        check = check_bytes(data, store=store, verification=verification, head_record=(record,))
+        if _settled(store, record, before, check.report):
             return check
-        # A rewrite (a deletion elsewhere) replaced both files between the two reads: read them again.
     return check
 
 
-_SIGNATURE_RACE_RETRIES = 8
+#: How often a report is read again when a writer changed the ledger or head.sig while it was read.
+_RACE_RETRIES = 50
 
 
-def _ledger_size(store: ProjectStore) -> int | None:
+def _ledger_identity(store: ProjectStore) -> tuple[int, int] | None:
     try:
-        return os.lstat(store.ledger_path).st_size
+        st = os.lstat(store.ledger_path)
     except OSError:
         return None
+    return st.st_ino, st.st_size
+
+
+def _settled(store: ProjectStore, record: object, before: tuple[int, int] | None, report: VerifyReport) -> bool:
+    """Whether ``report`` stands. A valid signature on an intact chain always does (it signs exactly what was read).
+    Anything else only when neither file changed while they were read (``before``: the ledger's inode and size when
+    reading began): a writer may have replaced the ledger and then put back a ``head.sig`` equal to the one read
+    first (a deletion of the event just appended), and a torn last line may be a write still in progress."""
+    from intentloop.store import read_head_signature
+
+    if report.intact and report.signature == "valid":
+        return True
+    if read_head_signature(store.paths) != record:
+        return False
+    after = _ledger_identity(store)
+    return after == before and (after is None or after[1] == report.byte_length)
 
 
 class _Tally:
-    """What a report needs of the events streaming past: the highest schema version and the hash ``head.sig`` signs."""
+    """What a report needs of the events streaming past: the highest schema version and the hashes ``head.sig`` may
+    name (its signed head, and the previous one while a commit is in flight)."""
 
-    def __init__(self, mark: int | None) -> None:
-        self.mark = mark  # the 1-based position whose event_hash head.sig names
-        self.marked: str | None = None
+    def __init__(self, marks: Sequence[int]) -> None:
+        self.marked: dict[int, str | None] = dict.fromkeys(marks)  # 0-based positions asked for
         self.version: int | None = None
         self.seen = 0
 
-    def hash_at(self, _position: int) -> str | None:
-        return self.marked
+    def hash_at(self, position: int) -> str | None:
+        return self.marked.get(position)
 
     def __call__(self, _lines: bytes, _start: int, events: Sequence[Event]) -> None:
         if not events:
             return
         highest = max(event.schema_version for event in events)
         self.version = highest if self.version is None else max(self.version, highest)
-        if self.mark is not None and self.seen < self.mark <= self.seen + len(events):
-            self.marked = events[self.mark - 1 - self.seen].event_hash
+        for position in self.marked:
+            if self.seen <= position < self.seen + len(events):
+                self.marked[position] = events[position - self.seen].event_hash
         self.seen += len(events)
 
 
 def verify_project(store: ProjectStore, sink: Sink | None = None) -> VerifyReport:
     """The report of :func:`check_ledger`, verified a chunk of lines at a time (what ``intentloop verify`` prints):
-    memory does not grow with the ledger. ``sink`` also sees each run of verified lines (an export writes them).
+    memory does not grow with the ledger. ``sink`` also sees each run of verified lines (an export writes them), of
+    every attempt: a writer changing ``head.sig`` meanwhile makes the report read again.
 
     Raises:
         StorageError: as :func:`check_ledger`.
     """
-    from intentloop.store import chain_signature_status, read_head_signature
+    from intentloop.store import check_chain, read_head_signature, signed_positions
 
     report: VerifyReport | None = None
-    for _attempt in range(_SIGNATURE_RACE_RETRIES):
+    for _attempt in range(_RACE_RETRIES):
+        before = _ledger_identity(store)
         record = read_head_signature(store.paths)  # before the ledger, as check_ledger reads it
-        tally = _Tally(None if record is None or isinstance(record, str) else record.events)
+        tally = _Tally(signed_positions(record))
 
         def both(lines: bytes, start: int, events: Sequence[Event], tally: _Tally = tally) -> None:
             tally(lines, start, events)
             if sink is not None:
                 sink(lines, start, events)
 
-        scan = store.scan(both)
+        try:
+            scan = store.scan(both)
+        except StorageError as exc:  # replaced while read (TRANSIENT_FILE_RACE): read again
+            if exc.code != "TRANSIENT_FILE_RACE":
+                raise
+            continue
         if scan is None:
             return check_bytes(b"", store=store, ledger_exists=False).report
-        signature = chain_signature_status(store.paths, scan.line_count, tally.hash_at, record)
+        signature = check_chain(store.paths, scan.line_count, tally.hash_at, record)
         report = _report(
             store,
             ledger_exists=True,
@@ -289,10 +329,10 @@ def verify_project(store: ProjectStore, sink: Sink | None = None) -> VerifyRepor
             torn_tail=scan.damage.torn if scan.damage else False,
             signature=signature,
         )
-        if report.signature != "invalid" or _ledger_size(store) == report.byte_length:
+        if _settled(store, record, before, report):
             return report
-        # A rewrite (a deletion elsewhere) replaced both files between the two reads: read them again.
-    assert report is not None
+    if report is None:
+        raise StorageError("the ledger kept changing while it was verified", code="TRANSIENT_FILE_RACE")
     return report
 
 

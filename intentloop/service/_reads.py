@@ -20,7 +20,7 @@ from intentloop.service._graph import portable_export, summary_export
 from intentloop.service._rules import check_uuid
 from intentloop.service._state import Ctx, Engine, guard_durable, private_active, task_not_found
 from intentloop.service.args import ExportArgs, ListCandidatesArgs, SnapshotArgs, StatusArgs, opt
-from intentloop.store import sign_export
+from intentloop.store import require_vouched, sign_export
 
 RECOVERY_ACTION = "Explicitly set mode to on/off to create an empty durable task, resume private, or delete the task."
 
@@ -88,10 +88,11 @@ def snapshot(engine: Engine, ctx: Ctx, args: SnapshotArgs) -> dict[str, Any]:
 
     Raises:
         IntentLoopError: ``INVALID_ID``, ``INVALID_ARGUMENTS`` (an ``as_of`` that is no real instant),
-            ``TASK_NOT_FOUND`` (also ``as_of`` before the task started), ``MODE_OFF``, ``PRIVATE_SESSION_ACTIVE``.
+            ``TASK_NOT_FOUND`` (also ``as_of`` before the task started), ``MODE_OFF``, ``PRIVATE_SESSION_ACTIVE``,
+            ``SIGNATURE_INVALID`` (a durable task of a project whose signature does not vouch for its ledger).
     """
     task_id = check_uuid(args.task_id, "task_id")
-    task = engine.semantic_task(ctx, task_id)
+    task = _vouched_task(engine, ctx, task_id)
     limit = max(500, min(opt(args.max_characters) or DEFAULT_SNAPSHOT_CHARACTERS, 8000))
     as_of = opt(args.as_of)
     if as_of is not None:
@@ -110,13 +111,21 @@ def snapshot(engine: Engine, ctx: Ctx, args: SnapshotArgs) -> dict[str, Any]:
     return result
 
 
+def _vouched_task(engine: Engine, ctx: Ctx, task_id: str) -> Any:
+    """:meth:`Engine.semantic_task`, refused with ``SIGNATURE_INVALID`` when the task is durable and the project's
+    signature does not vouch for its ledger (docs/STORAGE.md, "Signed heads": reads carry the failure)."""
+    if engine.private_task(ctx, task_id) is None:
+        require_vouched(ctx.store)
+    return engine.semantic_task(ctx, task_id)
+
+
 def list_candidates(engine: Engine, ctx: Ctx, args: ListCandidatesArgs) -> list[dict[str, Any]]:
     """Unconfirmed candidates (hook observations, long-term signals, imports); listing never promotes them.
 
     Raises:
         IntentLoopError: ``INVALID_ID``, ``TASK_NOT_FOUND``, ``MODE_OFF``, ``PRIVATE_SESSION_ACTIVE``.
     """
-    task = engine.semantic_task(ctx, check_uuid(args.task_id, "task_id"))
+    task = _vouched_task(engine, ctx, check_uuid(args.task_id, "task_id"))
     return [candidate.to_wire() for candidate in task.candidates]
 
 
@@ -132,7 +141,7 @@ def export(engine: Engine, ctx: Ctx, args: ExportArgs) -> dict[str, Any]:
         IntentLoopError: ``INVALID_ID``, ``TASK_NOT_FOUND``, ``MODE_OFF``, ``PRIVATE_SESSION_ACTIVE``.
     """
     task_id = check_uuid(args.task_id, "task_id")
-    task = engine.semantic_task(ctx, task_id)
+    task = _vouched_task(engine, ctx, task_id)
     if args.detail == "summary":
         return summary_export(engine.snapshot(ctx, task, DEFAULT_SNAPSHOT_CHARACTERS))
     graph = portable_export(

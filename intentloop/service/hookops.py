@@ -28,7 +28,7 @@ from intentloop.model import (
     session_hash,
 )
 from intentloop.model.hook_events import HOOK_EVENT_BY_NAME
-from intentloop.store import PrivateControl, ProjectStore, locate_project
+from intentloop.store import PrivateControl, ProjectStore, locate_project, require_vouched
 
 if TYPE_CHECKING:
     from intentloop.model import EventDraft
@@ -132,6 +132,8 @@ def session_context(
     found = store.session_task(shash, whole_read_limit=whole_read_limit)
     if not found.answered:
         return None
+    if found.task is not None:
+        require_vouched(store)  # forged text is never injected as the user's words
     recovery = source == COMPACT_SOURCE
     return _decide(found.task, store.read_controls(), None, session_id, recovery_packet=recovery)[1]
 
@@ -256,6 +258,8 @@ def plan_observation(
     read = store.session_task(shash, whole_read_limit=whole_read_limit)
     if not read.answered:
         return ObservationPlan(data_root, store, obs, shash, "", read=read)
+    if read.task is not None:
+        require_vouched(store)  # forged text is never injected as the user's words
     task, context = _decide(read.task, store.read_controls(), None, obs.session_id)
     if task is None:
         return ObservationPlan(data_root, store, obs, shash, context, read=read)

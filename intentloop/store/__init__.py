@@ -59,11 +59,14 @@ if TYPE_CHECKING:  # what mypy checks: `X as X` re-exports each name, so a missp
     from intentloop.store._signing import (
         HEAD_SIG_NAME as HEAD_SIG_NAME,
         SIGNATURE_STATUSES as SIGNATURE_STATUSES,
+        SignatureCheck as SignatureCheck,
         chain_signature_status as chain_signature_status,
+        check_chain as check_chain,
         export_signature_status as export_signature_status,
         head_signature_status as head_signature_status,
         read_head_signature as read_head_signature,
         sign_export as sign_export,
+        signed_positions as signed_positions,
     )
     from intentloop.store._summary import TaskSummary as TaskSummary
     from intentloop.store._task_queries import TaskListing as TaskListing
@@ -74,6 +77,7 @@ if TYPE_CHECKING:  # what mypy checks: `X as X` re-exports each name, so a missp
         verify_ledger_bytes as verify_ledger_bytes,
     )
     from intentloop.store._view import LedgerView as LedgerView
+    from intentloop.store._vouch import read_check as read_check, require_vouched as require_vouched
 else:  # the same names, each loaded from its submodule on first use (PEP 562)
     __getattr__, __dir__, __all__ = lazy_face(
         __name__,
@@ -104,6 +108,9 @@ else:  # the same names, each loaded from its submodule on first use (PEP 562)
             "_roots": ["ProjectRoot", "locate_project"],
             "_signing": [
                 "chain_signature_status",
+                "check_chain",
+                "SignatureCheck",
+                "signed_positions",
                 "HEAD_SIG_NAME",
                 "SIGNATURE_STATUSES",
                 "export_signature_status",
@@ -113,5 +120,6 @@ else:  # the same names, each loaded from its submodule on first use (PEP 562)
             ],
             "_verify": ["MAX_LINE_BYTES", "Damage", "Verification", "verify_ledger_bytes"],
             "_view": ["LedgerView"],
+            "_vouch": ["read_check", "require_vouched"],
         },
     )

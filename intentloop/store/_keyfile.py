@@ -115,7 +115,8 @@ def load_key(data_root: Path, key: KeyFile) -> bytes | None:
         except OSError as exc:
             raise _error(key, exc, f"reading {key.label}", "STORAGE_READ_FAILED") from exc
         finally:
-            os.close(fd)
+            with contextlib.suppress(OSError):  # a failed close of a read descriptor changes nothing
+                os.close(fd)
         if len(data) != key.size:
             raise StorageError(f"{key.label} has the wrong size", code="UNSAFE_DATA_FILE")
         return data

@@ -44,7 +44,6 @@ from intentloop.store._fs import (
 from intentloop.store._lock import LockHandle
 from intentloop.store._names import control_temp_name, ledger_temp_name, quarantine_temp_name
 from intentloop.store._paths import ProjectPaths
-from intentloop.store._signing import sign_committed_head
 from intentloop.store._verify import MAX_LINE_BYTES, Verification, verify_continuation, verify_ledger_bytes
 from intentloop.store._view import LedgerView
 
@@ -52,6 +51,7 @@ if TYPE_CHECKING:  # a hook's append never loads the rewrite machinery
     from intentloop.model.projection import TaskState
     from intentloop.store._rewrite import Edit, Streamed
     from intentloop.store._sessions import SessionTask
+    from intentloop.store._vouch import HeadSigner
 
 # Called after every commit with the new file's stat (None if unknown) and verified view.
 CommitHook = Callable[[os.stat_result | None, Verification, LedgerView], None]
@@ -130,6 +130,61 @@ class LockedLedger:
         self._on_commit = on_commit
         self._open = True
         self.damage: CorruptLedgerError | None = verification.error
+        self._signer: HeadSigner | None = None
+
+    def vouch(self, *, strict: bool = True, public: str | None = None) -> HeadSigner:
+        """Check that this installation's ``head.sig`` vouches for the chain this writer extends (see ``_vouch``);
+        ``ProjectStore.enter_locked`` calls it before any repair or append.
+
+        Raises:
+            CorruptLedgerError: ``SIGNATURE_INVALID`` (when ``strict``).
+            StorageError: ``SIGNING_KEY_MISSING``, an unsafe key file or record.
+        """
+        # ``public``: check head.sig against that key instead of the installation's (a key rotation).
+        from intentloop.store._vouch import vouch
+
+        head, count = self._head[0], self._head[1]
+        prefix = (head, count)
+        torn = self._verification.torn_tail
+        if torn is not None:  # a whole last event lacking only its newline is part of the chain head.sig signed
+            kept = verify_continuation(
+                torn + b"\n", project_id=self._paths.project_id, prev_hash=head, first_line=count + 1
+            )
+            if kept.error is None and kept.line_count == 1:
+                head, count = kept.head_hash, count + 1
+
+        def hash_at(position: int) -> str | None:
+            if position == count - 1:
+                return head
+            return prefix[0] if position == prefix[1] - 1 else self.view.events[position].event_hash
+
+        self._signer = vouch(self._paths, (head, count), hash_at, strict=strict, public=public)
+        return self._signer
+
+    def sign_head(self, *, accept: bool) -> int:
+        """Sign the chain as it is now, without a commit: ``accept`` (``intentloop verify --accept``) whatever
+        ``head.sig`` says, recording events no valid signature of this installation covers as adopted now (all of them
+        when none verifies); otherwise (a key rotation, after :meth:`vouch` against the previous key) with the
+        adoptions :meth:`vouch` settled.
+
+        Returns:
+            How many events this signature adopts.
+
+        Raises:
+            StorageError: ``SIGNING_KEY_MISSING``, ``STORAGE_WRITE_FAILED``, ``LOCK_COMPROMISED``.
+        """
+        from intentloop.store._vouch import accept_signer
+
+        self._check_writable()
+        head = (self._head[0], self._head[1])
+        signer = self._signer if self._signer is not None else self.vouch(strict=False)
+        if accept:
+            signer = accept_signer(self._paths, head, signer)
+        owner = self._handle.require_owner
+        signer.before(head, head, owner)
+        signer.after(head, owner)
+        self._signer = signer
+        return signer.fresh
 
     def close(self) -> None:
         self._open = False
@@ -638,15 +693,26 @@ class LockedLedger:
             else:
                 self._update_index(kind, events, before_length, view)
             write_checkpoint(self._paths, st, self._head[1], self._head[0], self._index, self._bindings)
-            # Every commit (append, truncation, rewrite) passes here, still under the lock: its head is signed once.
-            # head.sig is renamed into place without an fsync of its own; after a crash it may lag behind the ledger,
-            # which reads as "unsigned" for the newest events (never "invalid") until the next write signs again.
-            sign_committed_head(self._paths, self._head[0], self._head[1], before_replace=self._handle.require_owner)
+            # Every commit (append, truncation, rewrite) passes here, still under the lock: its head is signed alone
+            # (``before`` signed it beside the old head already, so a lost or crashed write here changes nothing).
+            signer.after((self._head[0], self._head[1]), self._handle.require_owner)
             if view is not None:
                 self._on_commit(st, self._verification, view)
 
         target = self._paths.ledger_path
-        owner = self._handle.require_owner
+        signer = self._signer if self._signer is not None else self.vouch()
+        current = (_head, before_lines)
+
+        def owner() -> None:
+            self._handle.require_owner()
+            if streamed is not None:
+                new = (streamed.head, streamed.lines)
+            elif view is not None:
+                new = (view.head_hash, len(view))
+            else:
+                new = (events[-1].event_hash, before_lines + len(events))
+            signer.before(current, new, self._handle.require_owner)
+
         if kind in ("rewrite", "stream"):
             if os.path.lexists(target):
                 self._check_replaceable(target)

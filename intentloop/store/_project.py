@@ -423,6 +423,7 @@ class ProjectStore:
         if verify:
             cold = self._enter_cold(handle, lazy=lazy)
             if cold is not None:
+                cold.vouch()
                 cold.drain_spool()
                 return cold
         verification, view, st = self._load()
@@ -437,11 +438,12 @@ class ProjectStore:
             loader=self._load,  # a streamed rewrite leaves no view: the next ask reads the new file
         )
         error = verification.error
+        if verify and error is not None and error.code != "CORRUPT_TRAILING_EVENT":
+            raise _fresh(error)
+        ledger.vouch(strict=verify)  # this installation's signature vouches for the chain (``_vouch``)
         if not verify:
             return ledger
         if error is not None:
-            if error.code != "CORRUPT_TRAILING_EVENT":
-                raise _fresh(error)
             ledger.repair_torn_tail()
         ledger.drain_spool()
         return ledger

@@ -1,23 +1,20 @@
 """Signed heads and exports: a per-installation Ed25519 key, ``head.sig`` after every commit, export signatures.
 
-What this protects against: another program *without the key* — a tool, a script or the original implementation —
-that rewrites the ledger (even with every hash recomputed), truncates it, or edits an export. It cannot produce a
-signature that verifies under this installation's key, so ``intentloop verify`` reports ``invalid``. What it does not
-protect against: anyone who can read ``R/keys/ed25519.key`` (the same user, root, a backup of the data root) can sign
-anything; and deleting ``head.sig`` (or appending events after the signed head, as the original implementation
-legitimately does) is reported ``unsigned``, not ``invalid``, because a ledger the original wrote has no signature
-either.
+What this protects against: another program *without the key* that rewrites the ledger (even with every hash
+recomputed), truncates it, edits or deletes ``head.sig``, or edits an export: it cannot sign, so ``intentloop verify``
+reports ``invalid`` and writers refuse to extend the chain (``_vouch``). What it does not protect against: anyone who
+can read ``R/keys/ed25519.key`` can sign anything; and a program that deletes the key, this installation's record of
+signed projects (``_signed_record``) and ``head.sig`` together leaves a ledger that reads like the original's.
 
-Why here: :meth:`~intentloop.store._ledger.LockedLedger._commit` — the one commit point of appends, deletions, torn-tail
-repairs, quarantine and salvage — calls :func:`sign_committed_head` right after each commit's rename, still under the
-lock and before that commit's directory fsync (which then covers ``head.sig`` too), so every write path signs and none
-has to remember to. Why only ``cryptography``'s Ed25519 module: it is imported lazily,
-only when signing or checking (8 ms in a fresh process here, `python -X importtime`), so read-only hooks never pay
-for it.
+Why only ``cryptography``'s Ed25519 module: it is imported lazily, only when signing or checking (8 ms in a fresh
+process here, `python -X importtime`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import hmac
 import os
 import stat
 from collections.abc import Callable, Mapping, Sequence
@@ -27,9 +24,8 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from intentloop.model.canonical import canonical_bytes, sha256_hex
-from intentloop.store._fs import replace_file, unlink_quietly
+from intentloop.store._fs import replace_file
 from intentloop.store._keyfile import KeyFile, load_key, load_or_create_key
-from intentloop.store._names import head_sig_temp_name
 from intentloop.store._paths import ProjectPaths
 
 if TYPE_CHECKING:
@@ -48,26 +44,69 @@ EXPORT_FORMAT: Final = "intentloop-export-signature-v1"
 SIGNATURE_STATUSES: Final = ("valid", "invalid", "unsigned", "unknown_key")
 _NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
-_MAX_SIG_FILE: Final = 4096
+_MAX_SIG_FILE: Final = 8192
+#: Adoptions kept in ``head.sig``; older ones are merged into the oldest kept (their count stays, their times go).
+MAX_ADOPTIONS: Final = 16
 
 
-class HeadSignature(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """The content of ``head.sig``: the signed head of the chain, how many events it covers, and by which key."""
+class Adoption(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Events appended after the signed head by a program without the key, signed by the next write: ``events`` of
+    them after position ``after`` (the events then signed), adopted at ``at`` (RFC 3339 UTC)."""
+
+    after: int
+    events: int
+    at: str
+
+
+class SignedHead(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A head signed beside the newest one in ``head.sig`` (the head the chain had while a commit was in flight)."""
+
+    head_hash: str | None
+    events: int
+    signature: str
+
+
+class HeadSignature(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
+    """The content of ``head.sig``: the signed head of the chain, how many events it covers, by which key, the
+    adoptions it carries, and (only while a commit is in flight, or after a crash during one) the previous head."""
 
     head_hash: str | None
     events: int
     key_id: str
     signature: str
+    adopted: tuple[Adoption, ...] = ()
+    prev: SignedHead | None = None
+    #: HMAC-SHA-256 of the record without it, under a key derived from the signing seed: a reader holding the seed
+    #: checks the record with the standard library alone (a SessionStart hook never loads ``cryptography``).
+    mac: str | None = None
+
+
+def _mac_key(seed: bytes) -> bytes:
+    return hashlib.sha256(b"intentloop-head-mac-v1\0" + seed).digest()
+
+
+def _mac_of(seed: bytes, record: HeadSignature) -> str:
+    content = msgspec.to_builtins(msgspec.structs.replace(record, mac=None))
+    return hmac.new(_mac_key(seed), canonical_bytes(content), hashlib.sha256).hexdigest()
+
+
+def _mac_vouches(data_root: Path, record: HeadSignature) -> bool:
+    """Whether ``record`` carries a MAC this installation's seed made (read with the standard library only)."""
+    if record.mac is None:
+        return False
+    seed = load_key(data_root, SIGNING_KEY)
+    return seed is not None and hmac.compare_digest(_mac_of(seed, record), record.mac)
 
 
 class SigningKey:
     """This installation's Ed25519 key (loaded from its 32-byte seed)."""
 
-    __slots__ = ("_private", "key_id", "public_hex")
+    __slots__ = ("_private", "key_id", "public_hex", "seed")
 
     def __init__(self, seed: bytes) -> None:
         from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+        self.seed = seed
         self._private: Ed25519PrivateKey = Ed25519PrivateKey.from_private_bytes(seed)
         public = self._private.public_key().public_bytes_raw()
         self.public_hex = public.hex()
@@ -119,44 +158,60 @@ def load_or_create_signing_key(data_root: Path) -> SigningKey:
 
 
 # ------------------------------------------------------------------------------------------------------- heads
-def head_message(project_id: str, head_hash: str | None, events: int) -> bytes:
-    """The signed bytes of a head: bound to the project, so a ``head.sig`` copied from another project fails."""
-    return canonical_bytes({"format": HEAD_FORMAT, "project_id": project_id, "head_hash": head_hash, "events": events})
+def head_message(project_id: str, head_hash: str | None, events: int, adopted: Sequence[Adoption] = ()) -> bytes:
+    """The signed bytes of a head: bound to the project, so a ``head.sig`` copied from another project fails; the
+    adoptions are signed with it (a ``head.sig`` without any signs exactly what it signed before they existed)."""
+    message: dict[str, Any] = {
+        "format": HEAD_FORMAT,
+        "project_id": project_id,
+        "head_hash": head_hash,
+        "events": events,
+    }
+    if adopted:
+        message["adopted"] = [msgspec.to_builtins(adoption) for adoption in adopted]
+    return canonical_bytes(message)
 
 
 def head_sig_path(paths: ProjectPaths) -> Path:
     return paths.project_dir / HEAD_SIG_NAME
 
 
-def sign_committed_head(
-    paths: ProjectPaths, head_hash: str | None, events: int, *, before_replace: Callable[[], None]
-) -> bool:
-    """Write ``head.sig`` for the ledger just committed; call under the lock, after every commit.
+def _signed(key: SigningKey, paths: ProjectPaths, head: tuple[str | None, int], adopted: tuple[Adoption, ...]) -> Any:
+    return key.sign(head_message(paths.project_id, head[0], head[1], adopted))
 
-    The commit already happened, so nothing here is reported as a failed mutation: when signing fails (an unwritable
-    or unsafe key), the old ``head.sig`` is removed so it cannot name a head that no longer exists, and the ledger
-    reads as ``unsigned`` until the next successful write.
 
-    Returns:
-        Whether the new head is signed.
+def write_head(
+    paths: ProjectPaths,
+    key: SigningKey,
+    head: tuple[str | None, int],
+    adopted: tuple[Adoption, ...],
+    *,
+    prev: tuple[str | None, int] | None = None,
+    before_replace: Callable[[], None],
+) -> None:
+    """Write ``head.sig`` signing ``head`` (hash, events) with ``adopted``; with ``prev``, the head the chain has now
+    is signed beside it (written right before a commit: until the commit is visible, and after a crash before it,
+    the chain on disk is still vouched for).
+
+    Raises:
+        OSError: unchanged; whatever ``before_replace`` raises.
     """
-    target = head_sig_path(paths)
-    try:
-        key = load_or_create_signing_key(paths.data_root)
-        record = HeadSignature(
-            head_hash=head_hash,
-            events=events,
-            key_id=key.key_id,
-            signature=key.sign(head_message(paths.project_id, head_hash, events)),
-        )
-        # Not durable: the commit's own directory fsync follows, and a lost head.sig reads ``unsigned`` like a deleted
-        # one; the two fsyncs it saves cost ~3 ms a write (docs/BENCHMARK.md, "Measurements behind the code").
-        data = canonical_bytes(msgspec.to_builtins(record)) + b"\n"
-        replace_file(target, head_sig_temp_name(), data, durable=False, before_replace=before_replace)
-    except Exception:  # after the commit point: never a failed mutation (see above)
-        unlink_quietly(target)
-        return False
-    return True
+    record = HeadSignature(
+        head_hash=head[0],
+        events=head[1],
+        key_id=key.key_id,
+        signature=_signed(key, paths, head, adopted),
+        adopted=adopted,
+        prev=None
+        if prev is None
+        else SignedHead(head_hash=prev[0], events=prev[1], signature=_signed(key, paths, prev, adopted)),
+    )
+    record = msgspec.structs.replace(record, mac=_mac_of(key.seed, record))
+    data = canonical_bytes(msgspec.to_builtins(record)) + b"\n"
+    # Not durable: the commit's own directory fsync follows (docs/BENCHMARK.md, "Measurements behind the code").
+    from intentloop.store._names import head_sig_temp_name
+
+    replace_file(head_sig_path(paths), head_sig_temp_name(), data, durable=False, before_replace=before_replace)
 
 
 def read_head_signature(paths: ProjectPaths) -> HeadSignature | str | None:
@@ -176,7 +231,8 @@ def read_head_signature(paths: ProjectPaths) -> HeadSignature | str | None:
     except OSError:
         return "invalid"
     finally:
-        os.close(fd)
+        with contextlib.suppress(OSError):  # a failed close of a read descriptor changes nothing
+            os.close(fd)
     if not data.strip(b"\0"):
         return None
     try:
@@ -185,56 +241,137 @@ def read_head_signature(paths: ProjectPaths) -> HeadSignature | str | None:
         return "invalid"
 
 
+class SignatureCheck(msgspec.Struct, frozen=True, kw_only=True):
+    """``head.sig`` judged against a verified chain.
+
+    Attributes:
+        status: ``valid`` (signs exactly this chain), ``invalid`` (see ``problem``), ``unsigned`` (no ``head.sig`` on a
+            project this installation never signed, or events appended after the signed head: ``signed_events`` says
+            how many are covered) or ``unknown_key`` (another key, on a project this installation never signed).
+        signed_events: how many events the signature covers, when it verifies.
+        adopted: the adoptions the verified record carries (events appended without the key, signed later).
+        problem: why it is invalid (``None`` otherwise).
+        recorded: this installation recorded the project as signed (``R/keys/signed-projects``).
+    """
+
+    status: str
+    signed_events: int | None = None
+    adopted: tuple[Adoption, ...] = ()
+    problem: str | None = None
+    recorded: bool = False
+
+    @property
+    def adopted_events(self) -> int:
+        return sum(adoption.events for adoption in self.adopted)
+
+
 _READ: Any = object()
 
 
 def head_signature_status(
     paths: ProjectPaths, events: Sequence[Event], record: HeadSignature | str | None = _READ
 ) -> tuple[str, int | None]:
-    """``(status, signed_events)`` of ``head.sig`` against the verified ``events`` of the ledger.
-
-    ``valid``: signed by this installation's key, naming exactly the current head. ``invalid``: a garbled or unsafe
-    ``head.sig``, a signature that does not verify, or a signed head that is not in the chain at its position (a
-    rewritten or truncated chain). ``unknown_key``: signed by a key this installation does not hold. ``unsigned``: no
-    ``head.sig`` (a ledger the original implementation wrote), or events appended after the signed head by a program
-    without the key (``signed_events`` tells how many are covered).
+    """``(status, signed_events)`` of ``head.sig`` against the verified ``events`` (see :func:`check_chain`).
 
     ``record`` is ``head.sig`` as :func:`read_head_signature` read it, when the caller read it *before* the ledger:
-    appends only grow the ledger and ``head.sig`` is written after each, so a ledger read after ``head.sig`` always
-    holds the head it signs (read the other way round, a concurrent write looks like a truncated chain).
+    a writer signs the next head beside the current one before it commits, so a ledger read after ``head.sig``
+    always holds a head it signs (read the other way round, a concurrent write looks like a truncated chain).
 
     Raises:
-        StorageError: an unsafe key file (``PATH_ESCAPE``, ``UNSAFE_DATA_FILE``, ``STORAGE_READ_FAILED``).
+        StorageError: an unsafe key file or record (``PATH_ESCAPE``, ``UNSAFE_DATA_FILE``, ``STORAGE_READ_FAILED``).
     """
     if record is _READ:
         record = read_head_signature(paths)
-    return chain_signature_status(paths, len(events), lambda position: events[position].event_hash, record)
+    check = check_chain(paths, len(events), lambda position: events[position].event_hash, record)
+    return check.status, check.signed_events
 
 
 def chain_signature_status(
     paths: ProjectPaths, count: int, hash_at: Callable[[int], str | None], record: HeadSignature | str | None
 ) -> tuple[str, int | None]:
-    """:func:`head_signature_status` of a chain of ``count`` verified events known only by ``hash_at(position)``
-    (asked at most once, for the position ``record`` signs: a streamed verification keeps just that hash).
+    """:func:`head_signature_status` of a chain of ``count`` verified events known only by ``hash_at(position)``.
 
     Raises:
         StorageError: as :func:`head_signature_status`.
     """
+    check = check_chain(paths, count, hash_at, record)
+    return check.status, check.signed_events
+
+
+def signed_positions(record: HeadSignature | str | None) -> tuple[int, ...]:
+    """The 0-based positions whose ``event_hash`` :func:`check_chain` may ask for (a streamed verification keeps
+    just those)."""
+    if record is None or isinstance(record, str):
+        return ()
+    heads = (record,) if record.prev is None else (record, record.prev)
+    return tuple(head.events - 1 for head in heads if head.events > 0)
+
+
+def check_chain(
+    paths: ProjectPaths,
+    count: int,
+    hash_at: Callable[[int], str | None],
+    record: HeadSignature | str | None,
+    *,
+    public: str | None = None,
+) -> SignatureCheck:
+    """``head.sig`` (``record``) against a chain of ``count`` verified events known by ``hash_at(position)`` (asked
+    only for :func:`signed_positions`).
+
+    On a project this installation recorded as signed, a missing ``head.sig`` and one under another key are
+    ``invalid``: only a ledger nobody here signed (the original implementation's, a copied one) reads ``unsigned`` or
+    ``unknown_key``. Without the key file the recorded public key still checks the signature; ``public`` (a key
+    rotation) names the key to check against instead of the installation's.
+
+    Raises:
+        StorageError: an unsafe key file or record.
+    """
+    from intentloop.store._signed_record import recorded_key
+
+    recorded = recorded_key(paths.data_root, paths.project_id)
+    ours = recorded is not None
     if record is None:
-        return "unsigned", None
+        if ours:
+            return SignatureCheck(status="invalid", problem="head.sig is missing", recorded=True)
+        return SignatureCheck(status="unsigned")
     if isinstance(record, str):
-        return "invalid", None
-    key = load_signing_key(paths.data_root)
-    if key is None or key.key_id != record.key_id:
-        return "unknown_key", None
-    if not key.verifies(record.signature, head_message(paths.project_id, record.head_hash, record.events)):
-        return "invalid", None
-    if record.events > count or record.events < 0:
-        return "invalid", None
-    signed_head = hash_at(record.events - 1) if record.events else None
-    if signed_head != record.head_hash:
-        return "invalid", None
-    return ("valid" if record.events == count else "unsigned"), record.events
+        return SignatureCheck(status="invalid", problem="head.sig is garbled or unsafe", recorded=ours)
+    heads = [SignedHead(head_hash=record.head_hash, events=record.events, signature=record.signature)]
+    if record.prev is not None:
+        heads.append(record.prev)
+    if public is None and _mac_vouches(paths.data_root, record):
+        return _match(heads, count, hash_at, record, ours)  # written with this installation's seed
+    if public is None:
+        key = load_signing_key(paths.data_root)
+        public = key.public_hex if key is not None else recorded
+    if public is None or sha256_hex(bytes.fromhex(public)) != record.key_id:
+        if ours:
+            problem = f"head.sig is signed by another key (key id {record.key_id[:16]})"
+            return SignatureCheck(status="invalid", problem=problem, recorded=True)
+        return SignatureCheck(status="unknown_key")
+    for head in heads:
+        message = head_message(paths.project_id, head.head_hash, head.events, record.adopted)
+        if not verify_with(public, head.signature, message):
+            return SignatureCheck(status="invalid", problem="the signature does not verify", recorded=ours)
+    return _match(heads, count, hash_at, record, ours)
+
+
+def _match(
+    heads: Sequence[SignedHead],
+    count: int,
+    hash_at: Callable[[int], str | None],
+    record: HeadSignature,
+    ours: bool,
+) -> SignatureCheck:
+    """The verdict of authentic ``heads`` on a chain of ``count`` events."""
+    # The head that is the whole chain first: while a deletion is in flight, the next head (signed on top) is a
+    # prefix of the chain still on disk, which the previous head signs exactly.
+    for head in sorted(heads, key=lambda head: head.events != count):
+        if 0 <= head.events <= count and (hash_at(head.events - 1) if head.events else None) == head.head_hash:
+            status = "valid" if head.events == count else "unsigned"
+            return SignatureCheck(status=status, signed_events=head.events, adopted=record.adopted, recorded=ours)
+    problem = "the signed head is not in the chain (rewritten or truncated)"
+    return SignatureCheck(status="invalid", problem=problem, recorded=ours)
 
 
 # ------------------------------------------------------------------------------------------------------- exports
@@ -296,11 +433,16 @@ def export_signature_status(data_root: Path, graph: Mapping[str, Any]) -> str:
 __all__ = [
     "ALGORITHM",
     "HEAD_SIG_NAME",
+    "MAX_ADOPTIONS",
     "SIGNATURE_STATUSES",
     "SIGNING_KEY_NAME",
+    "Adoption",
     "HeadSignature",
+    "SignatureCheck",
+    "SignedHead",
     "SigningKey",
     "chain_signature_status",
+    "check_chain",
     "export_message",
     "export_signature_status",
     "head_message",
@@ -309,7 +451,8 @@ __all__ = [
     "load_or_create_signing_key",
     "load_signing_key",
     "read_head_signature",
-    "sign_committed_head",
     "sign_export",
+    "signed_positions",
     "verify_with",
+    "write_head",
 ]

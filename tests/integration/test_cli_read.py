@@ -48,6 +48,10 @@ REPORT_FIELDS = {
     "quarantine_records",
     "signature",
     "signed_events",
+    "signature_problem",
+    "signed_here",
+    "adopted_events",
+    "adopted",
 }
 HEAD_FIELDS = {"ok", "command", "exit_code", "schema_version"}
 ERROR_FIELDS = {"code", "message", "retryable", "remedy"}

@@ -92,7 +92,7 @@ def _write(base: Path, request_id: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def large(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, bytes]:
+def large(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, bytes, bytes]:
     """A project whose ledger holds 100,000 events: a task bound to SESSION with one explicit claim, then another
     task's history (the bound task stays small: a hook reads its lines, not the ledger's); then one write, so the
     checkpoint and the task index vouch for it."""
@@ -104,7 +104,7 @@ def large(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, bytes]:
     subprocess.run([sys.executable, "-c", _SEED, str(base / "data"), pid, here], check=True, timeout=600)
     assert _write(base, "w") == ["OK"]
     ledger = base / "data" / "projects" / pid / "ledger.jsonl"
-    return base, ledger.read_bytes()
+    return base, ledger.read_bytes(), (ledger.parent / "head.sig").read_bytes()
 
 
 def _hook(base: Path, event: str, **fields: object) -> str:
@@ -122,9 +122,10 @@ def _hook(base: Path, event: str, **fields: object) -> str:
 @pytest.mark.slow
 @pytest.mark.parametrize("then_append", [False, True], ids=["same-size", "plus-chained-append"])
 def test_a_middle_byte_of_a_large_ledger(large, then_append):
-    base, good = large
+    base, good, signed = large
     ledger = next((base / "data" / "projects").iterdir()) / "ledger.jsonl"
-    ledger.write_bytes(good)  # each case starts from the good ledger...
+    ledger.write_bytes(good)  # each case starts from the good ledger (and the head.sig that signs it: alone, the
+    (ledger.parent / "head.sig").write_bytes(signed)  # earlier case's signed longer chain reads as a truncation)...
     os.chmod(ledger, 0o600)
     assert _write(base, "x") == ["OK"]  # ...and a write, so the checkpoint vouches for exactly this file
     assert RULE in _hook(base, "SessionStart")  # positive control: the hook injects the rule

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from intentloop.errors import IntentLoopError
 from intentloop.service.intent_service import IntentService
 from intentloop.store import ProjectStore, canonicalize_project_root
 
@@ -115,9 +116,9 @@ async def test_tampered_or_garbled_head_signature_is_invalid(world: World) -> No
     assert world.verify()[1]["signature"] == "invalid"
     sig_path.write_bytes(_canonical({**record, "events": record["events"] + 1}) + b"\n")  # claims more than signed
     assert world.verify()[1]["signature"] == "invalid"
-    for lost in (b"", b"\0" * len(original)):  # a signature write lost in a crash reads like a deleted one
-        sig_path.write_bytes(lost)
-        assert world.verify()[1]["signature"] == "unsigned"
+    for lost in (b"", b"\0" * len(original)):  # a lost signature write reads like a deleted one: on a project
+        sig_path.write_bytes(lost)  # this installation signed, that is invalid (a program without the key can delete)
+        assert world.verify()[1]["signature"] == "invalid"
     sig_path.write_bytes(original)
     assert world.verify()[1]["signature"] == "valid"  # positive control
 
@@ -160,14 +161,26 @@ async def test_events_appended_without_the_key_are_unsigned_until_the_next_write
     assert _signature(world.verify()[1]) == ("valid", 3)
 
 
-async def test_another_installations_key_is_unknown(tmp_path: Path) -> None:
+async def test_another_installations_key_is_invalid_here_and_unknown_where_nobody_signed(tmp_path: Path) -> None:
     mine = World(tmp_path, "data")
-    await mine.task_with_claims("alpha")
+    task = await mine.task_with_claims("alpha")
     theirs = World(tmp_path, "other-data")
     await theirs.task_with_claims("alpha")
-    (mine.store.project_dir / "head.sig").write_bytes((theirs.store.project_dir / "head.sig").read_bytes())
-    assert mine.verify()[1]["signature"] == "unknown_key"
     assert theirs.verify()[1]["signature"] == "valid"  # positive control: valid where its key lives
+    (mine.store.project_dir / "head.sig").write_bytes((theirs.store.project_dir / "head.sig").read_bytes())
+    code, report = mine.verify()  # this installation signed the project: another key's head.sig is a forgery
+    assert (code, report["signature"], report["error"]["code"]) == (1, "invalid", "SIGNATURE_INVALID")
+    assert "another key" in report["signature_problem"]
+    with pytest.raises(IntentLoopError) as refused:  # and no writer extends or re-signs it
+        await mine.call("intent_set_mode", task_id=task, request_id="m1", mode="on")
+    assert refused.value.code == "SIGNATURE_INVALID"
+    # A project nobody here ever signed (its ledger and head.sig copied from another installation): unknown_key
+    third = World(tmp_path, "third-data")
+    third.store.project_dir.mkdir(parents=True, mode=0o700)
+    for name in ("ledger.jsonl", "head.sig"):
+        (third.store.project_dir / name).write_bytes((theirs.store.project_dir / name).read_bytes())
+    code, report = third.verify()
+    assert (code, report["signature"], report["signed_here"]) == (0, "unknown_key", False)
 
 
 async def test_the_key_is_private_and_made_on_the_first_write(world: World) -> None:
@@ -178,7 +191,7 @@ async def test_the_key_is_private_and_made_on_the_first_write(world: World) -> N
     assert stat.S_IMODE(key.stat().st_mode) == 0o600 and key.stat().st_size == 32
     assert stat.S_IMODE(key.parent.stat().st_mode) == 0o700
     sig = json.loads((world.store.project_dir / "head.sig").read_bytes())
-    assert set(sig) == {"head_hash", "events", "key_id", "signature"}
+    assert set(sig) == {"head_hash", "events", "key_id", "signature", "mac"}  # mac: checked without cryptography
     assert stat.S_IMODE((world.store.project_dir / "head.sig").stat().st_mode) == 0o600
     assert sig["head_hash"] == world.store.read().head_hash and sig["events"] == 1
 
@@ -239,23 +252,26 @@ async def test_exports_are_signed_and_imports_report_it(tmp_path: Path) -> None:
     assert imported and all(c["source_ref"]["kind"] == "explicit_import" for c in imported)
 
 
-async def test_a_failure_to_sign_never_fails_the_write(world: World) -> None:
+async def test_a_key_that_cannot_sign_refuses_the_write(world: World) -> None:
+    # Before: the write was committed unsigned and head.sig removed. A writer now never extends a chain it cannot
+    # sign: the unsafe key is refused before anything is written.
     task = await world.task_with_claims("alpha")
+    before = world.store.ledger_path.read_bytes()
     key = world.data / "keys" / "ed25519.key"
     key.chmod(0o644)  # an unsafe key is refused: nothing can be signed with it
-    snap = await world.call(
-        "intent_add_explicit",
-        task_id=task,
-        request_id="after",
-        statement="written anyway",
-        source_ref={"kind": "user_event", "event_id": "t9"},
-        facets=["outcome"],
-        confirmation_reason="direct_statement",
-    )
-    assert snap["statement"] == "written anyway"  # the commit stands
-    assert not (world.store.project_dir / "head.sig").exists()  # the old one no longer names a replaced head
-    code, report = world.verify()
-    assert (code, report["intact"], report["signature"]) == (0, True, "unsigned")
+    with pytest.raises(IntentLoopError) as refused:
+        await world.call(
+            "intent_add_explicit",
+            task_id=task,
+            request_id="after",
+            statement="written anyway",
+            source_ref={"kind": "user_event", "event_id": "t9"},
+            facets=["outcome"],
+            confirmation_reason="direct_statement",
+        )
+    assert refused.value.code == "UNSAFE_DATA_FILE"
+    assert world.store.ledger_path.read_bytes() == before  # nothing was committed
     key.chmod(0o600)
+    assert _signature(world.verify()[1]) == ("valid", 1)
     await world.call("intent_set_mode", task_id=task, request_id="m9", mode="on")
     assert _signature(world.verify()[1]) == ("valid", len(world.store.read()))  # positive control: signed again

@@ -140,6 +140,10 @@ def test_report_dict_has_every_documented_field(project) -> None:
         "quarantine_records",
         "signature",
         "signed_events",
+        "signature_problem",
+        "signed_here",
+        "adopted_events",
+        "adopted",
     }
 
 
