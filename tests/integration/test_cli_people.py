@@ -348,6 +348,26 @@ def test_forget_claim_deletes_every_byte_of_it_with_yes(memory: Memory) -> None:
     assert code == 5 and body["error"]["code"] == "CLAIM_NOT_FOUND"
 
 
+def test_forget_claim_of_a_replacement_never_brings_back_what_it_replaced(memory: Memory) -> None:
+    """``second`` superseded ``first``: after forgetting ``second``, ``first`` stays out of every current view with a
+    content-free reason, and the history says so."""
+    ids = memory.populate()
+    code, body = memory.json("forget", "claim", ids["second"], "--yes")
+    assert code == 0 and body["action"] == "deleted"
+    code, body = memory.json("show", ids["a"], "--history")
+    assert code == 0
+    assert [c["statement"] for c in body["snapshot"]["active_claims"]] == ["Use typer"]
+    (entry,) = [e for e in body["snapshot"]["history"] if e["claim"]["claim_id"] == ids["first"]]
+    assert entry["status"] == "invalidated" and entry["reason"] == "superseded by a deleted claim"
+    human = memory.run("show", ids["a"])
+    assert human.returncode == 0 and "Use typer" in human.stdout and "Keep the ledger v1" not in human.stdout
+    code, body = memory.json("tasks")
+    tasks = {t["task_id"]: t for t in body["tasks"]}
+    assert tasks[ids["a"]]["claims"] == {"active": 1, "superseded": 0, "invalidated": 2}
+    assert memory.run("verify").returncode == 0
+    assert ids["second"].encode() not in _bytes_under(memory.dir)
+
+
 def test_forget_task_prints_what_was_scanned(memory: Memory) -> None:
     ids = memory.populate()
     done = memory.run("forget", "task", ids["b"][:8], "--yes")
