@@ -102,6 +102,7 @@ ErrorCode = Literal[
     "OUTPUT_EXISTS",
     "AMBIGUOUS_ID",
     "RELINK_TARGET_EXISTS",
+    "INSTALL_ENTRY_EXISTS",  # an installer found a host entry it did not write where its own would go
 ]
 #: The codes whose failures may succeed when retried unchanged.
 RETRYABLE: frozenset[ErrorCode] = frozenset(

@@ -33,6 +33,7 @@ _USAGE_CODES: Final = frozenset(
         "CONFIRMATION_REQUIRED",
         "OUTPUT_EXISTS",
         "RELINK_TARGET_EXISTS",
+        "INSTALL_ENTRY_EXISTS",
     }
 )
 _NOT_FOUND_CODES: Final = frozenset({"PROJECT_NOT_FOUND", "TASK_NOT_FOUND", "CLAIM_NOT_FOUND"})
@@ -53,6 +54,7 @@ _REMEDIES: Final[dict[str, str]] = {
     "INVALID_ID": "a task or claim is named by its id or a unique prefix of it (hex digits and dashes)",
     "AMBIGUOUS_ID": "the prefix matches more than one id: type more of it (the error lists the candidates)",
     "RELINK_TARGET_EXISTS": "the new root already has memory: pass --merge to import the old tasks into it",
+    "INSTALL_ENTRY_EXISTS": "nothing was written; pass --replace to replace that entry (the backup keeps it)",
     "MODE_OFF": "the task is off: turn it on with intent_set_mode (or `/intent on` in the host) to read it",
     "PRIVATE_SESSION_ACTIVE": "the task is private in a session: end private mode there, or `intentloop forget task`",
     "PROJECT_ROOT_INVALID": "pass --project-root as an absolute path to an existing local directory",
