@@ -34,6 +34,7 @@ _USAGE_CODES: Final = frozenset(
         "OUTPUT_EXISTS",
         "RELINK_TARGET_EXISTS",
         "INSTALL_ENTRY_EXISTS",
+        "OUTPUT_INSIDE_DATA_ROOT",
     }
 )
 _NOT_FOUND_CODES: Final = frozenset({"PROJECT_NOT_FOUND", "TASK_NOT_FOUND", "CLAIM_NOT_FOUND"})
@@ -61,6 +62,7 @@ _REMEDIES: Final[dict[str, str]] = {
     "PROJECT_ROOT_REQUIRED": "pass --project-root P or --project-id ID",
     "CONFIRMATION_REQUIRED": "run it in a terminal to confirm, or pass --yes once you have read what it will do",
     "OUTPUT_EXISTS": "choose another --out path, or pass --overwrite to replace the file",
+    "OUTPUT_INSIDE_DATA_ROOT": "choose an --out path outside the data root (`intentloop status` shows where it is)",
     "DATA_DIR_REQUIRED": "set HOME (the data root defaults to ~/.local/share/intentloop/v1) or INTENT_LOOP_DATA_DIR",
     "INVALID_DATA_DIR": "the data root and its projects/ folder must be directories you own; inspect them by hand",
     "PATH_ESCAPE": "a path under the data root is a symlink or leads outside it; inspect and remove it by hand",

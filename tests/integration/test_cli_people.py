@@ -326,6 +326,10 @@ def test_export_markdown_and_json_to_stdout_and_to_a_private_file(memory: Memory
     assert memory.json("export", ids["a"], "--out", str(out), "--overwrite")[0] == 0
     code, body = memory.json("export", ids["a"], "--format", "yaml")
     assert code == 2 and body["error"]["code"] == "INVALID_ARGUMENTS"
+    # a copy inside the data root would outlive a later `forget` there: refused, and nothing is written
+    for inside in (memory.data_root / "task.md", memory.dir / "task.json"):
+        code, body = memory.json("export", ids["a"], "--out", str(inside))
+        assert code == 2 and body["error"]["code"] == "OUTPUT_INSIDE_DATA_ROOT" and not inside.exists()
 
 
 # ------------------------------------------------------------------------------------------------- forget
