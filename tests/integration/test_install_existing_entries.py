@@ -155,6 +155,16 @@ def test_codex_hooks_json_holding_the_plugins_hooks_is_refused_and_kept(user: Ho
     assert (user.codex / ("hooks.json" + BACKUP)).read_bytes() == PLUGIN_HOOKS
     assert user.install("codex", "--uninstall")[0] == 0
     assert hooks.read_bytes() == PLUGIN_HOOKS and not (user.codex / "config.toml").exists()
+    # replaced, then the file changed: the plugin's five come back beside the later change
+    assert user.install("codex", "--replace")[0] == 0
+    doc = json.loads(hooks.read_bytes())
+    doc["hooks"]["PreToolUse"] = [{"matcher": "Bash", "hooks": [{"type": "command", "command": "./guard.sh"}]}]
+    hooks.write_text(json.dumps(doc, indent=2))
+    assert user.install("codex", "--uninstall")[0] == 0
+    left = json.loads(hooks.read_bytes())
+    plugin = json.loads(PLUGIN_HOOKS)["hooks"]
+    assert {event: groups for event, groups in left["hooks"].items() if event != "PreToolUse"} == plugin
+    assert left["hooks"]["PreToolUse"] == doc["hooks"]["PreToolUse"]
 
 
 def test_codex_hooks_json_from_an_earlier_install_is_upgraded_and_removed(user: Home) -> None:
