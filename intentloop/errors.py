@@ -103,6 +103,8 @@ ErrorCode = Literal[
     "OUTPUT_EXISTS",
     "AMBIGUOUS_ID",
     "RELINK_TARGET_EXISTS",
+    "INSTALL_ENTRY_EXISTS",  # an installer found a host entry it did not write where its own would go
+    "OUTPUT_INSIDE_DATA_ROOT",  # an export's destination is inside the data root (it would outlive a forget)
 ]
 #: The codes whose failures may succeed when retried unchanged.
 RETRYABLE: frozenset[ErrorCode] = frozenset(
@@ -220,6 +222,7 @@ _INPUT: frozenset[ErrorCode] = frozenset(
         "INVALID_SESSION_HASH",
         "AMBIGUOUS_ID",
         "AMBIGUOUS_CLAIM_PREFIX",
+        "OUTPUT_INSIDE_DATA_ROOT",
     }
 )
 _CONFLICT: frozenset[ErrorCode] = frozenset(

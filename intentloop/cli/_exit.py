@@ -33,6 +33,8 @@ _USAGE_CODES: Final = frozenset(
         "CONFIRMATION_REQUIRED",
         "OUTPUT_EXISTS",
         "RELINK_TARGET_EXISTS",
+        "INSTALL_ENTRY_EXISTS",
+        "OUTPUT_INSIDE_DATA_ROOT",
     }
 )
 _NOT_FOUND_CODES: Final = frozenset({"PROJECT_NOT_FOUND", "TASK_NOT_FOUND", "CLAIM_NOT_FOUND"})
@@ -53,12 +55,14 @@ _REMEDIES: Final[dict[str, str]] = {
     "INVALID_ID": "a task or claim is named by its id or a unique prefix of it (hex digits and dashes)",
     "AMBIGUOUS_ID": "the prefix matches more than one id: type more of it (the error lists the candidates)",
     "RELINK_TARGET_EXISTS": "the new root already has memory: pass --merge to import the old tasks into it",
+    "INSTALL_ENTRY_EXISTS": "nothing was written; pass --replace to replace that entry (the backup keeps it)",
     "MODE_OFF": "the task is off: turn it on with intent_set_mode (or `/intent on` in the host) to read it",
     "PRIVATE_SESSION_ACTIVE": "the task is private in a session: end private mode there, or `intentloop forget task`",
     "PROJECT_ROOT_INVALID": "pass --project-root as an absolute path to an existing local directory",
     "PROJECT_ROOT_REQUIRED": "pass --project-root P or --project-id ID",
     "CONFIRMATION_REQUIRED": "run it in a terminal to confirm, or pass --yes once you have read what it will do",
     "OUTPUT_EXISTS": "choose another --out path, or pass --overwrite to replace the file",
+    "OUTPUT_INSIDE_DATA_ROOT": "choose an --out path outside the data root (`intentloop status` shows where it is)",
     "DATA_DIR_REQUIRED": "set HOME (the data root defaults to ~/.local/share/intentloop/v1) or INTENT_LOOP_DATA_DIR",
     "INVALID_DATA_DIR": "the data root and its projects/ folder must be directories you own; inspect them by hand",
     "PATH_ESCAPE": "a path under the data root is a symlink or leads outside it; inspect and remove it by hand",

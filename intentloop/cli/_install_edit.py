@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 import shlex
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import PurePath
 from typing import Any, Final
 
-from intentloop.errors import IntentLoopError
+from intentloop.errors import ErrorCode, IntentLoopError
 from intentloop.model.hook_events import ARGUMENT_BY_EVENT
 
 SERVER_KEY: Final = "intent_loop"
@@ -34,10 +35,11 @@ HOOK_ARGS: Final[dict[str, str]] = ARGUMENT_BY_EVENT
 
 
 class HostConfigError(IntentLoopError):
-    """A host configuration file cannot be edited safely (unparsable, or an entry that is not ours is in the way)."""
+    """A host configuration file cannot be edited safely: unparsable (``INVALID_ARGUMENTS``), or an entry that
+    intentloop's installer did not write is where intentloop's would go (``INSTALL_ENTRY_EXISTS``)."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message, code="INVALID_ARGUMENTS")
+    def __init__(self, message: str, code: ErrorCode = "INVALID_ARGUMENTS") -> None:
+        super().__init__(message, code=code)
 
 
 # ---------------------------------------------------------------------------------------------------------- commands
@@ -70,6 +72,55 @@ def is_our_hook_command(command: object) -> bool:
         return False
     at = argv.index("hook")
     return is_our_program(argv[:at]) and any(arg in HOOK_ARGS.values() for arg in argv[at + 1 :])
+
+
+#: The program prefixes an intentloop installer has written after its absolute first word: the ``intentloop`` script
+#: alone, or an interpreter with ``-P -m intentloop`` (the fallback), ``-m intentloop`` or ``-m cli.entry`` (older).
+_INSTALLER_FORMS: Final = (["-P", "-m", "intentloop"], ["-m", "intentloop"], ["-m", "cli.entry"])
+
+
+def _installer_program(argv: Sequence[str]) -> int | None:
+    """How many words of ``argv`` are a program in a form an intentloop installer writes (an absolute path first),
+    else ``None``."""
+    if not argv or not os.path.isabs(argv[0]):
+        return None
+    if PurePath(argv[0]).name.lower() in ("intentloop", "intentloop.exe"):
+        return 1
+    return next((1 + len(form) for form in _INSTALLER_FORMS if list(argv[1 : 1 + len(form)]) == form), None)
+
+
+def installed_hook_root(command: object) -> str | None:
+    """The data root of a hook command exactly as an intentloop installer writes it,
+    ``<program> hook <event> --data-dir <absolute root>``; ``None`` for any other command — an intentloop hook the user
+    or the plugin wrote (``intentloop hook session-start``) included."""
+    if not isinstance(command, str):
+        return None
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return None
+    size = _installer_program(argv)
+    rest = argv[size:] if size is not None else []
+    if len(rest) == 4 and rest[0] == "hook" and rest[1] in HOOK_ARGS.values() and rest[2] == "--data-dir":
+        return rest[3] if os.path.isabs(rest[3]) else None
+    return None
+
+
+def installed_server_root(entry: object) -> str | None:
+    """The data root of an MCP server entry exactly as an intentloop installer writes it (``{command, args: [...,
+    "serve"], env: {INTENT_LOOP_DATA_DIR: <absolute root>}}``, with Claude Code's ``"type": "stdio"``); ``None`` for
+    any other entry — one made with ``claude mcp add intent_loop -- intentloop serve`` included."""
+    if not isinstance(entry, Mapping) or set(entry) - {"type", "command", "args", "env"}:
+        return None
+    command, args, env = entry.get("command"), entry.get("args"), entry.get("env")
+    if entry.get("type", "stdio") != "stdio" or not isinstance(command, str) or not isinstance(args, list):
+        return None
+    argv = [command, *args]
+    size = _installer_program(argv) if all(isinstance(a, str) for a in args) else None
+    if size is None or argv[size:] != ["serve"] or not isinstance(env, Mapping) or set(env) != {"INTENT_LOOP_DATA_DIR"}:
+        return None
+    root = env["INTENT_LOOP_DATA_DIR"]
+    return root if isinstance(root, str) and os.path.isabs(root) else None
 
 
 def is_our_server_entry(entry: object) -> bool:
@@ -451,11 +502,15 @@ def _hooks_table(doc: dict[str, Any], what: str) -> dict[str, Any]:
     return table
 
 
-def _strip_ours(groups: list[Any]) -> list[Any]:
+Owned = Callable[[object], bool]
+
+
+def _strip(groups: list[Any], drop: Owned) -> list[Any]:
+    """``groups`` without the handlers whose command ``drop`` names (a group left empty goes)."""
     kept: list[Any] = []
     for group in groups:
         if isinstance(group, dict) and isinstance(group.get("hooks"), list):
-            hooks = [h for h in group["hooks"] if not (isinstance(h, dict) and is_our_hook_command(h.get("command")))]
+            hooks = [h for h in group["hooks"] if not (isinstance(h, dict) and drop(h.get("command")))]
             if not hooks:
                 continue
             if len(hooks) != len(group["hooks"]):
@@ -464,41 +519,85 @@ def _strip_ours(groups: list[Any]) -> list[Any]:
     return kept
 
 
-def _has_ours(group: Any) -> bool:
+def _has(group: Any, match: Owned) -> bool:
     return (
         isinstance(group, dict)
         and isinstance(group.get("hooks"), list)
-        and any(isinstance(h, dict) and is_our_hook_command(h.get("command")) for h in group["hooks"])
+        and any(isinstance(h, dict) and match(h.get("command")) for h in group["hooks"])
     )
 
 
-def hooks_install(doc: dict[str, Any], wanted: Mapping[str, dict[str, Any]], *, what: str) -> dict[str, Any]:
+def owned_by(root: str) -> Owned:
+    """Whether a hook command is intentloop's to change or remove: written by an intentloop installer for ``root``."""
+    return lambda command: installed_hook_root(command) == root
+
+
+def foreign_hooks(doc: Mapping[str, Any], root: str) -> list[str]:
+    """``hooks.<Event>: `<command>``` for every intentloop hook in ``doc`` that is not intentloop's for ``root`` (the
+    user's own, the plugin's, or an installer's for another data root)."""
+    table = doc.get("hooks")
+    found: list[str] = []
+    for event, groups in table.items() if isinstance(table, Mapping) else ():
+        for group in groups if isinstance(groups, list) else ():
+            for handler in group.get("hooks", []) if isinstance(group, Mapping) else ():
+                command = handler.get("command") if isinstance(handler, Mapping) else None
+                if is_our_hook_command(command) and installed_hook_root(command) != root:
+                    found.append(f"hooks.{event}: `{command}`")
+    return found
+
+
+def hooks_install(
+    doc: dict[str, Any], wanted: Mapping[str, dict[str, Any]], *, root: str, what: str, replace: bool = False
+) -> dict[str, Any]:
     """Return a copy of ``doc`` whose ``hooks`` hold exactly one group of ours per event in ``wanted``.
 
     An identical group of ours stays where it is; a changed one is replaced in place; anything else of ours is
     removed and the group appended after the user's own groups (Codex keys trust by position, so user groups never
-    move).
+    move). Intentloop hooks that are not ours for ``root`` (:func:`foreign_hooks`) are refused, or with ``replace``
+    removed.
 
     Raises:
-        HostConfigError: ``hooks`` or an event's value has the wrong JSON type.
+        HostConfigError: ``hooks`` or an event's value has the wrong JSON type (``INVALID_ARGUMENTS``); foreign
+            intentloop hooks without ``replace`` (``INSTALL_ENTRY_EXISTS``, naming each).
     """
     out = copy.deepcopy(doc)
     table = _hooks_table(out, what)
+    for event in wanted:
+        if not isinstance(table.get(event, []), list):
+            raise HostConfigError(f'"hooks.{event}" in {what} is not a list')
+    foreign = foreign_hooks(out, root)
+    if foreign and not replace:
+        raise HostConfigError(
+            f"{what} already runs intentloop hooks that intentloop's installer did not write for the data root "
+            f"{root}: {'; '.join(foreign)}. Pass --replace to replace them with intentloop's own (the file is "
+            "backed up first, and --uninstall puts them back), or remove them by hand",
+            code="INSTALL_ENTRY_EXISTS",
+        )
+    drop: Owned = is_our_hook_command if replace else owned_by(root)  # what makes way for intentloop's group
+    for event in [e for e, groups in table.items() if e not in wanted and isinstance(groups, list)]:
+        if any(_has(g, drop) for g in table[event]):
+            table[event] = _strip(table[event], drop)
+            if not table[event]:
+                del table[event]
     for event, group in wanted.items():
         groups = table.get(event, [])
-        if not isinstance(groups, list):
-            raise HostConfigError(f'"hooks.{event}" in {what} is not a list')
-        ours = [i for i, g in enumerate(groups) if _has_ours(g)]
-        if len(ours) == 1 and _strip_ours([groups[ours[0]]]) == []:
-            groups = [*groups[: ours[0]], group, *groups[ours[0] + 1 :]]
+        mine = [i for i, g in enumerate(groups) if _has(g, drop)]
+        if len(mine) == 1 and _strip([groups[mine[0]]], drop) == []:
+            groups = [*groups[: mine[0]], group, *groups[mine[0] + 1 :]]
         else:
-            groups = [*_strip_ours(groups), group]
+            groups = [*_strip(groups, drop), group]
         table[event] = groups
     return out
 
 
-def hooks_uninstall(doc: dict[str, Any], *, what: str) -> dict[str, Any]:
-    """Return a copy of ``doc`` without any hook of ours; events and a ``hooks`` table left empty are dropped.
+def _other(drop: Owned, ours: Owned) -> Owned:
+    """The commands ``drop`` names that ``ours`` does not (with ``--replace``: the foreign intentloop hooks)."""
+    return lambda command: drop(command) and not ours(command)
+
+
+def hooks_uninstall(doc: dict[str, Any], *, root: str, what: str) -> dict[str, Any]:
+    """Return a copy of ``doc`` without intentloop's hooks for ``root``; events and a ``hooks`` table left empty are
+    dropped. Every other hook stays, intentloop hooks that intentloop's installer did not write for ``root`` too.
 
     Raises:
         HostConfigError: ``hooks`` has the wrong JSON type.
@@ -507,11 +606,12 @@ def hooks_uninstall(doc: dict[str, Any], *, what: str) -> dict[str, Any]:
     if "hooks" not in out:
         return out
     table = _hooks_table(out, what)
+    ours = owned_by(root)
     for event in list(table):
         groups = table[event]
-        if not isinstance(groups, list) or not any(_has_ours(g) for g in groups):
+        if not isinstance(groups, list) or not any(_has(g, ours) for g in groups):
             continue
-        kept = _strip_ours(groups)
+        kept = _strip(groups, ours)
         if kept:
             table[event] = kept
         else:
@@ -521,33 +621,89 @@ def hooks_uninstall(doc: dict[str, Any], *, what: str) -> dict[str, Any]:
     return out
 
 
-def server_install(doc: dict[str, Any], entry: Mapping[str, Any], *, what: str) -> dict[str, Any]:
+def hooks_reinstate(doc: dict[str, Any], earlier: Mapping[str, Any], *, root: str) -> dict[str, Any]:
+    """Return a copy of ``doc`` with the groups of ``earlier`` (the backup) that held foreign intentloop hooks put
+    back where ``doc`` lacks them: an uninstall after ``--replace`` gives the user's own hooks back."""
+    out = copy.deepcopy(doc)
+    table = earlier.get("hooks")
+    foreign = _other(is_our_hook_command, owned_by(root))
+    for event, groups in table.items() if isinstance(table, Mapping) else ():
+        for group in groups if isinstance(groups, list) else ():
+            if not _has(group, foreign):
+                continue
+            now = out.setdefault("hooks", {})
+            if isinstance(now, dict) and isinstance(now.setdefault(event, []), list) and group not in now[event]:
+                now[event].append(copy.deepcopy(group))
+    return out
+
+
+def _describe_server(entry: object) -> str:
+    if isinstance(entry, Mapping) and isinstance(entry.get("command"), str) and isinstance(entry.get("args", []), list):
+        words = [entry["command"], *(str(a) for a in entry.get("args", []))]
+        text = f"`{shlex.join(words)}`"
+        env = entry.get("env")
+        if isinstance(env, Mapping) and isinstance(env.get("INTENT_LOOP_DATA_DIR"), str):
+            text += f" with the data root {env['INTENT_LOOP_DATA_DIR']}"
+        return text
+    return json.dumps(entry)
+
+
+def server_install(
+    doc: dict[str, Any], entry: Mapping[str, Any], *, what: str, replace: bool = False
+) -> dict[str, Any]:
     """Return a copy of ``doc`` with ``mcpServers.intent_loop`` = ``entry``.
 
+    An entry there that an intentloop installer wrote for the same data root is updated in place; any other (the
+    user's ``claude mcp add``, another server, or an installer's for another data root: installing would move the
+    memory) is refused, or with ``replace`` replaced.
+
     Raises:
-        HostConfigError: ``mcpServers`` is not an object, or ``intent_loop`` is taken by a server that is not ours.
+        HostConfigError: ``mcpServers`` is not an object (``INVALID_ARGUMENTS``); another entry holds the key
+            (``INSTALL_ENTRY_EXISTS``, naming it).
     """
     out = copy.deepcopy(doc)
     servers = out.setdefault("mcpServers", {})
     if not isinstance(servers, dict):
         raise HostConfigError(f'"mcpServers" in {what} is not an object')
     current = servers.get(SERVER_KEY)
-    if current is not None and not is_our_server_entry(current):
+    root = installed_server_root(entry)
+    if current is not None and current != entry and not replace and installed_server_root(current) != root:
+        if installed_server_root(current) is not None:
+            why = f"installing would move the hosts' memory from there to {root}"
+        elif is_our_server_entry(current):
+            why = "intentloop's installer did not write it (made with `claude mcp add`, or by hand)"
+        else:
+            why = "it does not run intentloop"
         raise HostConfigError(
-            f'{what} already has an MCP server "{SERVER_KEY}" that does not run intentloop; remove it first'
+            f"{what} already has mcpServers.{SERVER_KEY}: {_describe_server(current)}; {why}. Pass --replace to "
+            "replace it with intentloop's entry (the file is backed up first, and --uninstall puts it back), or "
+            "remove or rename it by hand",
+            code="INSTALL_ENTRY_EXISTS",
         )
     servers[SERVER_KEY] = dict(entry)
     return out
 
 
-def server_uninstall(doc: dict[str, Any]) -> dict[str, Any]:
-    """Return a copy of ``doc`` without our ``mcpServers.intent_loop`` (an entry that is not ours stays)."""
+def server_uninstall(doc: dict[str, Any], *, root: str) -> dict[str, Any]:
+    """Return a copy of ``doc`` without intentloop's ``mcpServers.intent_loop`` for ``root`` (any other entry stays)."""
     out = copy.deepcopy(doc)
     servers = out.get("mcpServers")
-    if isinstance(servers, dict) and is_our_server_entry(servers.get(SERVER_KEY)):
+    if isinstance(servers, dict) and installed_server_root(servers.get(SERVER_KEY)) == root:
         del servers[SERVER_KEY]
         if not servers:
             del out["mcpServers"]
+    return out
+
+
+def server_reinstate(doc: dict[str, Any], earlier: Mapping[str, Any], *, root: str) -> dict[str, Any]:
+    """Return a copy of ``doc`` with the backup's own ``mcpServers.intent_loop`` put back when ``doc`` has none."""
+    before = earlier.get("mcpServers")
+    entry = before.get(SERVER_KEY) if isinstance(before, Mapping) else None
+    out = copy.deepcopy(doc)
+    servers = out.setdefault("mcpServers", {})
+    if entry is None or installed_server_root(entry) == root or not isinstance(servers, dict):
+        return doc
+    servers.setdefault(SERVER_KEY, copy.deepcopy(entry))
     return out
 
 
@@ -559,14 +715,20 @@ __all__ = [
     "HostConfigError",
     "appended_settings_land_in_our_table",
     "dump_json",
+    "foreign_hooks",
     "header_key",
     "hooks_install",
+    "hooks_reinstate",
     "hooks_uninstall",
+    "installed_hook_root",
+    "installed_server_root",
     "is_our_hook_command",
     "is_our_program",
     "is_our_server_entry",
     "load_json_object",
+    "owned_by",
     "server_install",
+    "server_reinstate",
     "server_uninstall",
     "toml_install",
     "toml_remove_tables",

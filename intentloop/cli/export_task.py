@@ -68,7 +68,7 @@ def _run(
     from intentloop.cli._service import call_tool
     from intentloop.cli.views import resolve_task
     from intentloop.errors import InvalidInputError
-    from intentloop.recovery import write_private_file
+    from intentloop.recovery import refuse_inside_data_root, write_private_file
 
     if format_name not in FORMATS:
         raise InvalidInputError(f"--format must be markdown or json, not {format_name!r}")
@@ -92,6 +92,7 @@ def _run(
             sys.stdout.flush()
         return OK
     path = Path(out)
+    refuse_inside_data_root(path, target.store.data_root)
     write_private_file(path, data, overwrite=overwrite)
     written = {"out": str(path), "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
     if output.json_mode:

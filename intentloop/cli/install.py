@@ -41,11 +41,16 @@ from intentloop.cli._install_edit import (
     HostConfigError,
     appended_settings_land_in_our_table,
     dump_json,
+    foreign_hooks,
     hooks_install,
+    hooks_reinstate,
     hooks_uninstall,
-    is_our_hook_command,
+    installed_server_root,
+    is_our_server_entry,
     load_json_object,
+    owned_by,
     server_install,
+    server_reinstate,
     server_uninstall,
     toml_install,
     toml_remove_tables,
@@ -175,6 +180,19 @@ def server_entry(program: Sequence[str], data_root: Path) -> dict[str, Any]:
 Transform = Callable[[bytes | None], bytes | None]
 
 
+@dataclass(frozen=True)
+class _Edits:
+    """The edits of one file: ``add`` intentloop's entries (refusing foreign ones), ``replacing`` the same with
+    ``--replace``, ``remove`` only intentloop's own, ``reinstate(now, backup)`` the backup's foreign entries that a
+    ``--replace`` replaced, and whether a result is as empty as a file created for us."""
+
+    add: Transform
+    replacing: Transform
+    remove: Transform
+    reinstate: Callable[[bytes, bytes], bytes]
+    created_empty: Callable[[bytes], bool]
+
+
 def _read(path: Path) -> bytes | None:
     try:
         return path.read_bytes()
@@ -188,10 +206,11 @@ def _backup_path(path: Path) -> Path:
     return path.with_name(path.name + BACKUP_SUFFIX)
 
 
-def _plan_install(path: Path, add: Transform, remove: Transform) -> tuple[FileChange, bytes | None]:
+def _plan_install(path: Path, edits: _Edits, *, replace: bool) -> tuple[FileChange, bytes | None]:
     """Plan adding our entries; returns the change and the bytes the backup must hold (``None``: leave it)."""
     before = _read(path)
-    after = add(before)
+    after = (edits.replacing if replace else edits.add)(before)
+    remove = edits.remove
     backup = _backup_path(path)
     if after == before:
         return FileChange(path, "unchanged", before, after), None
@@ -201,32 +220,32 @@ def _plan_install(path: Path, add: Transform, remove: Transform) -> tuple[FileCh
     old_backup = _read(backup)
     # Keep a backup from an earlier install while the file still carries our entries; otherwise the file's current
     # bytes, without any entry of ours (an install from before backups, or whose backup was deleted), are the
-    # "before intentloop" state.
+    # "before intentloop" state: the user's own entries, also those --replace replaces, stay in it.
     without_us = remove(before)
     if without_us == before or old_backup is None:
         new_backup = without_us
     return FileChange(path, "update", before, after, backup), new_backup
 
 
-def _plan_uninstall(
-    path: Path, add: Transform, remove: Transform, created_empty: Callable[[bytes], bool]
-) -> FileChange:
+def _plan_uninstall(path: Path, edits: _Edits) -> FileChange:
     """Plan removing our entries. The backup's bytes come back when the file is exactly what installing into them
-    gives, or what removing our entries gives (Codex's trust records for our hooks were the only other change);
-    otherwise only our entries go. Either way the backup is removed: once none of our entries is left, nothing
-    needs it."""
+    gives (with ``--replace`` or without), or what removing our entries gives (Codex's trust records for our hooks
+    were the only other change); otherwise only our entries go, and the backup's own entries that ``--replace``
+    replaced come back. Either way the backup is removed: once none of our entries is left, nothing needs it."""
     before = _read(path)
     backup = _backup_path(path)
     stale = backup if os.path.lexists(backup) else None
     if before is None:
         return FileChange(path, "unchanged", None, None, drop_backup=stale)
-    after = remove(before)
+    after = edits.remove(before)
     if after == before:
         return FileChange(path, "unchanged", before, before, drop_backup=stale)
     original = _read(backup)
-    if original is not None and (after == original or _reproduces(add, original, before)):
+    if original is not None and (after == original or _reproduces(edits.replacing, original, before)):
         return FileChange(path, "restore", before, original, backup)
-    if after is None or (original is None and created_empty(after)):
+    if after is not None and original is not None:
+        after = edits.reinstate(after, original)
+    if after is None or (original is None and edits.created_empty(after)):
         return FileChange(path, "delete", before, None, drop_backup=stale)
     return FileChange(path, "update", before, after, drop_backup=stale)
 
@@ -276,29 +295,45 @@ def _apply(change: FileChange, backup_bytes: bytes | None) -> None:
 # ------------------------------------------------------------------------------------------------------ transforms
 
 
-def _json_transforms(
+Doc = dict[str, Any]
+
+
+def _json_edits(
     what: str,
-    add_doc: Callable[[dict[str, Any]], dict[str, Any]],
-    remove_doc: Callable[[dict[str, Any]], dict[str, Any]],
-) -> tuple[Transform, Transform, Callable[[bytes], bool]]:
-    def add(data: bytes | None) -> bytes | None:
-        doc = load_json_object(data, what)
-        new = add_doc(doc)
-        return data if new == doc and data is not None else dump_json(new, like=data)
+    add_doc: Callable[[Doc, bool], Doc],
+    remove_doc: Callable[[Doc], Doc],
+    reinstate_doc: Callable[[Doc, Doc], Doc],
+) -> _Edits:
+    def adding(replace: bool) -> Transform:
+        def add(data: bytes | None) -> bytes | None:
+            doc = load_json_object(data, what)
+            new = add_doc(doc, replace)
+            return data if new == doc and data is not None else dump_json(new, like=data)
+
+        return add
 
     def remove(data: bytes | None) -> bytes | None:
         doc = load_json_object(data, what)
         new = remove_doc(doc)
         return data if new == doc else dump_json(new, like=data)
 
+    def reinstate(data: bytes, backup: bytes) -> bytes:
+        doc = load_json_object(data, what)
+        try:
+            earlier = load_json_object(backup, what + BACKUP_SUFFIX)
+        except HostConfigError:
+            return data  # a backup that no longer parses has nothing to give back
+        new = reinstate_doc(doc, earlier)
+        return data if new == doc else dump_json(new, like=data)
+
     def created_empty(data: bytes) -> bool:
         return load_json_object(data, what) == {}
 
-    return add, remove, created_empty
+    return _Edits(adding(False), adding(True), remove, reinstate, created_empty)
 
 
-def trust_keys(hooks_file: Path, doc: Mapping[str, Any]) -> set[tuple[str, ...]]:
-    """The ``hooks.state`` key paths Codex uses for the trust records of our hooks in ``hooks_file``.
+def trust_keys(hooks_file: Path, doc: Mapping[str, Any], root: str) -> set[tuple[str, ...]]:
+    """The ``hooks.state`` key paths Codex uses for the trust records of our hooks (for ``root``) in ``hooks_file``.
 
     Codex keys a hook by ``<hooks.json path>:<event in snake_case>:<group index>:<handler index>`` (seen with Codex
     0.171 in ``tools/e2e``); the path is taken as given and as resolved, in case either was used.
@@ -308,6 +343,7 @@ def trust_keys(hooks_file: Path, doc: Mapping[str, Any]) -> set[tuple[str, ...]]
     if not isinstance(table, Mapping):
         return keys
     paths = {str(hooks_file), os.path.realpath(hooks_file)}
+    ours = owned_by(root)
     for event, groups in table.items():
         if event not in HOOK_ARGS or not isinstance(groups, list):
             continue
@@ -315,16 +351,19 @@ def trust_keys(hooks_file: Path, doc: Mapping[str, Any]) -> set[tuple[str, ...]]
         for gi, group in enumerate(groups):
             handlers = group.get("hooks") if isinstance(group, Mapping) else None
             for hi, handler in enumerate(handlers if isinstance(handlers, list) else []):
-                if isinstance(handler, Mapping) and is_our_hook_command(handler.get("command")):
+                if isinstance(handler, Mapping) and ours(handler.get("command")):
                     keys.update(("hooks", "state", f"{p}:{snake}:{gi}:{hi}") for p in paths)
     return keys
 
 
-def _toml_transforms(
+def _toml_edits(
     server: Mapping[str, Any],
     what: str,
     trusted: frozenset[tuple[str, ...]] = frozenset(),
-) -> tuple[Transform, Transform, Callable[[bytes], bool]]:
+) -> _Edits:
+    """``config.toml``: a foreign ``intent_loop`` entry is always refused (never replaced: the text outside our
+    markers is the user's), so adding with ``--replace`` is adding, and nothing is reinstated."""
+
     def decode(data: bytes | None) -> str:
         try:
             return (data or b"").decode("utf-8")
@@ -346,7 +385,31 @@ def _toml_transforms(
     def created_empty(data: bytes) -> bool:
         return not data.strip()
 
-    return add, remove, created_empty
+    return _Edits(add, add, remove, lambda data, _backup: data, created_empty)
+
+
+def _left_in_place(changes: Sequence[tuple[FileChange, bytes | None]], root: str) -> list[str]:
+    """Notes naming the intentloop entries an uninstall leaves because intentloop's installer did not write them for
+    ``root`` (the user's own, the plugin's, or an install for another data root)."""
+    notes: list[str] = []
+    for change, _backup in changes:
+        if change.after is None or change.path.suffix != ".json":
+            continue
+        try:
+            doc = load_json_object(change.after, str(change.path))
+        except HostConfigError:
+            continue
+        left = foreign_hooks(doc, root)
+        servers = doc.get("mcpServers")
+        entry = servers.get(SERVER_KEY) if isinstance(servers, Mapping) else None
+        if is_our_server_entry(entry) and installed_server_root(entry) != root:
+            left.append(f"mcpServers.{SERVER_KEY}")
+        if left:
+            notes.append(
+                f"Left in {change.path} (intentloop's installer did not write them for the data root {root}): "
+                + "; ".join(left)
+            )
+    return notes
 
 
 # ---------------------------------------------------------------------------------------------------------- install
@@ -364,6 +427,7 @@ def install(
     claude_json: Path | None = None,
     data_root: Path | None = None,
     program: Sequence[str] | None = None,
+    replace: bool = False,
 ) -> InstallResult:
     """Install (or with ``uninstall`` remove) intentloop's MCP server entry and hooks for ``host``.
 
@@ -371,6 +435,8 @@ def install(
         host: ``"codex"`` or ``"claude"``.
         dry_run: compute and describe the change, write nothing.
         uninstall: remove what an install added instead.
+        replace: replace intentloop entries that intentloop's installer did not write for this data root (the user's
+            own ``intent_loop`` server, plugin hooks) instead of refusing them; the backup keeps them for uninstall.
         env: environment to read ``CODEX_HOME``, ``CLAUDE_CONFIG_DIR``, ``INTENT_LOOP_DATA_DIR`` … from
             (default ``os.environ``).
         home: the user's home folder (default ``Path.home()``).
@@ -386,7 +452,8 @@ def install(
 
     Raises:
         InvalidInputError: unknown host (``INVALID_ARGUMENTS``).
-        HostConfigError: a configuration file cannot be edited safely (``INVALID_ARGUMENTS``).
+        HostConfigError: a configuration file cannot be edited safely (``INVALID_ARGUMENTS``); an entry that is not
+            intentloop's is where intentloop's would go and ``replace`` is not set (``INSTALL_ENTRY_EXISTS``).
         StorageError: a file cannot be read or written (``STORAGE_READ_FAILED`` / ``STORAGE_WRITE_FAILED``).
     """
     if host not in HOSTS:
@@ -402,24 +469,24 @@ def install(
     root = located.path
     groups = hook_groups(prog, root)
     server = server_entry(prog, root)
-    plans: list[tuple[Path, Transform, Transform, Callable[[bytes], bool]]] = []
+    plans: list[tuple[Path, _Edits]] = []
     notes: list[str] = []
+
+    def hooks_edits(path: Path) -> _Edits:
+        what = str(path)
+        return _json_edits(
+            what,
+            lambda d, rep: hooks_install(d, groups, root=str(root), what=what, replace=rep),
+            lambda d: hooks_uninstall(d, root=str(root), what=what),
+            lambda d, earlier: hooks_reinstate(d, earlier, root=str(root)),
+        )
+
     if host == "codex":
         chome = codex_home or (Path(env["CODEX_HOME"]).expanduser() if env.get("CODEX_HOME") else home / ".codex")
         config, hooks_file = chome.absolute() / "config.toml", chome.absolute() / "hooks.json"
-        trusted = frozenset(trust_keys(hooks_file, load_json_object(_read(hooks_file), str(hooks_file))))
-        trusted = trusted if uninstall else frozenset()
-        plans.append((config, *_toml_transforms(server, str(config), trusted)))
-        plans.append(
-            (
-                hooks_file,
-                *_json_transforms(
-                    str(hooks_file),
-                    lambda d: hooks_install(d, groups, what=str(hooks_file)),
-                    lambda d: hooks_uninstall(d, what=str(hooks_file)),
-                ),
-            )
-        )
+        trusted = frozenset(trust_keys(hooks_file, load_json_object(_read(hooks_file), str(hooks_file)), str(root)))
+        plans.append((config, _toml_edits(server, str(config), trusted if uninstall else frozenset())))
+        plans.append((hooks_file, hooks_edits(hooks_file)))
         if not uninstall:
             notes.append(
                 "Codex runs new or changed hooks only after you trust them: start `codex`, open `/hooks`, review "
@@ -430,23 +497,21 @@ def install(
             Path(env["CLAUDE_CONFIG_DIR"]).expanduser() if env.get("CLAUDE_CONFIG_DIR") else home / ".claude"
         )
         cdir = cdir.absolute()
-        state = claude_json or (cdir / ".claude.json" if env.get("CLAUDE_CONFIG_DIR") else home / ".claude.json")
-        settings = cdir / "settings.json"
+        state = (
+            claude_json or (cdir / ".claude.json" if env.get("CLAUDE_CONFIG_DIR") else home / ".claude.json")
+        ).absolute()
         entry = {"type": "stdio", **server}
+        what = str(state)
+        plans.append((cdir / "settings.json", hooks_edits(cdir / "settings.json")))
         plans.append(
             (
-                settings,
-                *_json_transforms(
-                    str(settings),
-                    lambda d: hooks_install(d, groups, what=str(settings)),
-                    lambda d: hooks_uninstall(d, what=str(settings)),
+                state,
+                _json_edits(
+                    what,
+                    lambda d, rep: server_install(d, entry, what=what, replace=rep),
+                    lambda d: server_uninstall(d, root=str(root)),
+                    lambda d, earlier: server_reinstate(d, earlier, root=str(root)),
                 ),
-            )
-        )
-        plans.append(
-            (
-                state.absolute(),
-                *_json_transforms(str(state), lambda d: server_install(d, entry, what=str(state)), server_uninstall),
             )
         )
         if not uninstall:
@@ -454,11 +519,13 @@ def install(
                 "Restart Claude Code; `/hooks` lists the five intentloop hooks and `/mcp` the intent_loop server."
             )
     changes: list[tuple[FileChange, bytes | None]] = []
-    for path, add, remove, created_empty in plans:
+    for path, edits in plans:
         if uninstall:
-            changes.append((_plan_uninstall(path, add, remove, created_empty), None))
+            changes.append((_plan_uninstall(path, edits), None))
         else:
-            changes.append(_plan_install(path, add, remove))
+            changes.append(_plan_install(path, edits, replace=replace))
+    if uninstall:
+        notes.extend(_left_in_place(changes, str(root)))
     if not dry_run:
         for change, backup_bytes in changes:
             _apply(change, backup_bytes)

@@ -13,27 +13,37 @@ from intentloop.cli._output import Output
 HostArgument = Annotated[str, typer.Argument(metavar="codex|claude", help="The host to wire intentloop into.")]
 DryRunOption = Annotated[bool, typer.Option("--dry-run", help="Show the change as a diff; write nothing.")]
 UninstallOption = Annotated[bool, typer.Option("--uninstall", help="Remove exactly what an install added.")]
+ReplaceOption = Annotated[
+    bool,
+    typer.Option(
+        "--replace",
+        help="Replace an intent_loop server or intentloop hooks that intentloop's installer did not write (refused "
+        "otherwise); the backup keeps them and --uninstall puts them back.",
+    ),
+]
 
 
 def install(
     host: HostArgument,
     dry_run: DryRunOption = False,
     uninstall: UninstallOption = False,
+    replace: ReplaceOption = False,
     json_output: JsonOption = False,
 ) -> int:
     """Write the host's MCP server entry and five hooks, with absolute paths to this installation.
 
-    Every changed file is backed up first (<file>.intentloop.bak); re-running changes nothing. Codex runs the hooks
-    only after you trust them in /hooks: the installer never forges trust.
+    Every changed file is backed up first (<file>.intentloop.bak); re-running changes nothing. An entry intentloop's
+    installer did not write is never changed without --replace, and never removed by --uninstall. Codex runs the
+    hooks only after you trust them in /hooks: the installer never forges trust.
     """
     out = Output("install", json_mode=json_output)
-    return out.guard(lambda: _run(out, host, dry_run=dry_run, uninstall=uninstall))
+    return out.guard(lambda: _run(out, host, dry_run=dry_run, uninstall=uninstall, replace=replace))
 
 
-def _run(out: Output, host: str, *, dry_run: bool, uninstall: bool) -> int:
+def _run(out: Output, host: str, *, dry_run: bool, uninstall: bool, replace: bool) -> int:
     from intentloop.cli.install import install as run_install
 
-    result = run_install(host, dry_run=dry_run, uninstall=uninstall)
+    result = run_install(host, dry_run=dry_run, uninstall=uninstall, replace=replace)
     if out.json_mode:
         out.json_object(
             {

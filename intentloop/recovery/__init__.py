@@ -5,7 +5,7 @@ Verification is the store's (``intentloop.store.verify_ledger_bytes``); recovery
 and acts on exactly the prefix the store verified.
 """
 
-from intentloop.recovery._files import write_private_file
+from intentloop.recovery._files import refuse_inside_data_root, write_private_file
 from intentloop.recovery.export import ExportResult, export_verified_prefix
 from intentloop.recovery.inventory import (
     ProjectSummary,
@@ -39,6 +39,7 @@ __all__ = [
     "plan_rotation",
     "quarantine_damaged_suffix",
     "refusal",
+    "refuse_inside_data_root",
     "relink_project",
     "retire_after_merge",
     "rotate_key",

@@ -1,5 +1,5 @@
 """Careful file primitives for recovery: read files it wrote (quarantine summaries, an export read back) without
-following links, and write an export durably.
+following links, write an export durably, and keep exports out of the data root.
 
 The ledger itself is read through the store (``ProjectStore.read_raw``, ``ProjectStore.scan``); these are for files the
 store does not own (an export lives anywhere the admin chooses). Both follow the store's rules: no symlinks, no
@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from intentloop.errors import StorageError
+from intentloop.errors import InvalidInputError, StorageError
 from intentloop.store import fsync_dir, write_all
 
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -67,6 +67,38 @@ def _require_safe(path: Path, st: os.stat_result) -> None:
         raise StorageError(f"{path.name} is not a regular single-link file", code="UNSAFE_DATA_FILE")
 
 
+def refuse_inside_data_root(path: Path, data_root: Path) -> None:
+    """Refuse to write ``path`` when its folder is the data root or lies inside it: deletion reads back only what
+    intentloop itself keeps there, so a copy of the memory written beside it would keep a forgotten statement.
+
+    The folder is resolved as the file would be created (relative to the working directory, through every symlink)
+    and each of its ancestors is compared with the data root by device and inode, so no other spelling of the same
+    folder (a link, ``..``, a bind mount, another case) gets past. A data root that does not exist holds nothing.
+
+    Raises:
+        InvalidInputError: ``OUTPUT_INSIDE_DATA_ROOT``.
+    """
+    try:
+        root = os.stat(data_root)
+    except OSError:
+        return
+    folder = os.path.realpath(os.path.dirname(os.path.abspath(path)))
+    while True:
+        try:
+            if os.path.samestat(os.stat(folder), root):
+                raise InvalidInputError(
+                    f"{path} is inside the data root {data_root}: a copy there would outlive a later `forget`; "
+                    "write it outside the data root",
+                    code="OUTPUT_INSIDE_DATA_ROOT",
+                )
+        except OSError:
+            pass  # a folder that cannot be inspected is not the data root's (its own write then fails if need be)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return
+        folder = parent
+
+
 def write_private_file(path: Path, data: bytes | Callable[[int], None], *, overwrite: bool = False) -> None:
     """Write ``data`` durably to a new 0600 file at ``path`` (``data`` may be a function that writes to the open
     descriptor it is given: an export streams the ledger's verified lines as they verify).
@@ -111,4 +143,4 @@ def write_private_file(path: Path, data: bytes | Callable[[int], None], *, overw
         raise
 
 
-__all__ = ["read_data_file", "write_private_file"]
+__all__ = ["read_data_file", "refuse_inside_data_root", "write_private_file"]

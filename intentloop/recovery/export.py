@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from intentloop.errors import InvalidInputError, StorageError
-from intentloop.recovery._files import write_private_file
+from intentloop.recovery._files import refuse_inside_data_root, write_private_file
 from intentloop.store import write_all
 
 if TYPE_CHECKING:
@@ -64,11 +64,12 @@ def export_verified_prefix(store: ProjectStore, out: Path, *, overwrite: bool = 
 
     Args:
         store: the project.
-        out: destination file; its directory must exist and lie outside the data root's ``projects/``.
+        out: destination file; its directory must exist and lie outside the data root.
         overwrite: replace an existing ``out`` (atomically); otherwise an existing file is refused.
 
     Raises:
-        InvalidInputError: ``INVALID_ARGUMENTS`` (``out``'s folder is missing or inside the data root's projects).
+        InvalidInputError: ``INVALID_ARGUMENTS`` (``out``'s folder is missing, or ``out`` is a folder),
+            ``OUTPUT_INSIDE_DATA_ROOT`` (inside the data root, however spelt).
         StorageError: ``OUTPUT_EXISTS``, ``STORAGE_WRITE_FAILED``, or the read errors of
             :func:`recovery.report.check_ledger`.
     """
@@ -108,10 +109,7 @@ def _check_destination(out: Path, store: ProjectStore) -> None:
         raise InvalidInputError(f"the folder of --out does not exist: {parent}")
     if out.is_dir():
         raise InvalidInputError(f"--out names a folder, not a file: {out}")
-    projects = os.path.realpath(store.data_root / "projects")
-    real_parent = os.path.realpath(parent)
-    if real_parent == projects or real_parent.startswith(projects + os.sep):
-        raise InvalidInputError("--out must lie outside the data root's projects/ folder (the live storage)")
+    refuse_inside_data_root(out, store.data_root)
 
 
 def _verify_written(out: Path, scan: Scan | None, sha256: str, store: ProjectStore) -> None:

@@ -3,6 +3,8 @@
 Deletion is the one place where the append-only ledger is rewritten. Every reference to the target goes (relations,
 candidate task lists, initial claims, imports, invalidations), and every request fingerprint whose input named the
 target is recomputed over the stripped input, so no stored digest can confirm a guess about the deleted item.
+A deleted claim's supersessions outlive it: what it superseded is invalidated in its place with a content-free reason
+(:data:`SUPERSEDED_BY_DELETED`), since deleting a correction must never bring back what it corrected.
 
 Copies are found by content, not only by id: a statement imported into another task is another claim with another
 id. Why report them rather than delete them by default: a copy belongs to another task and may be the user's
@@ -19,8 +21,17 @@ from pathlib import Path
 from typing import Any
 
 from intentloop.errors import StorageError
-from intentloop.model import Event, ProjectState, canonical_bytes, request_fingerprint
-from intentloop.service._rules import OP_START, claim_fingerprint_input, start_fingerprint_input
+from intentloop.model import (
+    SOURCE_KINDS,
+    Event,
+    EventDraft,
+    ProjectState,
+    canonical_bytes,
+    new_uuid,
+    request_fingerprint,
+    seal,
+)
+from intentloop.service._rules import OP_INVALIDATE, OP_START, claim_fingerprint_input, start_fingerprint_input
 from intentloop.store import ProjectStore
 
 _CLAIM_EVENTS = frozenset({"claim_added", "claim_replaced"})
@@ -91,29 +102,76 @@ def remove_task(event: Event, task_id: str) -> Event | None:
     return event
 
 
-def _remove_claim_from_event(event: Event, claim_id: str) -> Event | None:
+#: The reason of the invalidation that keeps a claim out of the current view once the claim that superseded it is
+#: deleted: it names nothing of the deleted claim.
+SUPERSEDED_BY_DELETED = "superseded by a deleted claim"
+
+
+def _superseded_by_dropped(event: Event, dropped: list[Any], claim_id: str) -> list[Event]:
+    """``event`` (the edited record) followed by one ``claim_invalidated`` per claim a dropped record of ``claim_id``
+    superseded, as ``intent_invalidate`` writes it, at the supersession's record time.
+
+    Its source reference keeps only the deleted claim's source kind (who replaced the claim: a user event for an
+    explicit one), its request id is new (the deleted request's id must stay unknown to the task, so a replay of it
+    answers ``CLAIM_DELETED``).
+    """
+    out = [event]
+    for record in dropped:
+        if not isinstance(record, dict) or not isinstance(record.get("supersedes"), list):
+            continue
+        ref = record.get("source_ref")
+        kind = ref.get("kind") if isinstance(ref, dict) else None
+        source = {"kind": kind if kind in SOURCE_KINDS else "agent_turn"}
+        for old in dict.fromkeys(record["supersedes"]):
+            if not isinstance(old, str) or old == claim_id:
+                continue
+            fingerprint = request_fingerprint(
+                OP_INVALIDATE, {"claim_id": old, "reason": SUPERSEDED_BY_DELETED, "source_ref": source}
+            )
+            event_id = new_uuid()
+            draft = EventDraft(
+                event_type="claim_invalidated",
+                task_id=event.task_id,
+                actor="user" if source["kind"] == "user_event" else "agent",
+                request_id=f"intentloop:superseded-by-deleted:{event_id}",
+                payload={
+                    "claim_id": old,
+                    "invalidated_at": event.occurred_at,
+                    "reason": SUPERSEDED_BY_DELETED,
+                    "source_ref": source,
+                    "request_fingerprint": fingerprint,
+                },
+                occurred_at=event.occurred_at,
+                event_id=event_id,
+            )
+            out.append(seal(draft, project_id=event.project_id, prev_hash=None))  # re-chained where it is written
+    return out
+
+
+def _remove_claim_from_event(event: Event, claim_id: str) -> list[Event]:
     payload = event.payload
     kind = event.event_type
     if kind in _CLAIM_EVENTS:
         claim = payload.get("claim")
         if not isinstance(claim, dict):
-            return event
+            return [event]
         if claim.get("claim_id") == claim_id:
-            return None
+            return _superseded_by_dropped(event, [claim], claim_id)[1:]
         stripped = _strip_claim(claim, claim_id)
         if stripped == claim:
-            return event
+            return [event]
         new_payload = {**payload, "claim": stripped}
         if "request_fingerprint" in payload:
             new_payload["request_fingerprint"] = _refingerprint_claim_event(event, claim, stripped)
-        return _with_payload(event, new_payload)
+        return [_with_payload(event, new_payload)]
     if kind == "task_started":
         prior = payload.get("initial_claims")
         if not isinstance(prior, list):
-            return event
+            return [event]
+        dropped = [c for c in prior if isinstance(c, dict) and c.get("claim_id") == claim_id]
         kept = [_strip_claim(c, claim_id) for c in prior if not (isinstance(c, dict) and c.get("claim_id") == claim_id)]
         if kept == prior:
-            return event
+            return [event]
         new_payload = {**payload, "initial_claims": kept}
         if len(kept) != len(prior) and "request_fingerprint" in payload and not payload.get("recovered_from_private"):
             new_payload["request_fingerprint"] = request_fingerprint(
@@ -122,12 +180,13 @@ def _remove_claim_from_event(event: Event, claim_id: str) -> Event | None:
                     event.task_id, payload.get("mode"), payload.get("label"), payload.get("host_session_hash"), kept
                 ),
             )
-        return _with_payload(event, new_payload)
+        return _superseded_by_dropped(_with_payload(event, new_payload), dropped, claim_id)
     if kind == "claim_invalidated":
-        return None if payload.get("claim_id") == claim_id else event
+        return [] if payload.get("claim_id") == claim_id else [event]
     if kind == "graph_imported":
         raw_claims = payload.get("claims")
         prior_claims: list[Any] = raw_claims if isinstance(raw_claims, list) else []
+        dropped = [c for c in prior_claims if isinstance(c, dict) and c.get("claim_id") == claim_id]
         claims = [
             _strip_claim(c, claim_id)
             for c in prior_claims
@@ -137,7 +196,7 @@ def _remove_claim_from_event(event: Event, claim_id: str) -> Event | None:
         invalidated = [x for x in prior_inv if x != claim_id] if isinstance(prior_inv, list) else []
         new_payload = {**payload, "claims": claims, "invalidated_claim_ids": invalidated}
         if new_payload == payload:
-            return event
+            return [event]
         new_payload["request_fingerprint"] = request_fingerprint(
             "import_graph_after_delete",
             {
@@ -148,15 +207,17 @@ def _remove_claim_from_event(event: Event, claim_id: str) -> Event | None:
                 "imported_from": payload.get("imported_from"),
             },
         )
-        return _with_payload(event, new_payload)
-    return event
+        return _superseded_by_dropped(_with_payload(event, new_payload), dropped, claim_id)
+    return [event]
 
 
-def remove_claim(event: Event, task_id: str, claim_id: str) -> Event | None:
-    """``event`` without ``claim_id`` of ``task_id``: ``None`` for its own record and its invalidation, the event with
-    every reference stripped (and its fingerprint recomputed) otherwise; the same object when it names none."""
+def remove_claim(event: Event, task_id: str, claim_id: str) -> list[Event]:
+    """``event`` without ``claim_id`` of ``task_id``, as the events that take its place: none for the claim's own
+    record and its invalidation, else the event with every reference stripped (and its fingerprint recomputed) — the
+    same object, alone, when it names none. A dropped record that superseded other claims is followed (or, alone,
+    replaced) by their invalidations (:data:`SUPERSEDED_BY_DELETED`), so none of them becomes active again."""
     if event.task_id != task_id:
-        return event
+        return [event]
     return _remove_claim_from_event(event, claim_id)
 
 
@@ -286,6 +347,7 @@ def creating_request(event: Event, task_id: str, claim_ids: Collection[str]) -> 
 
 __all__ = [
     "MIN_CONTENT_CHARS",
+    "SUPERSEDED_BY_DELETED",
     "content_needles",
     "creating_request",
     "files_holding",

@@ -8,7 +8,7 @@ line by line and not file by file — a kept damaged suffix holds many events, a
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from intentloop.errors import IntentLoopError, InvalidInputError
@@ -43,23 +43,22 @@ class _Deletion:
         self.copies: list[tuple[str, str]] = []  # (task id, claim id) of the exact copies deleted too
         self.requests: list[tuple[str, str, str]] = []
 
-    def target(self, event: Event) -> Event | None:
-        """``event`` without the target alone (what the copies are looked for in)."""
+    def target(self, event: Event) -> list[Event]:
+        """The events that take the place of ``event`` without the target alone (what the copies are looked for in)."""
         if self.claim_id is None:
-            return remove_task(event, self.task_id)
+            kept = remove_task(event, self.task_id)
+            return [] if kept is None else [kept]
         return remove_claim(event, self.task_id, self.claim_id)
 
-    def __call__(self, event: Event) -> Event | None:
+    def __call__(self, event: Event) -> Event | list[Event]:
         if self.claim_id is not None:
             self._note(creating_request(event, self.task_id, {self.claim_id}))
         for task_id, claim_id in self.copies:
             self._note(creating_request(event, task_id, {claim_id}))
         kept = self.target(event)
         for task_id, claim_id in self.copies:
-            if kept is None:
-                break
-            kept = remove_claim(kept, task_id, claim_id)
-        return kept
+            kept = [out for one in kept for out in remove_claim(one, task_id, claim_id)]
+        return event if len(kept) == 1 and kept[0] is event else kept
 
     def _note(self, request: tuple[str, str, str] | None) -> None:
         if request is not None:
@@ -78,7 +77,9 @@ def _claim_task(ctx: Ctx, task_id: str, claim_id: str) -> TaskState | None:
     return _fold([event for event in events if event.task_id == task_id], task_id)
 
 
-def _copies(ctx: Ctx, statements: Collection[str], edit: Any = None) -> list[dict[str, str]]:
+def _copies(
+    ctx: Ctx, statements: Collection[str], edit: Callable[[Event], list[Event]] | None = None
+) -> list[dict[str, str]]:
     """:func:`find_copies` over the durable ledger (after ``edit``, when given), folding only the tasks whose lines
     hold a statement's bytes, one task at a time: the same answer as a fold of every task, in memory that is one
     task's."""
@@ -86,7 +87,7 @@ def _copies(ctx: Ctx, statements: Collection[str], edit: Any = None) -> list[dic
     for task_id in sorted(tasks_holding(ctx.store.paths, statement_needles(statements))):
         events = task_events(ctx.store.paths, task_id)
         if edit is not None:
-            events = [kept for kept in map(edit, events) if kept is not None]
+            events = [kept for event in events for kept in edit(event)]
         task = _fold(events, task_id)
         if task is not None:
             single = ProjectState()
@@ -177,7 +178,7 @@ async def delete(engine: Engine, ctx: Ctx, args: DeleteArgs) -> dict[str, Any]:
         found = _finish(ctx, locked, ids, statements)
     if private is not None:
         events = engine.private.get(ctx.project_id, task_id) or []
-        kept = [event for event in (remove_claim(e, task_id, claim_id) for e in events) if event is not None]
+        kept = [kept for event in events for kept in remove_claim(event, task_id, claim_id)]
         engine.private.replace(ctx.project_id, task_id, kept)
     return {"deleted": "claim", "claim_id": claim_id, **found, "deleted_copies": deleted_copies}
 

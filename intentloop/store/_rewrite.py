@@ -23,8 +23,9 @@ from intentloop.store._summary import SummaryBuilder
 from intentloop.store._verify import MAX_LINE_BYTES, trailing_error, verify_continuation
 
 #: What a rewrite does to each verified event: the same object to keep it (re-chained), another to replace it (its
-#: chain fields are recomputed), ``None`` to drop it.
-Edit = Callable[[Event], Event | None]
+#: chain fields are recomputed), a list to replace it by those events in that order (deletion: a dropped claim record
+#: followed by the invalidations that keep what it superseded out of the view), ``None`` (or ``[]``) to drop it.
+Edit = Callable[[Event], Event | list[Event] | None]
 
 _ACTOR_KEY = b'{"actor":"'
 _HASH_KEY = b',"event_hash":"'
@@ -390,8 +391,9 @@ def write_rewrite(
                     continue
                 if kept is not event:
                     result.changed = True
-                    line, prev = _encoded(kept, target_id, prev)
-                    out_lines.append(line)
+                    for written in [kept] if isinstance(kept, Event) else kept:
+                        line, prev = _encoded(written, target_id, prev)
+                        out_lines.append(line)
                     continue
             if old_prev == _quoted(prev) and moved is None:
                 prev = where.hash  # the chain is unchanged up to here: the line stays as it is

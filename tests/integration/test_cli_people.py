@@ -326,6 +326,10 @@ def test_export_markdown_and_json_to_stdout_and_to_a_private_file(memory: Memory
     assert memory.json("export", ids["a"], "--out", str(out), "--overwrite")[0] == 0
     code, body = memory.json("export", ids["a"], "--format", "yaml")
     assert code == 2 and body["error"]["code"] == "INVALID_ARGUMENTS"
+    # a copy inside the data root would outlive a later `forget` there: refused, and nothing is written
+    for inside in (memory.data_root / "task.md", memory.dir / "task.json"):
+        code, body = memory.json("export", ids["a"], "--out", str(inside))
+        assert code == 2 and body["error"]["code"] == "OUTPUT_INSIDE_DATA_ROOT" and not inside.exists()
 
 
 def test_show_and_export_name_the_bound_file_and_whether_it_is_stale(memory: Memory) -> None:
@@ -404,6 +408,26 @@ def test_forget_claim_deletes_every_byte_of_it_with_yes(memory: Memory) -> None:
     assert memory.run("verify").returncode == 0
     code, body = memory.json("forget", "claim", ids["first"], "--yes")
     assert code == 5 and body["error"]["code"] == "CLAIM_NOT_FOUND"
+
+
+def test_forget_claim_of_a_replacement_never_brings_back_what_it_replaced(memory: Memory) -> None:
+    """``second`` superseded ``first``: after forgetting ``second``, ``first`` stays out of every current view with a
+    content-free reason, and the history says so."""
+    ids = memory.populate()
+    code, body = memory.json("forget", "claim", ids["second"], "--yes")
+    assert code == 0 and body["action"] == "deleted"
+    code, body = memory.json("show", ids["a"], "--history")
+    assert code == 0
+    assert [c["statement"] for c in body["snapshot"]["active_claims"]] == ["Use typer"]
+    (entry,) = [e for e in body["snapshot"]["history"] if e["claim"]["claim_id"] == ids["first"]]
+    assert entry["status"] == "invalidated" and entry["reason"] == "superseded by a deleted claim"
+    human = memory.run("show", ids["a"])
+    assert human.returncode == 0 and "Use typer" in human.stdout and "Keep the ledger v1" not in human.stdout
+    code, body = memory.json("tasks")
+    tasks = {t["task_id"]: t for t in body["tasks"]}
+    assert tasks[ids["a"]]["claims"] == {"active": 1, "superseded": 0, "invalidated": 2}
+    assert memory.run("verify").returncode == 0
+    assert ids["second"].encode() not in _bytes_under(memory.dir)
 
 
 def test_forget_task_prints_what_was_scanned(memory: Memory) -> None:

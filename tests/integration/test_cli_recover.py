@@ -90,13 +90,17 @@ class World:
         self.write(b"".join(lines))
         return lines[:3], b"".join(lines[3:])
 
-    def run(self, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    def run(
+        self, *args: str, stdin: str = "", cwd: Path | None = None, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [*INTENTLOOP, *args], capture_output=True, text=True, env=self.env, input=stdin, timeout=60
+            [*INTENTLOOP, *args], capture_output=True, text=True, env=env or self.env, input=stdin, timeout=60, cwd=cwd
         )
 
-    def json(self, *args: str) -> tuple[int, dict[str, Any]]:
-        done = self.run(*args, "--json")
+    def json(
+        self, *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+    ) -> tuple[int, dict[str, Any]]:
+        done = self.run(*args, "--json", cwd=cwd, env=env)
         return done.returncode, json.loads(done.stdout)
 
     def can_write(self) -> bool:
@@ -187,6 +191,39 @@ def test_export_refuses_to_overwrite_unless_asked(world: World) -> None:
     assert "error[OUTPUT_EXISTS]" in human.stderr and "--overwrite" in human.stderr
     code, _ = world.json("recover", "export", "--project-id", world.pid, "--out", str(out), "--overwrite")
     assert code == 0 and out.read_bytes() == b"".join(lines)
+
+
+def test_export_refuses_every_destination_inside_the_data_root(world: World) -> None:
+    """A backup written under the data root kept a statement that ``forget`` deleted later (deletion reads back the
+    project's folder): an export into the data root is refused however its path is spelt — relative, with ``..``,
+    through a symlink that looks outside, or with the data root itself named through a symlink."""
+    world.intact()
+    (world.data_root / "backups").mkdir()
+    looks_outside = world.tmp / "looks-outside"
+    looks_outside.symlink_to(world.data_root / "backups", target_is_directory=True)
+    alias = world.tmp / "alias"
+    alias.symlink_to(world.data_root, target_is_directory=True)
+    through_alias = {**world.env, "INTENT_LOOP_DATA_DIR": str(alias)}
+    before = sorted(p.relative_to(world.data_root) for p in world.data_root.rglob("*"))
+    for out, cwd, env in [
+        (world.data_root / "backup.jsonl", None, None),
+        (world.data_root / "backups" / "b.jsonl", None, None),
+        (world.dir / "copy.jsonl", None, None),
+        (Path("backup.jsonl"), world.data_root / "backups", None),
+        (Path("../data/backup.jsonl"), world.root, None),
+        (looks_outside / "b.jsonl", None, None),
+        (world.data_root / "backup.jsonl", None, through_alias),
+    ]:
+        code, body = world.json("recover", "export", "--project-id", world.pid, "--out", str(out), cwd=cwd, env=env)
+        assert code == 2 and body["error"]["code"] == "OUTPUT_INSIDE_DATA_ROOT", (out, body)
+        assert "inside the data root" in body["error"]["message"]
+    assert sorted(p.relative_to(world.data_root) for p in world.data_root.rglob("*")) == before
+    human = world.run("recover", "export", "--project-id", world.pid, "--out", str(world.data_root / "b.jsonl"))
+    assert "error[OUTPUT_INSIDE_DATA_ROOT]" in human.stderr and human.returncode == 2
+    # positive controls: beside the data root (a sibling whose name starts the same) and through the alias, outside
+    for out in (world.tmp / "export.jsonl", world.tmp / "data-backup.jsonl"):
+        code, body = world.json("recover", "export", "--project-id", world.pid, "--out", str(out), env=through_alias)
+        assert code == 0 and out.exists(), body
 
 
 def test_export_missing_project_unknown_id_and_empty_data_root(world: World) -> None:

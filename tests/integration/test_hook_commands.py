@@ -87,6 +87,17 @@ class Hosts:
         assert "decision" not in answer
         return answer
 
+    def session_start(self) -> str:
+        """The context a real SessionStart hook process injects for the session (``""`` when none)."""
+        payload = {"session_id": SESSION, "cwd": str(self.repo), "hook_event_name": "SessionStart", "source": "startup"}
+        proc = subprocess.run(
+            HOOK, input=json.dumps(payload).encode(), capture_output=True, env=self.environ(), timeout=30, check=False
+        )
+        assert proc.returncode == 0 and proc.stderr == b""
+        answer: dict[str, Any] = json.loads(proc.stdout)
+        assert answer["continue"] is True
+        return str(answer.get("hookSpecificOutput", {}).get("additionalContext", ""))
+
     def state(self) -> TaskState:
         tasks = [t for t in project(self.store.read().events).tasks.values() if t.started]
         assert len(tasks) == 1
@@ -338,6 +349,35 @@ def test_correct_replaces_the_claim_explicitly_once(hosts: Hosts) -> None:
         == (answer["systemMessage"])
     )
     assert hosts.store.ledger_path.read_bytes() == before
+
+
+def test_forgetting_a_correction_never_brings_back_what_it_corrected(hosts: Hosts) -> None:
+    """``/intent correct`` then ``/intent forget last``: the corrected claim stays out of the view and out of the next
+    SessionStart (it used to come back as the user's current intent); forgetting it too leaves no byte of it."""
+    hosts.prompt("/intent remember constraint: Tests must pass on Python 3.11")
+    (old,) = _explicit(hosts.state())
+    assert "] Tests must pass on Python 3.11" in hosts.session_start()  # positive control: injected while active
+    _receipt(hosts.prompt(f"/intent correct {old.claim_id[:8]} => Tests must pass on Python 3.12"))
+    (new,) = _explicit(hosts.state())
+    context = hosts.session_start()
+    assert "] Tests must pass on Python 3.12" in context and "3.11" not in context
+    _rid, text = _receipt(hosts.prompt("/intent forget last"))
+    assert f"forgot claim {new.claim_id[:8]}" in text
+    task = hosts.state()
+    assert new.claim_id not in task.claims and old.claim_id in task.claims
+    assert not task.is_active(old.claim_id) and task.active_claims() == []
+    assert task.invalidations[old.claim_id].reason == "superseded by a deleted claim"
+    ledger = hosts.store.ledger_path.read_bytes()
+    assert new.claim_id.encode() not in ledger and b"3.12" not in ledger
+    context = hosts.session_start()
+    assert "3.11" not in context and "3.12" not in context
+    assert "show: 0 user-explicit claim(s)" in _receipt(hosts.prompt("/intent show"))[1]
+    assert "no active user-explicit claim" in _refusal(hosts.prompt("/intent forget last"))
+    # the corrected claim itself can still be forgotten, and then no byte of it (nor of its invalidation) remains
+    _receipt(hosts.prompt(f"/intent forget {old.claim_id[:8]}"))
+    ledger = hosts.store.ledger_path.read_bytes()
+    assert old.claim_id.encode() not in ledger and b"3.11" not in ledger and b"superseded by a deleted" not in ledger
+    assert hosts.state().claims == {}
 
 
 def test_feedback_is_result_evidence_with_its_class(hosts: Hosts) -> None:

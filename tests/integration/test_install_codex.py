@@ -256,12 +256,12 @@ def test_both_installers_pin_the_same_root_for_one_user(tmp_path: Path) -> None:
     claude = install("claude", env={}, home=home, program=PROGRAM)
     assert codex.data_root == claude.data_root == home / ".local" / "share" / "intentloop" / "v1"
     xdg = {"XDG_DATA_HOME": str(tmp_path / "xdg")}
-    assert (
-        install("codex", env=xdg, home=home, program=PROGRAM, dry_run=True).data_root == tmp_path / "xdg/intentloop/v1"
-    )
-    assert (
-        install("claude", env=xdg, home=home, program=PROGRAM, dry_run=True).data_root == tmp_path / "xdg/intentloop/v1"
-    )
+    for host in ("codex", "claude"):
+        with pytest.raises(HostConfigError) as info:  # the installed entries would move to another memory
+            install(host, env=xdg, home=home, program=PROGRAM, dry_run=True)
+        assert info.value.code == "INSTALL_ENTRY_EXISTS" and str(tmp_path / "xdg/intentloop/v1") in info.value.message
+        moved = install(host, env=xdg, home=home, program=PROGRAM, dry_run=True, replace=True)
+        assert moved.data_root == tmp_path / "xdg/intentloop/v1"
 
 
 def test_installed_hook_commands_run(codex: Codex, tmp_path: Path) -> None:

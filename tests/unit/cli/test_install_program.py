@@ -8,7 +8,12 @@ from pathlib import Path
 import pytest
 
 from intentloop.cli import install
-from intentloop.cli._install_edit import is_our_hook_command, is_our_program
+from intentloop.cli._install_edit import (
+    installed_hook_root,
+    installed_server_root,
+    is_our_hook_command,
+    is_our_program,
+)
 
 
 @pytest.mark.parametrize(
@@ -54,3 +59,54 @@ def test_the_fallback_runs_the_package_without_the_working_directory_on_the_path
 def test_hook_commands_in_the_fallback_form_are_ours() -> None:
     assert is_our_hook_command("/usr/bin/python3 -P -m intentloop hook user-prompt --data-dir /d")
     assert not is_our_hook_command("/usr/bin/python3 -P -m mytool hook user-prompt")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "/home/me/.venv/bin/intentloop hook user-prompt --data-dir /data",
+        "/usr/bin/python3 -P -m intentloop hook stop --data-dir /data",
+        "/usr/bin/python3 -m intentloop hook session-start --data-dir /data",
+        "/usr/bin/python3 -m cli.entry hook session-end --data-dir /data",  # installers before the single package
+        "'/home/me/my tools/intentloop' hook post-compact --data-dir /data",
+    ],
+)
+def test_hook_commands_an_installer_wrote_name_their_data_root(command: str) -> None:
+    assert installed_hook_root(command) == "/data"
+    assert is_our_hook_command(command)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "intentloop hook session-start",  # the plugin's hooks.json: intentloop's, but not an installer's
+        "intentloop hook user-prompt --data-dir /data",  # not an absolute program
+        "/usr/bin/intentloop hook user-prompt",  # no pinned root
+        "/usr/bin/intentloop hook user-prompt --data-dir data",  # a relative root
+        "/usr/bin/intentloop hook user-prompt --data-dir /data --debug",  # more than an installer writes
+        "/usr/bin/intentloop hook user-prompt --data-dir /data; rm -rf ~",
+        "/usr/bin/python3 -P -m mytool hook user-prompt --data-dir /data",
+        None,
+    ],
+)
+def test_other_hook_commands_name_no_data_root(command: str | None) -> None:
+    assert installed_hook_root(command) is None
+
+
+def test_server_entries_an_installer_wrote_name_their_data_root() -> None:
+    entry = {"command": "/venv/bin/intentloop", "args": ["serve"], "env": {"INTENT_LOOP_DATA_DIR": "/data"}}
+    assert installed_server_root(entry) == installed_server_root({"type": "stdio", **entry}) == "/data"
+    fallback = {"command": "/usr/bin/python3", "args": ["-P", "-m", "intentloop", "serve"], "env": entry["env"]}
+    assert installed_server_root(fallback) == "/data"
+    for other in (
+        {"type": "stdio", "command": "intentloop", "args": ["serve"], "env": {}},  # `claude mcp add`
+        {**entry, "env": {}},
+        {**entry, "env": {"INTENT_LOOP_DATA_DIR": "/data", "EXTRA": "1"}},
+        {**entry, "env": {"INTENT_LOOP_DATA_DIR": "relative"}},
+        {**entry, "args": ["serve", "--verbose"]},
+        {**entry, "type": "http"},
+        {**entry, "timeout": 30},
+        {**entry, "command": "/usr/bin/node"},
+        "not an object",
+    ):
+        assert installed_server_root(other) is None, other

@@ -80,9 +80,10 @@ def test_export_never_writes_through_a_symlink(project, tmp_path: Path) -> None:
 
 def test_export_refuses_a_destination_inside_the_live_storage(project, tmp_path: Path) -> None:
     project.write_lines(1)
-    with pytest.raises(InvalidInputError):
-        export_verified_prefix(project.store, project.dir / "copy.jsonl")
-    assert not (project.dir / "copy.jsonl").exists()
+    for inside in (project.dir / "copy.jsonl", project.store.data_root / "copy.jsonl"):
+        with pytest.raises(InvalidInputError) as info:
+            export_verified_prefix(project.store, inside)
+        assert info.value.code == "OUTPUT_INSIDE_DATA_ROOT" and not inside.exists()
     export_verified_prefix(project.store, tmp_path / "copy.jsonl")  # positive control: outside is fine
 
 

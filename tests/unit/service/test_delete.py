@@ -5,9 +5,10 @@ from __future__ import annotations
 import itertools
 import json
 import uuid
+from datetime import timedelta
 from typing import Any
 
-from intentloop.model import request_fingerprint
+from intentloop.model import format_time, parse_time, request_fingerprint
 from intentloop.service._rules import claim_fingerprint_input, start_fingerprint_input
 from intentloop.store import ProjectStore
 
@@ -325,7 +326,7 @@ async def test_a_deleted_replacement_is_remembered_too(h: Any) -> None:
     await _delete_claim(h, task, replaced["claim_id"])
     await h.fails("CLAIM_DELETED", "intent_replace_claim", **replacement)
     assert replaced["claim_id"].encode() not in h.disk_bytes() and b"ZK-7304" not in h.disk_bytes()
-    assert [c["claim_id"] for c in (await h.snapshot(task))["active_claims"]] == [base["claim_id"]]
+    assert (await h.snapshot(task))["active_claims"] == []  # what it replaced stays replaced
 
 
 async def test_a_claim_is_looked_up_in_its_own_task_even_when_another_task_quotes_its_id(h: Any) -> None:
@@ -358,3 +359,127 @@ async def test_a_claim_is_looked_up_in_its_own_task_even_when_another_task_quote
     await _delete_claim(h, other, quoting["claim_id"])
     result = await _delete_claim(h, owner, doomed["claim_id"])  # control: nothing quotes it any more
     assert result["deleted"] == "claim" and b"QX-8801" not in h.disk_bytes()
+
+
+# ------------------------------------------------------------------ a deleted claim's supersessions outlive it
+
+
+async def _replace(h: Any, task: str, statement: str, supersedes: list[str], **extra: Any) -> dict[str, Any]:
+    result: dict[str, Any] = await h.call(
+        "intent_replace_claim",
+        task_id=task,
+        request_id=h.rid(),
+        statement=statement,
+        source_ref=extra.pop("source_ref", h.user_src()),
+        facets=["hard_constraint"],
+        replacement_kind=extra.pop("replacement_kind", "explicit"),
+        supersedes=supersedes,
+        **({"confirmation_reason": "direct_statement"} | extra),
+    )
+    return result
+
+
+def _history(snapshot: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {entry["claim"]["claim_id"]: entry for entry in snapshot["history"]}
+
+
+async def test_deleting_a_replacement_keeps_what_it_replaced_out_of_the_view(h: Any) -> None:
+    """A <- B <- C, delete B: A stays out (invalidated, content-free reason, at B's record time), C stays active."""
+    task = await h.start()
+    a = await h.explicit(task, "Tests must pass on Python 3.11")
+    b = await _replace(h, task, "Tests must pass on Python 3.12 XQ-51", [a["claim_id"]])
+    c = await _replace(h, task, "Tests must pass on Python 3.13", [b["claim_id"]])
+    replaced_at = next(
+        e["occurred_at"] for e in h.events() if e["payload"].get("claim", {}).get("claim_id") == b["claim_id"]
+    )
+    await _delete_claim(h, task, b["claim_id"])
+    for harness in (h, h.restarted()):  # the server's cached fold and a fresh one agree
+        snapshot = await harness.call("intent_get_snapshot", task_id=task, include_history=True)
+        assert [x["claim_id"] for x in snapshot["active_claims"]] == [c["claim_id"]]
+        assert snapshot["active_claims"][0]["supersedes"] == []
+        entry = _history(snapshot)[a["claim_id"]]
+        assert (entry["status"], entry["reason"], entry["by"]) == ("invalidated", "superseded by a deleted claim", None)
+        assert entry["at"] == replaced_at
+    # record time is kept: just before the replacement, A was the current claim
+    earlier = await h.call("intent_get_snapshot", task_id=task, as_of=_just_before(replaced_at))
+    assert [x["claim_id"] for x in earlier["active_claims"]] == [a["claim_id"]]
+    after = h.disk_bytes()
+    assert b["claim_id"].encode() not in after and b"XQ-51" not in after
+    (invalidation,) = [e for e in h.events() if e["event_type"] == "claim_invalidated"]
+    assert invalidation["actor"] == "user" and invalidation["payload"]["source_ref"] == {"kind": "user_event"}
+    assert invalidation["request_id"] == f"intentloop:superseded-by-deleted:{invalidation['event_id']}"
+    assert invalidation["payload"]["request_fingerprint"] == request_fingerprint(
+        "invalidate_claim",
+        {"claim_id": a["claim_id"], "reason": "superseded by a deleted claim", "source_ref": {"kind": "user_event"}},
+    )
+    ProjectStore(h.data_root, h.project_id).read()  # the rewritten chain verifies
+
+
+def _just_before(instant: str) -> str:
+    return format_time(parse_time(instant) - timedelta(milliseconds=1))
+
+
+async def test_every_claim_a_deleted_replacement_superseded_stays_out_and_can_be_deleted_after(h: Any) -> None:
+    task = await h.start()
+    one = await h.inferred(task, "first guess")
+    two = await h.inferred(task, "second guess")
+    kept = await h.inferred(task, "unrelated guess")
+    merged = await _replace(
+        h,
+        task,
+        "merged guess",
+        [one["claim_id"], two["claim_id"]],
+        source_ref=h.agent_src(),
+        replacement_kind="unknown",
+    )
+    await _delete_claim(h, task, merged["claim_id"])
+    snapshot = await h.call("intent_get_snapshot", task_id=task, include_history=True)
+    assert [x["claim_id"] for x in snapshot["active_claims"]] == [kept["claim_id"]]  # positive control: it stays
+    history = _history(snapshot)
+    assert {history[x["claim_id"]]["reason"] for x in (one, two)} == {"superseded by a deleted claim"}
+    invalidations = [e for e in h.events() if e["event_type"] == "claim_invalidated"]
+    assert [e["actor"] for e in invalidations] == ["agent", "agent"]
+    assert len({e["event_id"] for e in invalidations} | {e["request_id"] for e in invalidations}) == 4
+    # deleting a claim kept out this way takes its invalidation with it
+    await _delete_claim(h, task, one["claim_id"])
+    assert one["claim_id"].encode() not in h.disk_bytes()
+    assert [e["payload"]["claim_id"] for e in h.events() if e["event_type"] == "claim_invalidated"] == [two["claim_id"]]
+    assert [x["claim_id"] for x in (await h.snapshot(task))["active_claims"]] == [kept["claim_id"]]
+
+
+async def test_deleting_an_imported_replacement_keeps_the_imported_original_out(h: Any) -> None:
+    source = await h.start()
+    old = await h.explicit(source, "Deploy from the main branch")
+    await _replace(h, source, "Deploy from release branches only", [old["claim_id"]])
+    graph = await h.call("intent_export", task_id=source)
+    target = await h.start()
+    await h.call("intent_import", task_id=target, request_id="imp", graph=graph)
+    exported = await h.call("intent_export", task_id=target)
+    by_statement = {c["statement"]: c["claim_id"] for c in exported["claims"]}
+    await _delete_claim(h, target, by_statement["Deploy from release branches only"])
+    snapshot = await h.call("intent_get_snapshot", task_id=target, include_history=True)
+    assert snapshot["active_claims"] == []
+    entry = _history(snapshot)[by_statement["Deploy from the main branch"]]
+    assert (entry["status"], entry["reason"]) == ("invalidated", "superseded by a deleted claim")
+    assert [e["event_type"] for e in h.events() if e["task_id"] == target][-2:] == [
+        "graph_imported",
+        "claim_invalidated",
+    ]
+    # the source task is another task: untouched
+    assert [c["statement"] for c in (await h.snapshot(source))["active_claims"]] == [
+        "Deploy from release branches only"
+    ]
+
+
+async def test_deleting_a_private_replacement_keeps_what_it_replaced_out(h: Any) -> None:
+    task = await h.start(host_session_id="sess-q")
+    await h.call("intent_set_mode", task_id=task, request_id="p", mode="private")
+    old = await h.explicit(task, "Use the staging database")
+    new = await _replace(h, task, "Use a local database", [old["claim_id"]])
+    await _delete_claim(h, task, new["claim_id"])
+    snapshot = await h.call("intent_get_snapshot", task_id=task, include_history=True)
+    assert snapshot["active_claims"] == []
+    assert _history(snapshot)[old["claim_id"]]["reason"] == "superseded by a deleted claim"
+    events = h.service._engine.private.get(h.project_id, task)
+    assert all(b.prev_hash == a.event_hash for a, b in itertools.pairwise(events))
+    assert b"Use the staging database" not in h.disk_bytes()  # private state never reaches disk
