@@ -3,8 +3,9 @@
 Why hashing runs in a worker thread (``trio.to_thread``): an evidence file can be a multi-gigabyte log, and the
 server answers every other call on the one trio thread. Files are opened without following a final symlink and
 non-blocking (a FIFO swapped in after the check cannot hang the hash), and only a regular file is read. Staleness is
-never stored; each read asks for the file's digest, which this process remembers by the file's stat (device, inode,
-size, mtime, ctime), so an unchanged file is hashed once per process, not at every snapshot. A file changed within
+never stored; each read asks for the file's digest, which this process and the project's digest cache (the store's
+``evidence-digests.json``, shared by every process) remember by the file's stat (device, inode, size, mtime, ctime),
+so an unchanged file is hashed once, not at every snapshot or by every CLI run. A file changed within
 :data:`RACY_WINDOW_NS` of its hash is not remembered (git's "racily clean" problem: a second change in the same
 timestamp tick can leave the stat as it was).
 """
@@ -26,6 +27,7 @@ from intentloop.errors import InvalidInputError, StorageError
 from intentloop.model import EvidenceFile
 from intentloop.model.printable import escape_controls
 from intentloop.model.redaction import secret_kinds
+from intentloop.store import ProjectPaths, remember_digest, remembered_digest
 
 #: the claim lists of a snapshot (and ``history`` entries' claims) and of a portable export that may hold evidence.
 _SNAPSHOT_LISTS = ("active_claims", "unknowns", "disagreements", "stale_long_term")
@@ -113,10 +115,12 @@ def _remembered(key: StatKey) -> str | None:
         return digest
 
 
-def file_sha256(path: str) -> str | None:
+def file_sha256(path: str, paths: ProjectPaths | None = None) -> str | None:
     """The hex SHA-256 of the regular file at ``path`` (no final symlink followed), ``None`` when it is not one.
 
-    Read only when this process does not remember the digest of the file as its stat now is. The digest is remembered
+    Read only when neither this process nor the project's digest cache (``paths``: the store's
+    ``evidence-digests.json``, shared by every process) remembers the digest of the file as its stat now is. It is
+    remembered
     when the stat did not change while the file was read and its last change is older than :data:`RACY_WINDOW_NS`
     before the read began; a file changed since has another stat (a new inode, size, mtime or ctime: a rewrite that
     puts the mtime back still moves the ctime) and is read again.
@@ -131,6 +135,10 @@ def file_sha256(path: str) -> str | None:
             return None
         key = _stat_key(before)
         remembered = _remembered(key)
+        if remembered is None and paths is not None:
+            remembered = remembered_digest(paths, key)
+            if remembered is not None:
+                _remember(key, remembered)
         if remembered is not None:
             return remembered
         started = time.time_ns()
@@ -141,6 +149,8 @@ def file_sha256(path: str) -> str | None:
         settled = max(before.st_mtime_ns, before.st_ctime_ns) < started - RACY_WINDOW_NS
         if settled and _stat_key(os.fstat(fd)) == key:
             _remember(key, hexdigest)
+            if paths is not None:
+                remember_digest(paths, key, hexdigest)
         return hexdigest
     except OSError:
         return None
@@ -163,13 +173,13 @@ async def bind_evidence_file(project_root: str, evidence_path: str) -> EvidenceF
     return EvidenceFile(path=relative, sha256=digest)
 
 
-def current_sha256(project_root: str, relative: str) -> str | None:
+def current_sha256(project_root: str, relative: str, paths: ProjectPaths | None = None) -> str | None:
     """The digest of a stored evidence path now; ``None`` when it is gone, escapes the root or is no regular file."""
     try:
         real, _ = resolve_evidence_path(project_root, relative)
     except (InvalidInputError, StorageError):
         return None
-    return file_sha256(real)
+    return file_sha256(real, paths)
 
 
 def _claims_of(result: Any) -> Iterator[dict[str, Any]]:
@@ -193,7 +203,7 @@ def _bound(claim: Mapping[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-async def mark_evidence_stale(project_root: str, result: Any) -> Any:
+async def mark_evidence_stale(project_root: str, result: Any, paths: ProjectPaths | None = None) -> Any:
     """Add ``evidence_stale`` to every claim of a snapshot or export result that carries ``evidence_file``.
 
     Claims without ``evidence_file`` are untouched (the answer stays the original's); each distinct path is hashed
@@ -203,10 +213,11 @@ async def mark_evidence_stale(project_root: str, result: Any) -> Any:
     claims = [(claim, bound) for claim in _claims_of(result) if (bound := _bound(claim)) is not None]
     if not claims or not project_root:
         return result
-    paths = sorted({path for _claim, (path, _digest) in claims})
+    bound_paths = sorted({path for _claim, (path, _digest) in claims})
+    store_paths = paths
 
     def hash_all() -> dict[str, str | None]:
-        return {path: current_sha256(project_root, path) for path in paths}
+        return {path: current_sha256(project_root, path, store_paths) for path in bound_paths}
 
     # read-only: a cancelled call (or a server going away) leaves the thread behind instead of waiting for it
     now = await trio.to_thread.run_sync(hash_all, abandon_on_cancel=True)

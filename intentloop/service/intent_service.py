@@ -50,7 +50,7 @@ def _with_evidence(handler: Handler) -> Handler:
     """``handler``'s snapshot or export result with ``evidence_stale`` on every claim bound to a file."""
 
     async def run(engine: Engine, ctx: Ctx, args: Any) -> Any:
-        return await mark_evidence_stale(ctx.project_root, await handler(engine, ctx, args))
+        return await mark_evidence_stale(ctx.project_root, await handler(engine, ctx, args), ctx.store.paths)
 
     return run
 

@@ -21,6 +21,10 @@ if TYPE_CHECKING:  # what mypy checks: `X as X` re-exports each name, so a missp
         LockConfig as LockConfig,
     )
     from intentloop.store._controls import PrivateControl as PrivateControl
+    from intentloop.store._digests import (
+        remember_digest as remember_digest,
+        remembered_digest as remembered_digest,
+    )
     from intentloop.store._fs import (
         fsync_dir as fsync_dir,
         rename_noreplace as rename_noreplace,
@@ -89,6 +93,7 @@ else:  # the same names, each loaded from its submodule on first use (PEP 562)
             "_checkpoint": ["CHECKPOINT_NAME"],
             "_config": ["ENV_CEILING", "ENV_HEARTBEAT", "ENV_STALE", "ENV_WAIT", "LockConfig"],
             "_controls": ["PrivateControl"],
+            "_digests": ["remember_digest", "remembered_digest"],
             "_fs": ["fsync_dir", "rename_noreplace", "replace_file", "write_all"],
             "_index": ["INDEX_DIR_RE"],
             "_ledger": ["LockedLedger"],

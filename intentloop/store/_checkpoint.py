@@ -8,7 +8,7 @@ mismatch and costs a full verification. The file is a cache: it is written witho
 the fsynced ledger holds) and a missing, garbled or unsafe one is simply not trusted.
 
 The task index it names is sealed to it: ``seal`` is an HMAC, under the installation's index key
-(``R/keys/index-seal.key``), of the checkpoint's fields and the index's record counts. A reader trusts the index only
+(``R/keys/cache-seal.key``), of the checkpoint's fields and the index's record counts. A reader trusts the index only
 under a valid seal, and with the counts vouched for, a task's records must be exactly its lines (each record is
 verified as a whole line of the task, offsets strictly increase, and the count is the task's number of lines), so
 dropping or replacing a record costs a full read. Why a key: the checkpoint and the index are rewritten by every
@@ -27,14 +27,13 @@ from intentloop.errors import StorageError
 from intentloop.model._lazyre import LazyPattern
 from intentloop.model.ids import UUID_TEXT
 from intentloop.store._fs import create_exclusive, read_regular, unlink_quietly
-from intentloop.store._keyfile import KeyFile, load_key, load_or_create_key
+from intentloop.store._keyfile import CACHE_KEY, load_key, load_or_create_key
 from intentloop.store._paths import ProjectPaths
 
 CHECKPOINT_NAME = "ledger.checkpoint.json"
 CHECKPOINT_VERSION = 1
 _MAX_BYTES = 4096
 CHECKPOINT_TEMP_RE = LazyPattern(rf"^checkpoint-{UUID_TEXT}\.tmp$")
-INDEX_KEY = KeyFile("index-seal.key", 32, "the index seal key")
 #: The file of the index's record counts (``_index``): what the seal covers beside the checkpoint's fields.
 COUNTS = "counts.json"
 
@@ -84,7 +83,7 @@ class Checkpoint(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
         if covering is None or self.seal is None:
             return None
         try:
-            key = load_key(paths.data_root, INDEX_KEY)
+            key = load_key(paths.data_root, CACHE_KEY)
             got = read_regular(paths.project_dir / covering[0] / COUNTS)
         except Exception:
             return None
@@ -160,7 +159,7 @@ def _sealed(paths: ProjectPaths, record: Checkpoint, index: str) -> Checkpoint:
     unnamed = msgspec.structs.replace(record, index=None, indexed=0, bindings=0)
     try:
         got = read_regular(paths.project_dir / index / COUNTS)
-        key = load_or_create_key(paths.data_root, INDEX_KEY)
+        key = load_or_create_key(paths.data_root, CACHE_KEY)
     except (OSError, StorageError):
         return unnamed
     if got is None:
@@ -172,7 +171,6 @@ __all__ = [
     "CHECKPOINT_NAME",
     "CHECKPOINT_TEMP_RE",
     "COUNTS",
-    "INDEX_KEY",
     "Checkpoint",
     "read_checkpoint",
     "write_checkpoint",

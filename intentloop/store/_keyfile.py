@@ -56,6 +56,10 @@ class KeyFile:
         return f".{self.name}.{uuid.uuid4().hex}.tmp"
 
 
+#: The installation's key sealing the store's caches to what they describe (the task index to its checkpoint, a
+#: remembered evidence digest to its file's stat): a program without it cannot make a cache vouch for an edit.
+CACHE_KEY = KeyFile("cache-seal.key", 32, "the cache seal key")
+
 _NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
 _STRAY_TEMP_S: Final = 60.0  # a creator writes and publishes its temporary file within milliseconds
@@ -208,4 +212,4 @@ def load_or_create_key(data_root: Path, key: KeyFile) -> bytes:
     return data
 
 
-__all__ = ["KEY_DIR", "KeyFile", "load_key", "load_or_create_key"]
+__all__ = ["CACHE_KEY", "KEY_DIR", "KeyFile", "load_key", "load_or_create_key"]

@@ -17,6 +17,7 @@ from intentloop.model._lazyre import LazyPattern
 from intentloop.model.ids import UUID_TEXT
 from intentloop.store._checkpoint import CHECKPOINT_TEMP_RE
 from intentloop.store._config import LockConfig
+from intentloop.store._digests import DIGESTS_TEMP_RE
 from intentloop.store._fs import read_marker, remove_tree_quietly, unlink_quietly
 from intentloop.store._liveness import GONE, Liveness, ProcessIdentity, judge, parse_owner, probe_process
 from intentloop.store._paths import ProjectPaths
@@ -81,7 +82,7 @@ def remove_orphans(paths: ProjectPaths, config: LockConfig, me: ProcessIdentity)
         if ".tmp" not in name and _LOCK_PREFIX not in name:
             continue  # what every pattern below holds (so the usual entries compile no pattern: hooks start faster)
         path = paths.project_dir / name
-        if LEDGER_TEMP_RE.match(name) or HEAD_SIG_TEMP_RE.match(name) or CHECKPOINT_TEMP_RE.match(name):
+        if any(p.match(name) for p in (LEDGER_TEMP_RE, HEAD_SIG_TEMP_RE, CHECKPOINT_TEMP_RE, DIGESTS_TEMP_RE)):
             unlink_quietly(path)
         elif _moved_aside(name) or (STAGED_LOCK_RE.match(name) and _staging_abandoned(path, config, me)):
             remove_tree_quietly(path)

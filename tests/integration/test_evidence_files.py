@@ -167,3 +167,58 @@ def test_a_hash_under_way_never_holds_a_request_or_the_exit(tmp_path: Path, how:
         assert read < size, "the server read the whole file before it exited"
     finally:
         wire.close()
+
+
+_SHOW_READS = (
+    "import runpy, sys\n"
+    "sys.argv = ['intentloop', *sys.argv[1:]]\n"
+    "try:\n"
+    "    runpy.run_module('intentloop', run_name='__main__')\n"
+    "finally:\n"
+    "    rchar = [l for l in open('/proc/self/io') if l.startswith('rchar:')][0].split()[1]\n"
+    "    print('RCHAR', rchar, file=sys.stderr)\n"
+)
+
+
+def _cli_reads(env: dict[str, str], project: Path, *args: str) -> tuple[int, str]:
+    """Run ``intentloop ARGS`` in a fresh process; its exit code and stdout, after checking what it read."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-c", _SHOW_READS, *args], capture_output=True, text=True, env=env, cwd=project, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    return int(proc.stderr.rsplit("RCHAR", 1)[1].split()[0]), proc.stdout
+
+
+def test_each_cli_process_hashes_an_unchanged_evidence_file_only_the_first_time(tmp_path: Path) -> None:
+    """The project's digest cache, shared by every process: a second ``intentloop show`` does not read the file
+    again; a file changed since is read again, and a cache entry edited without the key is not trusted."""
+    import json
+    import os
+
+    project, size = tmp_path / "project", 128 << 20
+    project.mkdir()
+    log = project / "build.log"
+    _sparse(log, size)
+    _settle(log)
+    with W.Wire(W.server_env(tmp_path / "data"), cwd=project) as wire:
+        W.initialize(wire)
+        task = _bind(wire, project, "build.log")
+    env = {**os.environ, "INTENT_LOOP_DATA_DIR": str(tmp_path / "data")}
+    first, shown = _cli_reads(env, project, "show", task)  # the server's bind did not persist: this process hashes
+    assert first >= size and "build.log" in shown
+    second, _ = _cli_reads(env, project, "show", task)
+    assert second < size // 8  # remembered by the project's cache
+    [cache] = (tmp_path / "data").rglob("evidence-digests.json")
+    entries = json.loads(cache.read_bytes())
+    entries[0][5] = "0" * 64  # another digest, the seal left as it was: a forged entry
+    cache.write_bytes(json.dumps(entries).encode())
+    third, shown = _cli_reads(env, project, "show", task, "--json")
+    assert third >= size  # not trusted: hashed again
+    assert '"evidence_stale":false' in shown.replace(" ", "")  # and judged from the file: unchanged
+    with log.open("r+b") as handle:  # a change: another stat, hashed again, now stale
+        handle.write(b"changed")
+    fourth, _ = _cli_reads(env, project, "show", task)
+    assert fourth >= size

@@ -12,7 +12,8 @@ import pytest
 
 from intentloop.service import hookops
 from intentloop.store import CHECKPOINT_NAME, ProjectStore, verify_ledger_bytes
-from intentloop.store._checkpoint import COUNTS, INDEX_KEY, read_checkpoint
+from intentloop.store._checkpoint import COUNTS, read_checkpoint
+from intentloop.store._keyfile import CACHE_KEY
 
 from _support.hook_world import HookWorld
 
@@ -117,7 +118,7 @@ async def test_the_next_writer_rebuilds_an_edited_index_instead_of_sealing_it(wo
 
 
 async def test_without_the_key_the_index_is_not_trusted_until_a_writer_seals_it_again(world: World) -> None:
-    key = INDEX_KEY.path(world.data)
+    key = CACHE_KEY.path(world.data)
     assert key.exists() and world.store.indexed() is not None  # control
     indexed = world.store.indexed()
     assert indexed is not None
