@@ -7,7 +7,7 @@ be set back by an ordinary program, so any edit since (even one followed by a we
 mismatch and costs a full verification. The file is a cache: it is written without fsync (it never claims more than
 the fsynced ledger holds) and a missing, garbled or unsafe one is simply not trusted.
 
-The task index it names is sealed to it: ``seal`` is an HMAC, under the installation's index key
+The task index it names is sealed to it: ``seal`` is an HMAC, under the installation's cache key
 (``R/keys/cache-seal.key``), of the checkpoint's fields and the index's record counts. A reader trusts the index only
 under a valid seal, and with the counts vouched for, a task's records must be exactly its lines (each record is
 verified as a whole line of the task, offsets strictly increase, and the count is the task's number of lines), so
@@ -77,7 +77,7 @@ class Checkpoint(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
 
     def vouched_index(self, paths: ProjectPaths) -> tuple[str, int, bytes] | None:
         """:meth:`covering_index` with its counts file's bytes, when the seal vouches for both under this
-        installation's index key (no key, no seal, other counts: ``None``, and the ledger is read instead). Never
+        installation's cache key (no key, no seal, other counts: ``None``, and the ledger is read instead). Never
         raises."""
         covering = self.covering_index()
         if covering is None or self.seal is None:
