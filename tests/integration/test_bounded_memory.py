@@ -84,7 +84,7 @@ def commands(data_root: Path, pid: str, task: str) -> dict[str, list[str]]:
             "--project-id",
             pid,
             "--out",
-            str(data_root / f"export-{uuid.uuid4()}.jsonl"),
+            str(data_root.parent / f"export-{uuid.uuid4()}.jsonl"),  # outside the data root: refused inside
         ],
         "first write": [sys.executable, "-P", "-c", FIRST_WRITE, str(data_root), pid, task],
     }
