@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 import msgspec
 import pytest
@@ -17,11 +16,11 @@ from intentloop.service import hookops
 from intentloop.store import (
     CHECKPOINT_NAME,
     INDEX_DIR_RE,
-    ProjectStore,
     verify_ledger_bytes,
 )
 
 from _support.hook_world import HookWorld
+from _support.whole_reads import count_whole_reads
 
 SESSION = "3a1c2a9e-5b3d-4c8e-9a10-2b3c4d5e6f71"
 RULE = "Keep the public API stable"
@@ -44,20 +43,8 @@ async def world(tmp_path: Path) -> World:
     return world
 
 
-def _forbid_whole_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    calls: list[int] = []
-    real = ProjectStore.read
-
-    def read(self: ProjectStore) -> Any:
-        calls.append(1)
-        return real(self)
-
-    monkeypatch.setattr(ProjectStore, "read", read)
-    return calls
-
-
 async def test_session_start_reads_through_the_index(world, monkeypatch):
-    calls = _forbid_whole_reads(monkeypatch)
+    calls = count_whole_reads(monkeypatch)
     text = hookops.session_context(world.data, world.root, SESSION)
     assert RULE in text and "other rule" not in text
     assert calls == []  # the whole ledger was not read
@@ -80,7 +67,7 @@ async def test_prompt_hook_decides_and_appends_through_the_index(world, monkeypa
     from intentloop.store import _project
 
     _project._cache.drop(str(world.store.ledger_path))  # a cold process, as a hook is
-    calls = _forbid_whole_reads(monkeypatch)
+    calls = count_whole_reads(monkeypatch)
     verified = _count_verifications(monkeypatch)
     obs = hookops.Observation(event="UserPromptSubmit", session_id=SESSION, turn_id="turn-0001-abcd")
     outcome = hookops.record_observation(world.data, world.root, obs, deadline=None, with_context=True)

@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from intentloop.service import hookops
-from intentloop.store import CHECKPOINT_NAME, ProjectStore, verify_ledger_bytes
+from intentloop.store import CHECKPOINT_NAME, verify_ledger_bytes
 from intentloop.store._checkpoint import COUNTS, read_checkpoint
 from intentloop.store._keyfile import CACHE_KEY
 
 from _support.hook_world import HookWorld
+from _support.whole_reads import count_whole_reads
 
 SESSION = "6d0c1e57-2f6b-4a53-9d2e-6f1b0c9a8e34"
 WITHDRAWN = "Tests must pass on Python 3.11"
@@ -77,20 +77,8 @@ def _drop_invalidation(world: World) -> None:
     (directory / COUNTS).write_bytes(json.dumps(counts).encode())
 
 
-def _whole_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    calls: list[int] = []
-    real = ProjectStore.read
-
-    def read(self: ProjectStore) -> Any:
-        calls.append(1)
-        return real(self)
-
-    monkeypatch.setattr(ProjectStore, "read", read)
-    return calls
-
-
 async def test_an_index_edited_to_drop_an_invalidation_costs_a_full_read(world: World, monkeypatch) -> None:
-    whole = _whole_reads(monkeypatch)
+    whole = count_whole_reads(monkeypatch)
     text = hookops.session_context(world.data, world.root, SESSION)
     assert KEPT in text and WITHDRAWN not in text and whole == []  # control: answered through the sealed index
     assert KEPT in world.context() and WITHDRAWN not in world.context()  # the real hook, likewise

@@ -1,0 +1,81 @@
+"""The server's peak memory (``VmHWM``) on the same seeded ledger, for two or more checkouts side by side.
+
+Each checkout (first on ``PYTHONPATH``) runs a fresh ``python -m intentloop.mcp`` twice on a copy of one seeded
+ledger and answers what ``run.py``'s size figures ask of a server: ``intent_start_task``, three
+``intent_add_inference``, three ``intent_get_snapshot``. ``--prime`` gives the ledger its checkpoint and task index
+first (as every ledger intentloop wrote has). The floor is the same run at 200 events.
+
+    python tools/bench/server_rss_ab.py --sizes 200,100000 CHECKOUT [CHECKOUT ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import run as bench  # the benchmark's seeding and envelope helpers
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+
+async def _serve(data_root: Path, root: str, checkout: str) -> float:
+    env = {"INTENT_LOOP_DATA_DIR": str(data_root), "PYTHONPATH": checkout, "PATH": os.environ["PATH"]}
+    params = StdioServerParameters(command=sys.executable, args=["-m", "intentloop.mcp"], env=env, cwd="/tmp")
+    async with Client(params, mode="legacy") as client:
+        call = client.call_tool
+        task = bench._envelope(await call("intent_start_task", {"project_root": root, "request_id": "m"}))["task_id"]
+        for i in range(3):
+            args: dict[str, Any] = {
+                "project_root": root,
+                "task_id": task,
+                "request_id": f"a{i}",
+                "statement": f"the user probably prefers small commits ({i})",
+                "source_ref": {"kind": "agent_turn", "event_id": f"t{i}"},
+                "facets": ["soft_constraint"],
+                "confidence": 0.6,
+            }
+            bench._envelope(await call("intent_add_inference", args))
+        for _ in range(3):
+            bench._envelope(await call("intent_get_snapshot", {"project_root": root, "task_id": task}))
+        return bench._children_rss_mb("intentloop.mcp")
+
+
+async def main(args: argparse.Namespace) -> None:
+    rows: list[dict[str, Any]] = []
+    for n in (int(size) for size in args.sizes.split(",")):
+        work = Path(tempfile.mkdtemp())
+        seed, project = work / "seed", work / "project"
+        project.mkdir()
+        seed.mkdir(mode=0o700)
+        pid, tasks = bench.seed_ledger(seed, project, n)
+        if args.prime:
+            bench._prime(seed, pid, tasks[0])
+        for checkout in args.checkouts:
+            for run in range(2):
+                data_root = work / f"data-{run}"
+                shutil.copytree(seed, data_root)
+                peak = await _serve(data_root, str(project), checkout)
+                rows.append({"events": n, "checkout": checkout, "run": run, "peak_rss_mb": round(peak, 1)})
+                print(json.dumps(rows[-1]), flush=True)
+                shutil.rmtree(data_root)
+        shutil.rmtree(work)
+    if args.out:
+        Path(args.out).write_text(json.dumps({"prime": args.prime, "rows": rows}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("checkouts", nargs="+")
+    parser.add_argument("--sizes", default="200,100000")
+    parser.add_argument("--prime", action="store_true")
+    parser.add_argument("--out")
+    asyncio.run(main(parser.parse_args()))
