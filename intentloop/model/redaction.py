@@ -23,6 +23,11 @@ documented prefixes, :data:`_SERVICE_KEYS`, after rule 5). Keys also match camel
 names (``passphrase``, ``id_token``, ``private_key``, ``AccountKey``, ``SharedAccessKey``, a URL's ``sig=``…); in JSON
 mode every string value gets every rule, so ``{"cmd": "mysql --password=x"}`` loses ``x``.
 
+The generic rule (``credential-keyed``, :mod:`intentloop.model._keyed`) then takes a value under any
+credential-named key (``DB_PASS``, ``MYSQL_PWD``, ``X-Auth-Token``, ``--password``, ``password is …``) when the
+value looks like a secret, ``credential-joined`` a secret joined to its key word in one name (``dd-apikey-<hex>``), and
+``basic-auth`` a ``Basic`` token that is base64 of ``user:password``.
+
 Every rule runs in linear time: a start position never scans text another start scans again (patterns start where
 a run starts, skip possessively, and a value that began always matches); ``tests/unit/model/test_redaction_linear.py``
 times each rule on 1 MiB built against it.
@@ -34,7 +39,8 @@ run up to whitespace, ``,``, ``;`` or a quote — so ``password: "correct horse 
 keeps the suffix.
 
 JSON mode (as the original): when the trimmed text starts with ``{`` or ``[`` and parses as JSON, values under a
-credential key become ``"[REDACTED:credential]"`` (counted once), every other string (and key) gets rules 1–6 and 9,
+credential key become ``"[REDACTED:credential]"`` (counted once; under the generic rule's wider keys, a string value
+that looks like a secret), every other string (and key) gets rules 1–6 and 9,
 and the tree is written back compactly as JavaScript's ``JSON.stringify`` would.
 """
 
@@ -47,6 +53,7 @@ from typing import Any
 import msgspec
 
 from intentloop.errors import InvalidInputError
+from intentloop.model import _keyed
 from intentloop.model._entropy import high_entropy_spans
 from intentloop.model._lazyre import LazyPattern
 from intentloop.model.commands import RECEIPT_HEAD
@@ -137,16 +144,27 @@ class _Rule:
     an ordinary prompt holds the literals of few rules (measured: docs/BENCHMARK.md, "UserPromptSubmit").
     """
 
-    __slots__ = ("folded", "kind", "name", "needs", "pattern")
+    __slots__ = ("folded", "judge", "kind", "name", "needs", "pattern", "splitter")
 
     def __init__(
-        self, name: str, kind: str, source: str, flags: int, needs: tuple[tuple[str, ...], ...], *, folded: bool
+        self,
+        name: str,
+        kind: str,
+        source: str,
+        flags: int,
+        needs: tuple[tuple[str, ...], ...],
+        *,
+        folded: bool,
+        judge: Callable[[re.Match[str]], bool] | None = None,
+        splitter: Callable[[str], int | None] | None = None,
     ) -> None:
         self.name = name
         self.kind = kind
         self.pattern = LazyPattern(source, flags)
         self.needs = needs
         self.folded = folded
+        self.judge = judge  # when set, a match is redacted only when the judge says its value is a secret
+        self.splitter = splitter  # when set, where the secret starts in the match (None: no secret, kept)
 
     def may_match(self, text: str, lowered: str) -> bool:
         """Whether the pattern can match ``text`` (``lowered`` is ``text.lower()``, read only when ``folded``)."""
@@ -221,10 +239,41 @@ _CREDENTIAL_RULES: tuple[_Rule, ...] = (
     _Rule(
         "credential-bare",
         "credential",
-        rf"(?<![A-Za-z0-9]){_CAMEL_HEAD}?{_KEY}{_WS}*(?::=|=>|[:=]){_WS}*{_VALUE}",
+        rf"(?<![A-Za-z0-9])(?<![0-9]:){_CAMEL_HEAD}?{_KEY}{_WS}*(?::=|=>|[:=]){_WS}*{_VALUE}",
         _AI,
         ((":", "="), _KEY_WORDS),
         folded=True,
+    ),
+    # Any credential-named key (``DB_PASS``, ``MYSQL_PWD``, ``X-Auth-Token``, ``--password``…) assigned or followed
+    # by a value that looks like a secret (:mod:`intentloop.model._keyed`).
+    _Rule(
+        "credential-keyed",
+        "credential",
+        _keyed.PATTERN,
+        _AI,
+        (_keyed.KEY_WORDS,),
+        folded=True,
+        judge=lambda m: _keyed_judge(m["key"], m["assign"], m["value"]),
+    ),
+    # A key word joined to its secret inside one name (``dd-apikey-<hex>``, ``vendorSECRET-<uuid>``).
+    _Rule(
+        "credential-joined",
+        "credential",
+        _keyed.JOINED_PATTERN,
+        _AI,
+        (("secret", "token", "key", "pass", "pwd", "auth"),),
+        folded=True,
+        splitter=_keyed.joined_secret_start,
+    ),
+    # ``Basic <base64 of user:password>``, however short (``Basic authentication`` is not base64 of a pair).
+    _Rule(
+        "basic-auth",
+        "credential",
+        rf"(?P<keep>\bBasic{_WS}+)(?P<value>[A-Za-z0-9+/]{{4,}}+={{0,2}})(?![A-Za-z0-9+/=])",
+        _AI,
+        (("basic",),),
+        folded=True,
+        judge=lambda m: _keyed.basic_auth(m["value"]),
     ),
 )
 _JSON_CREDENTIAL_KEY = LazyPattern(rf"{_KEY_PREFIX}{_KEY}", _AI)
@@ -252,6 +301,22 @@ class Redaction(msgspec.Struct, frozen=True):
     kinds: tuple[str, ...]
 
 
+def _keyed_judge(key: str, assign: str | None, value: str) -> bool:
+    """Whether a value after a credential-named key goes. Assigned (``=``, ``:``), the key makes it suspect and its
+    shape decides; only spaced, it must follow a word that names a secret outright (``password hunter2x``,
+    ``token is …``): after ``key``, ``auth``, ``private``, ``session`` or ``cookie`` a space is prose (``private
+    constraint``, ``session cookie``, ``key rotation``)."""
+    strong = any(word in key.lower() for word in _keyed.STRONG_WORDS)
+    if assign is None and not strong:
+        return False
+    return _keyed.looks_secret(_bare_value(value), assigned=assign is not None or strong)
+
+
+def _bare_value(value: str) -> str:
+    """A bare value less the sentence punctuation that ends it (``hunter2x.`` → ``hunter2x``)."""
+    return value if value[:1] in "\"'" else value.rstrip(_keyed.TRAILING)
+
+
 def js_trim(text: str) -> str:
     """``String.prototype.trim()``: strip JavaScript whitespace and line terminators from both ends."""
     return text.strip(JS_WHITESPACE)
@@ -268,12 +333,31 @@ class _Counter:
         self.count = 0
         self.kinds: set[str] = set()
 
-    def replacer(self, kind: str) -> Callable[[re.Match[str]], str]:
+    def replacer(
+        self,
+        kind: str,
+        judge: Callable[[re.Match[str]], bool] | None = None,
+        splitter: Callable[[str], int | None] | None = None,
+    ) -> Callable[[re.Match[str]], str]:
         def replace(match: re.Match[str]) -> str:
+            if judge is not None and not judge(match):
+                return match.group(0)
+            if splitter is not None:
+                whole = match.group(0)
+                start = splitter(whole)
+                if start is None:
+                    return whole
+                self.count += 1
+                self.kinds.add(kind)
+                tail = whole[start:]
+                return whole[:start] + _marker(kind) + tail[len(tail.rstrip(_keyed.TRAILING)) :]
             self.count += 1
             self.kinds.add(kind)
-            keep = match.groupdict().get("keep")
-            return keep + _marker(kind) if keep else _marker(kind)
+            groups = match.groupdict()
+            keep = groups.get("keep") or ""
+            value = groups.get("value")
+            after = value[len(_bare_value(value)) :] if value else ""  # a sentence's full stop stays
+            return keep + _marker(kind) + after
 
         return replace
 
@@ -293,26 +377,29 @@ def _apply_rules(text: str, counter: _Counter, *, credential_rules: bool, prefil
             if not rule.may_match(text, lowered or ""):
                 continue
         before = counter.count
-        text = rule.pattern.sub(counter.replacer(rule.kind), text)
+        text = rule.pattern.sub(counter.replacer(rule.kind, rule.judge, rule.splitter), text)
         if counter.count != before:  # the text changed: the next folded prefilter reads it anew
             lowered = None
     return _apply_high_entropy(text, counter)
 
 
+def _replace_spans(text: str, spans: list[tuple[int, int]], kind: str, counter: _Counter) -> str:
+    if not spans:
+        return text
+    pieces: list[str] = []
+    last = 0
+    for start, end in spans:
+        pieces.append(text[last:start])
+        pieces.append(_marker(kind))
+        last = end
+    pieces.append(text[last:])
+    counter.count += len(spans)
+    counter.kinds.add(kind)
+    return "".join(pieces)
+
+
 def _apply_high_entropy(text: str, counter: _Counter) -> str:
-    spans = high_entropy_spans(text)
-    if spans:
-        pieces: list[str] = []
-        last = 0
-        for start, end in spans:
-            pieces.append(text[last:start])
-            pieces.append(_marker(HIGH_ENTROPY))
-            last = end
-        pieces.append(text[last:])
-        text = "".join(pieces)
-        counter.count += len(spans)
-        counter.kinds.add(HIGH_ENTROPY)
-    return text
+    return _replace_spans(text, high_entropy_spans(text), HIGH_ENTROPY, counter)
 
 
 def _reject_constant(name: str) -> Any:
@@ -337,12 +424,15 @@ def _redact_json(text: str, *, prefilter: bool = True) -> Redaction | None:
         if isinstance(value, dict):
             out: dict[str, Any] = {}
             for key, child in value.items():
-                if _JSON_CREDENTIAL_KEY.fullmatch(key):
+                new_key = _apply_rules(key, counter, credential_rules=False, prefilter=prefilter)
+                if _JSON_CREDENTIAL_KEY.fullmatch(key) or (
+                    isinstance(child, str) and _keyed.credential_key(key) and _keyed.looks_secret(child)
+                ):
                     counter.count += 1
                     counter.kinds.add("credential")
-                    out[_apply_rules(key, counter, credential_rules=False, prefilter=prefilter)] = _marker("credential")
+                    out[new_key] = _marker("credential")
                 else:
-                    out[_apply_rules(key, counter, credential_rules=False, prefilter=prefilter)] = visit(child)
+                    out[new_key] = visit(child)
             return out
         return value
 
@@ -367,12 +457,12 @@ def run_rule(name: str, text: str) -> str:
         return _apply_high_entropy(text, counter)
     for rule in _PATTERN_RULES + _CREDENTIAL_RULES:
         if rule.name == name:
-            return rule.pattern.sub(counter.replacer(rule.kind), text)
+            return rule.pattern.sub(counter.replacer(rule.kind, rule.judge, rule.splitter), text)
     raise KeyError(name)
 
 
 def redact(text: str, *, prefilter: bool = True) -> Redaction:
-    """Replace every credential in ``text`` with ``[REDACTED:<kind>]``.
+    """Replace every credential in ``text`` with ``[REDACTED:<kind>]``: the one entry point of redaction.
 
     Idempotent: ``redact(redact(t).text).text == redact(t).text``. ``prefilter=False`` runs every pattern, even
     those whose literals the text lacks: the same result, slower (the reference of the prefilter's tests).

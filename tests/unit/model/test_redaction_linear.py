@@ -44,6 +44,9 @@ ADVERSARIAL: dict[str, list[str]] = {
         'secret=\\\\"',
         'password=\\"x\\" ',
     ],
+    "credential-keyed": ["token ", "password is ", 'key="', "a_token:", "tokentoken", "x-auth-token=a1", "'key' "],
+    "credential-joined": ["a", "secret-", "apikey-a1b2c3d4e5f6a7b8c9d0", "x" * 299 + "key-", "token_-"],
+    "basic-auth": ["Basic ", "Basic QUJD", "basic\t"],
     # the slowest rule (Python, ~1.5 s per MiB): its two worst shapes, a slashed run and an underscore/dash run
     "high-entropy-token": ["xK9mP2qR7vL4nT8wZ3bY6cF1hJ5/", "aB3-"],
 }

@@ -32,8 +32,8 @@ def _mandatory(items: list[Any], group: tuple[str, ...], fold: bool) -> bool:
 
     Groups and alternations are inlined (each alternative must hold a literal), small character sets of literals are
     split into alternatives, a repeat of at least one is inlined once (the rest of it breaks the run), and so is a
-    lookahead (the text holds it too); what remains is runs of literal characters, and a literal must lie inside one
-    run.
+    lookahead or a lookbehind (the text holds it too); what remains is runs of literal characters, and a literal must
+    lie inside one run.
     """
     for index, (op, av) in enumerate(items):
         head, tail = items[:index], items[index + 1 :]
@@ -49,6 +49,8 @@ def _mandatory(items: list[Any], group: tuple[str, ...], fold: bool) -> bool:
             return _mandatory(head + list(av[2]) + [_BREAK] + tail, group, fold)
         if op is C.ASSERT and av[0] == 1:  # a lookahead's text is there too, starting where what follows it starts
             return _mandatory(head + list(av[1]) + [_BREAK] + tail, group, fold)
+        if op is C.ASSERT and av[0] == -1:  # a lookbehind's text is in the text too (before what follows it)
+            return _mandatory([*head, _BREAK, *av[1], _BREAK, *tail], group, fold)
     runs, run = [], []
     for op, av in items:
         if op is C.LITERAL:

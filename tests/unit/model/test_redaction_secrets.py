@@ -230,6 +230,18 @@ def _benign() -> list[str]:
         "docker.io/library/postgres:16.2@sha256:" + hashlib.sha256(b"pg").hexdigest(),
         "AKIA is the prefix of an AWS access key id; sk- of an OpenAI key.",
         "¡Olá! Überprüfe /tmp/größe.txt — 漢字 stay.",
+        # the identifier corpus beside credential-named keys (the generic rule judges values, these stay)
+        "arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/db-credentials-AbCdEf",
+        "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab",
+        "session_id: 550e8400-e29b-41d4-a716-446655440000, request key 01ARZ3NDEKTSV4RRFFQ69G5FAV",
+        "the cache key "
+        + hashlib.sha256(b"k").hexdigest()
+        + " and commit key 3f2a9c1e8b7d6a5f4e3d2c1b0a9f8e7d6c5b4a39",
+        "token_version: 2.14.0-rc.1+build.45, auth_module: v3.2.1",
+        "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==",
+        "secret_manager_client_factory_for_tests: build_authenticated_session_with_retry_policy",
+        "private_key_path: ~/.ssh/id_ed25519, session_dir: /var/lib/app/sessions",
+        "auth: https://login.example.com/oauth2/v2.0/authorize?client_id=app",
     ]
     return texts
 
