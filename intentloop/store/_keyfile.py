@@ -71,16 +71,21 @@ def _error(key: KeyFile, exc: OSError, action: str, code: ErrorCode) -> StorageE
     return StorageError(f"{action} failed ({errno.errorcode.get(exc.errno or 0, 'OSError')})", code=code)
 
 
-def _check_key_dir(directory: Path) -> bool:
-    """Whether ``R/keys`` exists as a real directory (a symlink or a file there is refused)."""
+def check_real_dir(directory: Path, label: str = "the key folder") -> bool:
+    """Whether a folder of ``R/keys`` (``label`` in messages) exists as a real directory; a symlink or a file there is
+    refused.
+
+    Raises:
+        StorageError: ``PATH_ESCAPE``, ``STORAGE_READ_FAILED``.
+    """
     try:
         st = os.lstat(directory)
     except FileNotFoundError:
         return False
     except OSError as exc:
-        raise StorageError("checking the key folder failed", code="STORAGE_READ_FAILED") from exc
+        raise StorageError(f"checking {label} failed", code="STORAGE_READ_FAILED") from exc
     if not stat.S_ISDIR(st.st_mode):
-        raise StorageError("the key folder is not a directory", code="PATH_ESCAPE")
+        raise StorageError(f"{label} is not a directory", code="PATH_ESCAPE")
     return True
 
 
@@ -95,7 +100,7 @@ def load_key(data_root: Path, key: KeyFile) -> bytes | None:
         StorageError: ``PATH_ESCAPE`` (symlink), ``UNSAFE_DATA_FILE`` (wrong type, owner, mode, size or links),
             ``STORAGE_READ_FAILED``.
     """
-    if not _check_key_dir(data_root / KEY_DIR):
+    if not check_real_dir(data_root / KEY_DIR):
         return None
     path = key.path(data_root)
     for _attempt in range(25):
@@ -197,7 +202,7 @@ def load_or_create_key(data_root: Path, key: KeyFile) -> bytes:
     try:
         with contextlib.suppress(FileExistsError):
             os.mkdir(directory, 0o700)
-        if not _check_key_dir(directory):
+        if not check_real_dir(directory):
             raise StorageError("the key folder vanished", code="STORAGE_WRITE_FAILED")
         os.chmod(directory, 0o700)
         create_exclusive(tmp, os.urandom(key.size))
@@ -212,4 +217,4 @@ def load_or_create_key(data_root: Path, key: KeyFile) -> bytes:
     return data
 
 
-__all__ = ["CACHE_KEY", "KEY_DIR", "KeyFile", "load_key", "load_or_create_key"]
+__all__ = ["CACHE_KEY", "KEY_DIR", "KeyFile", "check_real_dir", "load_key", "load_or_create_key"]

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import contextlib
 import os
-import stat
 from pathlib import Path
 from typing import Final
 
 from intentloop.errors import StorageError
 from intentloop.model.ids import is_hex64
 from intentloop.store._fs import create_exclusive, fsync_dir, read_regular
-from intentloop.store._keyfile import KEY_DIR
+from intentloop.store._keyfile import KEY_DIR, check_real_dir
 
 RECORD_DIR: Final = "signed-projects"
+_LABEL: Final = "the signed-projects folder"
 
 
 def record_dir(data_root: Path) -> Path:
@@ -34,7 +34,7 @@ def recorded_key(data_root: Path, project_id: str) -> str | None:
             a writer stops rather than take it for "never signed").
     """
     directory = record_dir(data_root)
-    if not _is_dir(directory):
+    if not check_real_dir(directory, _LABEL):
         return None
     opened = read_regular(directory / project_id)
     if opened is None:
@@ -52,7 +52,7 @@ def signed_projects(data_root: Path) -> list[str]:
         StorageError: ``PATH_ESCAPE`` (the folder is a symlink or not a directory), ``STORAGE_READ_FAILED``.
     """
     directory = record_dir(data_root)
-    if not _is_dir(directory):
+    if not check_real_dir(directory, _LABEL):
         return []
     try:
         return sorted(name for name in os.listdir(directory) if is_hex64(name))
@@ -68,7 +68,7 @@ def record_signed(data_root: Path, project_id: str, public_hex: str, *, replace:
         OSError: unchanged (the caller signs after its commit and maps it).
     """
     directory = record_dir(data_root)
-    if not _is_dir(directory):
+    if not check_real_dir(directory, _LABEL):
         with contextlib.suppress(FileExistsError):
             os.mkdir(directory, 0o700)
         os.chmod(directory, 0o700)
@@ -83,18 +83,6 @@ def record_signed(data_root: Path, project_id: str, public_hex: str, *, replace:
     with contextlib.suppress(FileExistsError):
         create_exclusive(target, public_hex.encode("ascii") + b"\n")
         fsync_dir(directory)
-
-
-def _is_dir(directory: Path) -> bool:
-    try:
-        st = os.lstat(directory)
-    except FileNotFoundError:
-        return False
-    except OSError as exc:
-        raise StorageError("checking the signed-projects folder failed", code="STORAGE_READ_FAILED") from exc
-    if not stat.S_ISDIR(st.st_mode):
-        raise StorageError("the signed-projects folder is not a directory", code="PATH_ESCAPE")
-    return True
 
 
 __all__ = ["RECORD_DIR", "record_dir", "record_signed", "recorded_key", "signed_projects"]
