@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -40,29 +41,39 @@ FIRST_WRITE = (
 )
 
 
-def seed(tmp: Path, events: int) -> tuple[Path, str, str, int]:
-    """A project whose ledger holds ``events`` valid events over a few tasks, and no checkpoint: (data root, project
-    id, a task id, ledger bytes)."""
-    data_root = tmp / f"data-{events}"
-    pid = project_id_for(f"/bounded/memory/{events}")
+def _seeded(
+    tmp: Path, name: str, count: int, draft: Callable[[int, list[str]], EventDraft]
+) -> tuple[Path, str, str, int]:
+    """A project ``name`` whose ledger holds ``count`` sealed events, ``draft(i, tasks)`` each over 8 tasks, and no
+    checkpoint: (data root, project id, a task id, ledger bytes)."""
+    data_root = tmp / name
+    pid = project_id_for(f"/bounded/{name}")
     project = data_root / "projects" / pid
     project.mkdir(parents=True, mode=0o700)
     os.chmod(data_root, 0o700)
     tasks = [str(uuid.uuid4()) for _ in range(8)]
     prev = None
     with open(project / "ledger.jsonl", "wb") as out:
-        for i in range(events):
-            draft = EventDraft(
-                event_type="task_started" if i < len(tasks) else "claim_added",
-                task_id=tasks[i % len(tasks)],
-                actor="user",
-                request_id=f"r-{i}",
-                payload={"p": PAYLOAD, "i": i},
-            )
-            event = seal(draft, project_id=pid, prev_hash=prev)
+        for i in range(count):
+            event = seal(draft(i, tasks), project_id=pid, prev_hash=prev)
             prev = event.event_hash
             out.write(event_line(event))
     return data_root, pid, tasks[1], (project / "ledger.jsonl").stat().st_size
+
+
+def seed(tmp: Path, events: int) -> tuple[Path, str, str, int]:
+    """A ledger of ``events`` valid events over a few tasks (a start each, then claims of a fixed payload)."""
+
+    def draft(i: int, tasks: list[str]) -> EventDraft:
+        return EventDraft(
+            event_type="task_started" if i < len(tasks) else "claim_added",
+            task_id=tasks[i % len(tasks)],
+            actor="user",
+            request_id=f"r-{i}",
+            payload={"p": PAYLOAD, "i": i},
+        )
+
+    return _seeded(tmp, f"data-{events}", events, draft)
 
 
 def peak_kib(command: list[str], data_root: Path) -> int:
@@ -131,41 +142,31 @@ FIRST_WRITE_SPILLING = "import intentloop.store._summary as s\ns.SPILL_CLAIMS = 
 
 
 def seed_claims(tmp: Path, claims: int) -> tuple[Path, str, str, int]:
-    """A project whose ledger holds ``claims`` real claims over 8 tasks (short lines: many claims a megabyte), and no
-    checkpoint: (data root, project id, a task id, ledger bytes)."""
-    data_root = tmp / f"claims-{claims}"
-    pid = project_id_for(f"/bounded/claims/{claims}")
-    project = data_root / "projects" / pid
-    project.mkdir(parents=True, mode=0o700)
-    os.chmod(data_root, 0o700)
-    tasks = [str(uuid.uuid4()) for _ in range(8)]
-    prev = None
-    with open(project / "ledger.jsonl", "wb") as out:
-        for i in range(claims):
-            claim = {
-                "claim_id": str(uuid.uuid4()),
-                "statement": f"s{i}",
-                "role": "user",
-                "epistemic_status": "explicit",
-                "source_ref": {"kind": "user_event"},
-                "scope": "task",
-                "valid_from": "2026-01-01T00:00:00Z",
-                "last_confirmed": None,
-                "supersedes": [],
-                "facets": [],
-                "related_claim_ids": [],
-            }
-            draft = EventDraft(
-                event_type="claim_added",
-                task_id=tasks[i % len(tasks)],
-                actor="user",
-                request_id=f"r-{i}",
-                payload={"claim": claim},
-            )
-            event = seal(draft, project_id=pid, prev_hash=prev)
-            prev = event.event_hash
-            out.write(event_line(event))
-    return data_root, pid, tasks[1], (project / "ledger.jsonl").stat().st_size
+    """A ledger of ``claims`` real claims over 8 tasks (short lines: many claims a megabyte)."""
+
+    def draft(i: int, tasks: list[str]) -> EventDraft:
+        claim = {
+            "claim_id": str(uuid.uuid4()),
+            "statement": f"s{i}",
+            "role": "user",
+            "epistemic_status": "explicit",
+            "source_ref": {"kind": "user_event"},
+            "scope": "task",
+            "valid_from": "2026-01-01T00:00:00Z",
+            "last_confirmed": None,
+            "supersedes": [],
+            "facets": [],
+            "related_claim_ids": [],
+        }
+        return EventDraft(
+            event_type="claim_added",
+            task_id=tasks[i % len(tasks)],
+            actor="user",
+            request_id=f"r-{i}",
+            payload={"claim": claim},
+        )
+
+    return _seeded(tmp, f"claims-{claims}", claims, draft)
 
 
 def test_the_claim_marks_a_rebuild_holds_do_not_grow_with_the_claims(tmp_path: Path) -> None:

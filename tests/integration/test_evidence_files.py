@@ -34,6 +34,17 @@ def _settle(path: Path) -> None:
         time.sleep(0.1)
 
 
+def _settled_log(tmp_path: Path, size: int = 128 << 20) -> tuple[Path, Path, int]:
+    """A project holding ``build.log``, a sparse file of ``size`` bytes whose last change is past the racy window (so
+    its digest may be remembered): (project, log, size)."""
+    project = tmp_path / "project"
+    project.mkdir()
+    log = project / "build.log"
+    _sparse(log, size)
+    _settle(log)
+    return project, log, size
+
+
 def _call(wire: W.Wire, tool: str, **arguments: Any) -> dict[str, Any]:
     answer = wire.request("tools/call", {"name": tool, "arguments": arguments})
     envelope: dict[str, Any] = answer["result"]["structuredContent"]
@@ -63,11 +74,7 @@ def _stale(snapshot: dict[str, Any]) -> bool:
 
 
 def test_a_server_hashes_an_unchanged_evidence_file_once(tmp_path: Path) -> None:
-    project, size = tmp_path / "project", 128 << 20
-    project.mkdir()
-    log = project / "build.log"
-    _sparse(log, size)
-    _settle(log)
+    project, log, size = _settled_log(tmp_path)
     with W.Wire(W.server_env(tmp_path / "data"), cwd=project) as wire:
         W.initialize(wire)
         task = _bind(wire, project, "build.log")  # hashes the file once
@@ -197,11 +204,7 @@ def test_each_cli_process_hashes_an_unchanged_evidence_file_only_the_first_time(
     import json
     import os
 
-    project, size = tmp_path / "project", 128 << 20
-    project.mkdir()
-    log = project / "build.log"
-    _sparse(log, size)
-    _settle(log)
+    project, log, size = _settled_log(tmp_path)
     with W.Wire(W.server_env(tmp_path / "data"), cwd=project) as wire:
         W.initialize(wire)
         task = _bind(wire, project, "build.log")
