@@ -87,7 +87,7 @@ _BULK_CHUNK = 256
 def _entries(events: Sequence[Event], start: int, end: int) -> dict[str, list[tuple[int, int]]]:
     """File name → (offset, length) of each event's line, the events' lines filling bytes ``start`` to ``end``.
 
-    A lean view's lines come from its records (nothing is decoded or encoded). Decoded events are measured by their
+    An offsets view's lines come from its records (nothing is decoded or encoded). Decoded events are measured by their
     bulk sorted encoding, 256 at a time; only when those lengths do not add up to ``end - start`` is each event encoded
     canonically on its own. Why: after a read without a checkpoint (a hook's first write on a ledger) this index is
     rebuilt from the whole decoded ledger, and encoding 100,000 events one by one through ``canonical_bytes`` took

@@ -1,7 +1,7 @@
-"""The lean view of a long-running process: the verified ledger as offsets into its file, events decoded on demand.
+"""Every store's view: the verified ledger as offsets into its file, events decoded on demand, task folds kept.
 
 Why: decoded events cost about 2.7 KB each (a server peaked at 446 MB on a 100,000-event ledger; docs/BENCHMARK.md,
-"Measurements behind the code"), offsets about 60 bytes. A lean store verifies the file in chunks of whole lines (the
+"Measurements behind the code"), offsets about 60 bytes. A store verifies the file in chunks of whole lines (the
 chain carried from chunk to chunk, so each line gets exactly the checks of a whole-file verification) and keeps, per
 line, its end offset, its ``event_hash`` (32 bytes), its task and its place in its task's and its event type's
 position lists. An event asked for is

@@ -68,8 +68,8 @@ def ledger_stamp(paths: ProjectPaths) -> Stamp | None:
 
 
 def bound_in_view(view: LedgerView, shash: str) -> TaskState | None:
-    """The task bound to ``shash`` in a whole view: the binding events are folded, then the bound tasks alone (a lean
-    view reads only those lines and keeps the tasks' folds)."""
+    """The task bound to ``shash`` in a whole view: the binding events are folded, then the bound tasks alone (an
+    offsets view reads only those lines and keeps the tasks' folds)."""
     bindings = project(view.of_types(BINDING_EVENTS))
     bound = sorted(t.task_id for t in bindings.tasks.values() if t.started and t.host_session_hash == shash)
     if not bound:

@@ -87,7 +87,7 @@ class Verification(msgspec.Struct, frozen=True, kw_only=True):
         damage: the bytes after the verified prefix summarised (``None`` when everything verified).
     """
 
-    events: Sequence[Event]  # a tuple, or offsets read back on demand (a lean store: see ``_lines``)
+    events: Sequence[Event]  # offsets read back on demand (``_lines``), or a tuple
     head_hash: str | None
     byte_length: int
     line_count: int
