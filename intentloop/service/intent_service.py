@@ -15,7 +15,6 @@ logged; the call then meets the same failure as a structured error from its own 
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import logging
 import os
@@ -28,15 +27,12 @@ from intentloop.errors import IntentLoopError
 from intentloop.service._evidence import mark_evidence_stale
 from intentloop.service._state import Ctx, Engine
 from intentloop.service.args import TOOL_NAMES, TOOLS, Tool, decode_arguments
+from intentloop.service.inline import HandlerMissingError, tool_function
 from intentloop.store import ProjectStore, resolve_data_root
 
 logger = logging.getLogger(__name__)
 
 Handler = Callable[[Engine, Ctx, Any], Awaitable[Any]]
-
-
-class HandlerMissingError(LookupError):
-    """A tool row names a handler that does not exist (raised when this module is imported)."""
 
 
 def _sync(function: Callable[[Engine, Ctx, Any], Any]) -> Handler:
@@ -62,11 +58,7 @@ def bind(tool: Tool) -> Handler:
     Raises:
         HandlerMissingError: the row names a module or function that does not exist.
     """
-    module_name, _, attribute = tool.handler.partition(":")
-    try:
-        function = getattr(importlib.import_module(f"intentloop.service.{module_name}"), attribute)
-    except (ImportError, AttributeError) as exc:
-        raise HandlerMissingError(f"{tool.name}: no handler {tool.handler!r} in intentloop.service") from exc
+    function = tool_function(tool)
     handler: Handler = function if inspect.iscoroutinefunction(function) else _sync(function)
     return _with_evidence(handler) if tool.marks_evidence else handler
 
