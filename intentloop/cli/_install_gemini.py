@@ -1,4 +1,4 @@
-"""What ``intentloop install gemini`` writes: the MCP server and the five hooks in Gemini CLI's user ``settings.json``.
+"""What ``intentloop install gemini`` writes: the MCP server and four hooks in Gemini CLI's user ``settings.json``.
 
 Gemini CLI keeps both in one file, ``~/.gemini/settings.json`` (``$GEMINI_CLI_HOME/.gemini/settings.json`` when that
 variable is set, as Gemini itself reads it): ``mcpServers.intent_loop`` and one group per event under ``hooks``

@@ -1,4 +1,4 @@
-"""``intentloop install codex|claude|gemini [--dry-run] [--uninstall]``: register the MCP server and the five hooks.
+"""``intentloop install codex|claude|gemini [--dry-run] [--uninstall]``: register the MCP server and the hooks.
 
 Everything points at this installation with absolute paths (the ``intentloop`` script beside ``sys.executable``, or
 ``sys.executable -P -m intentloop``) and pins the user's one data root (``locate_data_root``, the same for every host)
@@ -520,7 +520,7 @@ def install(
         )
         if not uninstall:
             notes.append(
-                "Restart Gemini CLI; `/hooks` lists the five intentloop hooks and `/mcp` the intent_loop server."
+                "Restart Gemini CLI; `/hooks` lists the four intentloop hooks and `/mcp` the intent_loop server."
             )
     else:
         cdir = claude_config_dir or (

@@ -1,6 +1,6 @@
-"""Gemini CLI's own hook payloads (``BeforeAgent``, ``PreCompress``, ``AfterAgent``), read as the intentloop event each
-one acts as (``intentloop/model/gemini_events.py``); its ``SessionStart`` and ``SessionEnd`` are Claude Code's and are
-read by ``hooks/_payload.py`` as they are.
+"""Gemini CLI's own hook payloads (``BeforeAgent``, ``AfterAgent``), read as the intentloop event each one acts as
+(``intentloop/model/gemini_events.py``); its ``SessionStart`` and ``SessionEnd`` are Claude Code's and are read by
+``hooks/_payload.py`` as they are.
 
 Gemini reads a hook's answer as Claude Code does (``hookSpecificOutput.additionalContext``, ``continue``,
 ``systemMessage``), so the answer is ``hooks/_dispatch.py``'s, named with Gemini's event (``answer_as``). Two habits

@@ -35,9 +35,10 @@ class HookPayload(msgspec.Struct, frozen=True, kw_only=True):
         event: the hook event name (``SessionStart`` …), forced by the command line or from ``hook_event_name``.
         session_id: the host's session id (stored only as a salted SHA-256).
         cwd: the session's working directory, as the host sent it (validated later).
-        turn_id: the host's opaque id of the turn: Codex ``turn_id``, Claude Code ``prompt_id``.
-        text: the text an observation is about: ``prompt`` (UserPromptSubmit) or ``last_assistant_message``
-            (Stop, SessionEnd); never stored, only redacted, counted and (without a turn id) keyed-hashed.
+        turn_id: the host's opaque id of the turn: Codex ``turn_id``, Claude Code ``prompt_id`` (Gemini CLI has none).
+        text: the text an observation is about: ``prompt`` (UserPromptSubmit; Gemini's BeforeAgent, after its
+            ``<hook_context>`` block), ``last_assistant_message`` (Stop, SessionEnd) or ``prompt_response`` (Gemini's
+            AfterAgent); never stored, only redacted, counted and (without a turn id) keyed-hashed.
         source: SessionStart's ``source`` (``startup|resume|clear|compact``), when present.
         answer_as: the host's own name for the event, when it is not ``event`` (Gemini CLI's ``BeforeAgent``, which
             acts as UserPromptSubmit: ``hooks/_gemini.py``); the answer's ``hookEventName``.
@@ -76,8 +77,7 @@ def parse_payload(data: bytes, forced_event: str | None) -> HookPayload:
     """Decode a payload into :class:`HookPayload`.
 
     ``forced_event`` (a host event name) wins over ``hook_event_name``; without it, ``hook_event_name`` must be one of
-    the five handled events or one of Gemini CLI's own (``BeforeAgent``, ``PreCompress``, ``AfterAgent``: read by
-    ``hooks/_gemini.py``).
+    the five handled events or one of Gemini CLI's own (``BeforeAgent``, ``AfterAgent``: read by ``hooks/_gemini.py``).
 
     Raises:
         PayloadError: invalid JSON, not an object, or a missing or mistyped ``hook_event_name``, ``session_id``

@@ -1,12 +1,14 @@
-"""Gemini CLI's hook events and the intentloop behaviour each one gets: the one table behind the Gemini installer
-(``cli/_install_gemini.py``), the hook's Gemini payloads (``hooks/_gemini.py``) and the ``intentloop hook`` arguments
-that name them.
+"""Gemini CLI's hook events that intentloop uses and the intentloop behaviour each one gets: the one table behind the
+Gemini installer (``cli/_install_gemini.py``), the hook's Gemini payloads (``hooks/_gemini.py``) and the
+``intentloop hook`` arguments that name them.
 
-Gemini CLI fires ``SessionStart``, ``BeforeAgent`` (after the user's prompt, before planning; it can add context),
-``PreCompress``, ``AfterAgent`` (the turn's final answer) and ``SessionEnd``. Each acts as one row of
-``intentloop.model.hook_events`` (docs/HOOKS.md, "Gemini CLI"): SessionStart and SessionEnd are the same events with
-the same payload fields as Claude Code's, so they keep their arguments; the other three get arguments of their own.
-Standard library only: the hook process reads it before it imports msgspec.
+Four of Gemini CLI's events act as rows of ``intentloop.model.hook_events`` (docs/HOOKS.md, "Gemini CLI"):
+``SessionStart``, ``BeforeAgent`` (after the user's prompt, before planning; it can add context), ``AfterAgent`` (the
+turn's final answer) and ``SessionEnd``. SessionStart and SessionEnd are the same events with the same payload fields
+as Claude Code's, so they keep their arguments; the other two get arguments of their own. ``PreCompress`` is not
+used: Gemini CLI 0.61 fires it on every compression check, before it decides whether to compress (three times in a
+turn of three model calls, in ``tools/e2e``), so it says nothing about a compaction having happened. Standard library
+only: the hook process reads it before it imports msgspec.
 """
 
 from __future__ import annotations
@@ -41,7 +43,6 @@ class GeminiEvent:
 GEMINI_EVENTS: Final[tuple[GeminiEvent, ...]] = (
     GeminiEvent("SessionStart", "session-start", "SessionStart"),
     GeminiEvent("BeforeAgent", "before-agent", "UserPromptSubmit", "prompt"),
-    GeminiEvent("PreCompress", "pre-compress", "PostCompact"),
     GeminiEvent("AfterAgent", "after-agent", "Stop", "prompt_response"),
     GeminiEvent("SessionEnd", "session-end", "SessionEnd"),
 )
