@@ -1,4 +1,4 @@
-"""``intentloop install codex|claude``: the typer face of the installer logic in ``cli/install.py``."""
+"""``intentloop install codex|claude|gemini``: the typer face of the installer logic in ``cli/install.py``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from intentloop.cli._exit import OK
 from intentloop.cli._options import JsonOption
 from intentloop.cli._output import Output
 
-HostArgument = Annotated[str, typer.Argument(metavar="codex|claude", help="The host to wire intentloop into.")]
+HostArgument = Annotated[str, typer.Argument(metavar="codex|claude|gemini", help="The host to wire intentloop into.")]
 DryRunOption = Annotated[bool, typer.Option("--dry-run", help="Show the change as a diff; write nothing.")]
 UninstallOption = Annotated[bool, typer.Option("--uninstall", help="Remove exactly what an install added.")]
 ReplaceOption = Annotated[

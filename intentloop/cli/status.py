@@ -137,7 +137,7 @@ def _last_hook_problem() -> dict[str, Any] | None:
         return None
     code = str(found.get("code"))
     remedy = (
-        "reinstall intentloop, then re-run `intentloop install codex|claude` (or check the hook command)"
+        "reinstall intentloop, then re-run `intentloop install codex|claude|gemini` (or check the hook command)"
         if code == BROKEN_INSTALLATION
         else remedy_for(code)
     )

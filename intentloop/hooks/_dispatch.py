@@ -3,7 +3,8 @@ event's row in ``intentloop.model.hook_events`` says: SessionStart reads; UserPr
 then answers with the same context; PostCompact, Stop and SessionEnd record and answer the bare ``{"continue": true,
 "suppressOutput": true}``. A prompt that starts
 with a user's ``/intent`` command (``intentloop.model.commands``) is run by ``intentloop.service.hookcmds`` and
-answered with its receipt, in the context and as a ``systemMessage`` for the user.
+answered with its receipt, in the context and as a ``systemMessage`` for the user. Gemini CLI's own events arrive as
+the event they act as (``hooks/_gemini.py``) and are answered under Gemini's name (``answer_as``).
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def command_line(payload: HookPayload, env: Mapping[str, str], *, lock_deadline:
         env, payload.cwd, payload.session_id, payload.turn_id, payload.text, command, deadline=lock_deadline
     )
     debug_log(debug, f"{payload.event}: /intent {command.verb} {'done' if answer.done else 'not recorded'}")
-    return answer_line(payload.event, answer.additional_context, answer.receipt)
+    return answer_line(payload.answer_as or payload.event, answer.additional_context, answer.receipt)
 
 
 def dispatch(
@@ -91,7 +92,7 @@ def dispatch(
     event = HOOK_EVENT_BY_NAME[payload.event]
     if event.records is None:  # a reading event
         context = session_context(data_root, payload.cwd, payload.session_id, payload.source)
-        return answer_line(payload.event, context if event.answers_with_context else None)
+        return answer_line(payload.answer_as or payload.event, context if event.answers_with_context else None)
 
     obs = Observation(event=payload.event, session_id=payload.session_id, turn_id=payload.turn_id, text=payload.text)
     # Plan, then act: the service says what it would do; a plan that needs a whole read of a large ledger is carried
@@ -112,7 +113,7 @@ def dispatch(
     outcome = record_planned(plan, deadline=deadline, with_context=event.answers_with_context, patient=patient)
     state = "recorded" if outcome.recorded else "spooled for the next writer" if outcome.spooled else "not recorded"
     debug_log(debug, f"{payload.event}: observation {state}")
-    return answer_line(payload.event, outcome.context if event.answers_with_context else None)
+    return answer_line(payload.answer_as or payload.event, outcome.context if event.answers_with_context else None)
 
 
 def spool_unanswered(payload: HookPayload, env: Mapping[str, str]) -> bool:

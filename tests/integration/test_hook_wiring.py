@@ -74,7 +74,7 @@ def test_hooks_json_shape() -> None:
 
 
 def test_event_tables_agree() -> None:
-    assert {v: k for k, v in FORCED_EVENTS.items()} == HOOK_ARGS
+    assert {v: k for k, v in FORCED_EVENTS.items() if k in HOOK_ARGS.values()} == HOOK_ARGS
     doc = _json("hooks/hooks.json")["hooks"]
     installed = hook_groups(("/opt/bin/intentloop",), Path("/data"))
     for event in EVENTS:
@@ -132,3 +132,44 @@ def test_every_observed_event_is_a_hook_event() -> None:
     observed = {event.name for event in HOOK_EVENTS if event.records is not None}
     assert observed and observed <= HOOK_EVENT_NAMES
     assert HOOK_EVENT_NAMES - observed == {"SessionStart"}  # the one event that only reads
+
+
+def test_gemini_extension_manifest_and_hooks_are_the_installers_wiring() -> None:
+    """``gemini-extension/``: the server from PATH, and the hooks the installer writes without ``--data-dir`` (the
+    user's environment names the data root, as in the plugin routes)."""
+    from intentloop.cli._install_gemini import gemini_hook_groups
+
+    manifest = _json("gemini-extension/gemini-extension.json")
+    assert manifest["name"] == "intent-loop" and manifest["version"] == intentloop.__version__
+    assert manifest["mcpServers"] == {"intent_loop": {"command": "intentloop", "args": ["serve"]}}
+    groups = gemini_hook_groups(("intentloop",), Path("/data"))
+    for group in groups.values():
+        for handler in group["hooks"]:
+            handler["command"] = handler["command"].removesuffix(" --data-dir /data")
+    assert _json("gemini-extension/hooks/hooks.json") == {"hooks": {event: [g] for event, g in groups.items()}}
+
+
+def test_gemini_extension_hook_commands_run_through_a_shell(tmp_path: Path) -> None:
+    bin_dir = Path(sys.executable).parent
+    if not (bin_dir / "intentloop").exists():  # no console script: put a shim named intentloop on PATH
+        bin_dir = tmp_path / "bin"
+        bin_dir.mkdir()
+        shim = bin_dir / "intentloop"
+        shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -P -m intentloop "$@"\n')
+        shim.chmod(0o755)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "XDG_DATA_HOME": str(tmp_path / "xdg"), "HOME": str(tmp_path)}
+    for event, groups in _json("gemini-extension/hooks/hooks.json")["hooks"].items():
+        payload = {"session_id": "s", "cwd": str(repo), "hook_event_name": event, "prompt": "p", "prompt_response": "r"}
+        proc = subprocess.run(
+            ["/bin/sh", "-c", groups[0]["hooks"][0]["command"]],
+            input=json.dumps(payload).encode(),
+            capture_output=True,
+            env=env,
+        )
+        assert (proc.returncode, proc.stderr) == (0, b"")
+        answer = json.loads(proc.stdout)
+        assert answer["continue"] is True
+        spec = answer.get("hookSpecificOutput")
+        assert (spec or {}).get("hookEventName") == (event if event in ("SessionStart", "BeforeAgent") else None)

@@ -162,6 +162,9 @@ def verify(
 #: ``result_signal_observed`` than Codex.
 EXPECTED_LEDGER = {
     "codex": ["task_started", "claim_added", "Stop", "SessionEnd", "UserPromptSubmit", "Stop"],
+    # Gemini CLI's SessionEnd carries no text and no turn id either (its AfterAgent acts as Stop, BeforeAgent as
+    # UserPromptSubmit): the same observations as Codex.
+    "gemini": ["task_started", "claim_added", "Stop", "SessionEnd", "UserPromptSubmit", "Stop"],
     "claude": ["task_started", "claim_added", "Stop", "SessionEnd", "UserPromptSubmit", "Stop", "SessionEnd"],
 }
 
