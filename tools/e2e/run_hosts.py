@@ -11,7 +11,7 @@ Usage::
 
 Each host and route gets its own temporary HOME (with CODEX_HOME / CLAUDE_CONFIG_DIR below it) and project folder,
 and no data-root variable: route "installer" runs ``intentloop install codex|claude``, route "plugin" installs this
-repository as a Codex plugin (``codex plugin marketplace add`` + ``codex plugin add``) or loads it as a Claude Code
+repository as a Codex plugin (``codex plugin marketplace add <clone>``, ``plugin add``) or loads it as a Claude Code
 plugin (``--plugin-dir``). The model calls ``intent_start_task`` and ``intent_add_explicit``; a resumed second turn
 shows whether the hooks linked the session; in the installer route a third turn runs on the ledger padded past the
 hooks' background threshold with its checkpoint removed and the lock held by another process, whose prompt must be
