@@ -21,7 +21,16 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from e2e_common import Report, background_turn, base_env, ledger_checks, ledger_events, run, verify
+from e2e_common import (
+    Report,
+    background_turn,
+    base_env,
+    ledger_checks,
+    ledger_events,
+    run,
+    unchanged_turn_check,
+    verify,
+)
 from fake_model import STATEMENT, FakeModel
 
 HOST = "codex"
@@ -327,6 +336,19 @@ def run_codex(
             report.note(host, "hooks were not trusted, so the hook checks are expected to fail")
         ledger_checks(report, host, ledger_events(data, project), task_id)
         verify(report, host, intentloop, data, project, logs, env)
+        if route == "plugin":  # one more turn, nothing changed: the context is not injected by the prompt again
+            done = len(model.requests())
+            third = run(
+                report,
+                host,
+                "codex exec resume (turn 3)",
+                [codex, "exec", "resume", *common[:-2], thread or "--last", "E2E-THIRD carry on"],
+                env=env,
+                cwd=project,
+                log_dir=logs,
+            )
+            newer = [r for r in model.requests()[done:] if r.get("path", "").endswith("/responses")]
+            unchanged_turn_check(report, host, third, text, newer[0].get("text", "") if newer else "")
         if route == "installer":  # one more turn, on a large ledger the checkpoint does not vouch for (docs/HOOKS.md)
             background_turn(
                 report,
