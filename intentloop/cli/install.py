@@ -13,7 +13,8 @@ Files written:
 * Claude Code: ``~/.claude/settings.json`` (or ``$CLAUDE_CONFIG_DIR/settings.json``) gets the hooks, and the
   user-scope ``mcpServers`` of ``~/.claude.json`` (``$CLAUDE_CONFIG_DIR/.claude.json``) the server — what
   ``claude mcp add --scope user`` writes, so the server is available in every project without a per-project
-  ``.mcp.json`` approval.
+  ``.mcp.json`` approval. ``skills/intent/SKILL.md`` in the same folder is the bundled skill, so ``/intent`` is a
+  command Claude Code knows and the prompt reaches the hook (``_install_skill.py``).
 * Gemini CLI: ``~/.gemini/settings.json`` (``$GEMINI_CLI_HOME/.gemini/settings.json``) gets both the server and the
   hooks (``cli/_install_gemini.py``); Gemini may hide variables such as ``XDG_DATA_HOME`` from the processes it starts.
 
@@ -65,7 +66,16 @@ from intentloop.cli._install_gemini import (
     settings_reinstate,
     settings_uninstall,
 )
+from intentloop.cli._install_skill import (
+    SKILL_PATH,
+    installed_skill,
+    is_our_skill,
+    prune_skill_dirs,
+    skill_install,
+    skill_uninstall,
+)
 from intentloop.errors import InvalidInputError, StorageError
+from intentloop.mcp.skill import read_skill
 from intentloop.model.hook_events import HOOK_EVENTS, HOOK_TIMEOUT_S
 from intentloop.store import DataRoot, locate_data_root, replace_file
 
@@ -397,6 +407,17 @@ def _toml_edits(
     return _Edits(add, add, remove, lambda data, _backup: data, created_empty)
 
 
+def _skill_edits(ours: bytes, what: str) -> _Edits:
+    """The skill file is whole: intentloop's or not. A ``--replace``d file of the user's is the backup's."""
+    return _Edits(
+        lambda d: skill_install(d, ours, what=what, replace=False),
+        lambda d: skill_install(d, ours, what=what, replace=True),
+        skill_uninstall,
+        lambda data, _backup: data,
+        lambda _data: False,
+    )
+
+
 def _left_in_place(changes: Sequence[tuple[FileChange, bytes | None]], root: str) -> list[str]:
     """Notes naming the intentloop entries an uninstall leaves because intentloop's installer did not write them for
     ``root`` (the user's own, the plugin's, or an install for another data root)."""
@@ -482,6 +503,7 @@ def install(
     server = server_entry(prog, root)
     plans: list[tuple[Path, _Edits]] = []
     notes: list[str] = []
+    skill_home: Path | None = None  # Claude Code's folder, whose skills/ an uninstall prunes
 
     def hooks_edits(path: Path) -> _Edits:
         what = str(path)
@@ -544,9 +566,21 @@ def install(
                 ),
             )
         )
+        skill_home = cdir
+        skill = cdir / SKILL_PATH
+        if uninstall:
+            # Only whether the file is intentloop's matters now; the bundled skill need not even be readable.
+            current = _read(skill)
+            ours = current if current is not None and is_our_skill(current) else b""
+            if current is not None and not ours:
+                notes.append(f"Left {skill}: a skill intentloop's installer did not write (or one changed since).")
+        else:
+            ours = installed_skill(read_skill())
+        plans.append((skill, _skill_edits(ours, str(skill))))
         if not uninstall:
             notes.append(
-                "Restart Claude Code; `/hooks` lists the five intentloop hooks and `/mcp` the intent_loop server."
+                "Restart Claude Code; `/hooks` lists the five intentloop hooks, `/mcp` the intent_loop server, and "
+                "`/intent` is the intent skill."
             )
     changes: list[tuple[FileChange, bytes | None]] = []
     for path, edits in plans:
@@ -559,6 +593,8 @@ def install(
     if not dry_run:
         for change, backup_bytes in changes:
             _apply(change, backup_bytes)
+        if uninstall and skill_home is not None:
+            prune_skill_dirs(skill_home)
     if not uninstall:
         notes.append(f"MCP server `{SERVER_KEY}` and hooks use the data root {root} ({located.reason}).")
         for change, _ in changes:

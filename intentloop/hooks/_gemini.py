@@ -42,7 +42,14 @@ def gemini_payload(obj: dict[str, object], event: GeminiEvent, *, session_id: st
     text = opt_str(obj, event.text_field) if event.text_field is not None else None
     if text is not None and HOOK_EVENT_BY_NAME[event.acts_as].runs_commands:
         text = user_prompt(text)
-    return HookPayload(event=event.acts_as, session_id=session_id, cwd=cwd, text=text, answer_as=event.name)
+    return HookPayload(
+        event=event.acts_as,
+        session_id=session_id,
+        cwd=cwd,
+        text=text,
+        answer_as=event.name,
+        compaction_unseen=True,  # PreCompress is no compaction (gemini_events.py): the context goes every time
+    )
 
 
 __all__ = ["HOOK_CONTEXT_CLOSE", "HOOK_CONTEXT_OPEN", "gemini_payload", "user_prompt"]

@@ -42,6 +42,8 @@ class HookPayload(msgspec.Struct, frozen=True, kw_only=True):
         source: SessionStart's ``source`` (``startup|resume|clear|compact``), when present.
         answer_as: the host's own name for the event, when it is not ``event`` (Gemini CLI's ``BeforeAgent``, which
             acts as UserPromptSubmit: ``hooks/_gemini.py``); the answer's ``hookEventName``.
+        compaction_unseen: the host fires no event after it compacts its conversation (Gemini CLI), so a prompt
+            answer carries the task's context every time instead of only when it changed.
     """
 
     event: str
@@ -51,6 +53,7 @@ class HookPayload(msgspec.Struct, frozen=True, kw_only=True):
     text: str | None = None
     source: str | None = None
     answer_as: str | None = None
+    compaction_unseen: bool = False
 
 
 def read_payload_bytes(stream: BinaryIO) -> bytes:

@@ -44,6 +44,22 @@ def test_codex_plugin_manifest() -> None:
     assert [p for p in os.listdir(REPO / ".codex-plugin")] == ["plugin.json"]  # the folder holds only the manifest
 
 
+def test_the_repository_is_a_codex_marketplace_of_its_own_plugin() -> None:
+    """``codex plugin marketplace add <clone>`` reads ``.agents/plugins/marketplace.json``; its one plugin is the
+    repository's root, whose ``.codex-plugin/plugin.json`` names the same plugin (``codex plugin add
+    intent-loop@intentloop``). tools/e2e runs both commands with the real Codex CLI."""
+    market = _json(".agents/plugins/marketplace.json")
+    assert market["name"] == "intentloop"
+    [plugin] = market["plugins"]
+    assert plugin["source"] == {"source": "local", "path": "./"}
+    root = (REPO / plugin["source"]["path"]).resolve()
+    assert root == REPO.resolve()
+    assert plugin["name"] == json.loads((root / ".codex-plugin" / "plugin.json").read_text(encoding="utf-8"))["name"]
+    assert os.listdir(REPO / ".agents") == ["plugins"] and os.listdir(REPO / ".agents" / "plugins") == [
+        "marketplace.json"
+    ]
+
+
 def test_claude_code_plugin_manifest_matches_the_codex_one() -> None:
     """``claude --plugin-dir <repo>`` loads the same .mcp.json and hooks/hooks.json (Claude Code's default paths)."""
     claude, codex = _json(".claude-plugin/plugin.json"), _json(".codex-plugin/plugin.json")
