@@ -170,3 +170,18 @@ def test_pre_compress_is_not_handled(env: Env) -> None:
     env.link()
     assert env.answer(env.payload("PreCompress", trigger="auto")) == FAIL_OPEN
     assert env.hook_events() == []
+
+
+def test_every_before_agent_carries_the_context_because_gemini_never_says_it_compacted(env: Env) -> None:
+    """Claude Code's and Codex's prompt hook sends an unchanged context once a session (PostCompact sends it again);
+    Gemini fires no event after compressing, so its BeforeAgent keeps sending it."""
+    env.link()
+    answers = [env.answer(env.payload("BeforeAgent", prompt=_headless(f"Step {i}.")), "before-agent") for i in range(3)]
+    contexts = [a.get("hookSpecificOutput", {}).get("additionalContext") for a in answers]
+    assert all(c is not None and "Use PostgreSQL only" in c for c in contexts) and len(set(contexts)) == 1
+    # control: the same prompts as Claude Code's UserPromptSubmit get the context once
+    claude = [
+        env.answer(env.payload("UserPromptSubmit", prompt=f"Step {i}.", session_id=SESSION), "user-prompt")
+        for i in range(2)
+    ]
+    assert [("hookSpecificOutput" in a) for a in claude] == [True, False]
