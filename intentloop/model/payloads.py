@@ -86,6 +86,18 @@ PAYLOAD_TYPES: Mapping[str, type[Payload]] = {
     "graph_imported": GraphImported,
 }
 
+
+def _events_read_as(*kinds: type[Payload]) -> frozenset[str]:
+    return frozenset(name for name, kind in PAYLOAD_TYPES.items() if kind in kinds)
+
+
+#: The events that can add a candidate to their task (a task without any has none).
+CANDIDATE_BEARING_EVENTS = _events_read_as(CandidateRecorded, GraphImported)
+#: The events that can record or invalidate a claim of their task (any other leaves its claims as they were).
+CLAIM_BEARING_EVENTS = _events_read_as(ClaimRecorded, ClaimInvalidated, GraphImported, TaskStarted)
+#: The events that decide a task's session binding (``started_at``, ``host_session_hash``).
+BINDING_EVENTS = _events_read_as(TaskStarted, ModeSet)
+
 #: Fields holding records: the record's struct and the key without which a record is skipped silently.
 _RECORDS: Mapping[type[msgspec.Struct], str] = {Claim: "claim_id", Candidate: "candidate_id"}
 
@@ -169,6 +181,9 @@ def decode_payload(event_type: str, payload: Mapping[str, Any]) -> Decoded:
 
 
 __all__ = [
+    "BINDING_EVENTS",
+    "CANDIDATE_BEARING_EVENTS",
+    "CLAIM_BEARING_EVENTS",
     "PAYLOAD_TYPES",
     "CandidateRecorded",
     "ClaimInvalidated",

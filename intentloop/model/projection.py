@@ -17,28 +17,17 @@ from intentloop.model.claims import Candidate, Claim, SourceRef
 from intentloop.model.events import Event
 from intentloop.model.ids import parse_time
 from intentloop.model.payloads import (
-    PAYLOAD_TYPES,
+    BINDING_EVENTS,
+    CANDIDATE_BEARING_EVENTS,
+    CLAIM_BEARING_EVENTS,
     CandidateRecorded,
     ClaimInvalidated,
     ClaimRecorded,
     GraphImported,
     ModeSet,
-    Payload,
     TaskStarted,
     decode_payload,
 )
-
-
-def _events_read_as(*kinds: type[Payload]) -> frozenset[str]:
-    return frozenset(name for name, kind in PAYLOAD_TYPES.items() if kind in kinds)
-
-
-#: The events that can add a candidate to their task (a task without any has none).
-CANDIDATE_BEARING_EVENTS = _events_read_as(CandidateRecorded, GraphImported)
-#: The events that can record or invalidate a claim of their task (any other leaves its claims as they were).
-CLAIM_BEARING_EVENTS = _events_read_as(ClaimRecorded, ClaimInvalidated, GraphImported, TaskStarted)
-#: The events that decide a task's session binding (``started_at``, ``host_session_hash``; :func:`task_for_session`).
-BINDING_EVENTS = _events_read_as(TaskStarted, ModeSet)
 
 
 class Invalidation(msgspec.Struct, frozen=True, kw_only=True):

@@ -30,6 +30,7 @@ import msgspec
 
 from intentloop.errors import CorruptLedgerError
 from intentloop.model.events import Event, event_line
+from intentloop.model.payloads import BINDING_EVENTS, CANDIDATE_BEARING_EVENTS
 from intentloop.store._fs import content_key
 from intentloop.store._verify import MAX_LINE_BYTES, Verification, verify_continuation
 
@@ -41,6 +42,9 @@ if TYPE_CHECKING:  # the fold is imported when a task is first folded: a hook th
 #: with 512 KiB (19 MB before reading), no slower (1.3-1.6 s against 1.8 s).
 CHUNK_BYTES = 512 * 1024
 _HASH_KEY = b',"event_hash":"'
+#: The event types a view lists positions of (what :meth:`LineEvents.of_types` may be asked): the events that bind a
+#: session or can carry a candidate. Claims, most of a ledger, are found through their task: 4 bytes an event less.
+LISTED_TYPES = BINDING_EVENTS | CANDIDATE_BEARING_EVENTS
 #: Bytes of each line's ``event_hash`` a view keeps: a line read back must hash to an ``event_hash`` that starts with
 #: them, so changing a verified line unnoticed takes a second preimage of 128 bits of SHA-256. Half the 32 bytes: 16 MB
 #: less for a server holding a 1,000,000-event ledger (its peak was 96 MB against a goal of 80; docs/BENCHMARK.md).
@@ -143,7 +147,7 @@ class _Table:
         self.ends = array("Q")  # end offset of line i (its start is the end of line i - 1, or 0)
         self.hashes = bytearray()  # HASH_KEPT bytes per line: the start of its event_hash
         self.by_task: dict[str, array[int]] = {}  # task id -> positions, in order of the task's first appearance
-        self.by_type: dict[str, array[int]] = {}  # event type -> positions
+        self.by_type: dict[str, array[int]] = {}  # event type of LISTED_TYPES -> positions
         self.task_of = array("I")  # position -> number of its task in task_names
         self.task_names: list[str] = []
         self._numbers: dict[str, int] = {}
@@ -165,10 +169,11 @@ class _Table:
                 number = numbers[task] = len(names)
                 names.append(task)
             task_of.append(number)
-            of_type = by_type.get(event.event_type)
-            if of_type is None:
-                of_type = by_type[event.event_type] = array("I")
-            of_type.append(position)
+            if event.event_type in LISTED_TYPES:
+                of_type = by_type.get(event.event_type)
+                if of_type is None:
+                    of_type = by_type[event.event_type] = array("I")
+                of_type.append(position)
 
     def prefix(self, count: int) -> _Table:
         table = _Table(self.file)
@@ -286,7 +291,14 @@ class LineEvents(Sequence[Event]):
         return positions[: bisect_left(positions, self._count)]
 
     def of_types(self, event_types: Iterable[str]) -> list[int]:
-        """The positions of the events of these types, in order (within this view)."""
+        """The positions of the events of these types, in order (within this view).
+
+        Raises:
+            ValueError: a type whose positions a view does not list (not in :data:`LISTED_TYPES`).
+        """
+        unlisted = set(event_types) - LISTED_TYPES
+        if unlisted:
+            raise ValueError(f"a view does not list the positions of {sorted(unlisted)}")
         found: list[int] = []
         for event_type in event_types:
             positions = self._table.by_type.get(event_type)

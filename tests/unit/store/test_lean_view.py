@@ -273,3 +273,13 @@ def test_kept_folds_stay_within_the_budget_and_extend_as_a_fresh_fold(
     )
     older = view.task(TASKS[2])  # the view before the appends answers its own prefix, folded afresh
     assert older is not None and older.event_count == fresh.event_count - 2
+
+
+def test_a_view_lists_the_positions_of_binding_and_candidate_events_only(
+    whole: ProjectStore, lean: ProjectStore
+) -> None:
+    events = lean.read().events
+    assert isinstance(events, LineEvents)
+    assert events.of_types({"task_started"}) == [0, 1, 2]  # control: a listed type
+    with pytest.raises(ValueError, match="claim_added"):
+        events.of_types({"claim_added"})
