@@ -41,6 +41,7 @@ from mcp.client.stdio import StdioServerParameters
 from intentloop.model import canonical_bytes, event_line, project_id_for, seal, session_hash, sha256_hex
 from intentloop.model.events import EventDraft
 from intentloop.store import CHECKPOINT_NAME
+from intentloop.store._injected import INJECTED_NAME
 
 INTENTLOOP = shutil.which("intentloop") or str(Path(sys.executable).with_name("intentloop"))
 SESSION_ID = "bench-session-0001"
@@ -468,8 +469,12 @@ async def measure_size(n: int, work: Path, repeats: int) -> dict[str, Any]:
     row["hook_ms"] = _median(hooks)
     prompts: list[float] = []
     floors: dict[str, list[float]] = {name: [] for name in PROMPT_FLOORS}
+    # The prompt hook leaves out a context it already injected into the session (docs/HOOKS.md): each run forgets that,
+    # so every run measures the whole path, the context answered included, as before that memory existed.
+    injected = data_root / "projects" / project_id / INJECTED_NAME
     for i in range(max(15, repeats)):
         payload = {**base, "hook_event_name": "UserPromptSubmit", "turn_id": f"turn-{n}-{i}", "prompt": "go on"}
+        injected.unlink(missing_ok=True)
         ms, out = _hook(data_root, payload)
         if task_ids[0] not in json.dumps(out):
             raise RuntimeError(f"UserPromptSubmit did not answer with the linked task: {out}")
@@ -486,6 +491,7 @@ async def measure_size(n: int, work: Path, repeats: int) -> dict[str, Any]:
     for i in range(3):
         checkpoint.unlink()
         payload = {**base, "hook_event_name": "UserPromptSubmit", "turn_id": f"turn-{n}-cold-{i}", "prompt": "go on"}
+        injected.unlink(missing_ok=True)
         t0 = time.perf_counter()
         ms, out = _hook(data_root, payload)
         while not checkpoint.exists() and time.perf_counter() - t0 < 120:
