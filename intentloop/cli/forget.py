@@ -1,7 +1,7 @@
 """``intentloop forget claim CLAIM`` and ``forget task TASK``: physical deletion, exactly as ``intent_delete``.
 
 The deletion is the service's own operation (the CLI only names the target and passes the tool's confirmation text),
-so the ledger rewrite, the removal of private controls and quarantine records, and the byte scan that proves no copy
+so the ledger rewrite, the removal of private controls and of the quarantine lines that hold the target, and the byte scan that proves no copy
 of the id remains are the tool's, not a second implementation. On a terminal the user types the confirmation text
 (``DELETE CLAIM <id>`` / ``DELETE TASK <id>``); without one ``--yes`` is required.
 """
@@ -53,8 +53,8 @@ def forget_task(
     yes: YesOption = False,
     json_output: JsonOption = False,
 ) -> int:
-    """Delete a task for good: all its events, its private controls and the project's quarantine records; verify that
-    no byte of its id remains. Asks you to type `DELETE TASK <id>` unless --yes. Exit 0 deleted, 1 declined or
+    """Delete a task for good: all its events, its private controls and the lines of the project's quarantine records
+    that hold it (other lines stay); verify that no byte of its id remains. Asks you to type `DELETE TASK <id>` unless --yes. Exit 0 deleted, 1 declined or
     failed, 5 no such task.
     """
     out = Output("forget task", json_mode=json_output)

@@ -18,6 +18,14 @@ def hook(
             help=f"one of {', '.join(EVENT_BY_ARGUMENT)} (default: the payload's own).",
         ),
     ] = None,
+    data_dir: Annotated[
+        str | None,
+        typer.Option(
+            "--data-dir",
+            metavar="DIR",
+            help="The data root to use instead of the one every process resolves (what `intentloop install` writes).",
+        ),
+    ] = None,
 ) -> int:
     """Handle one host hook: read the JSON payload on stdin, print one JSON line, always exit 0.
 
@@ -25,7 +33,8 @@ def hook(
     """
     from intentloop.hooks import run_hook
 
-    argv = ([event] if event is not None else []) + list(ctx.args)
+    argv = (["--data-dir", data_dir] if data_dir is not None else []) + ([event] if event is not None else [])
+    argv += list(ctx.args)
     return run_hook(argv)
 
 

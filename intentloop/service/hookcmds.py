@@ -64,9 +64,9 @@ _BUSY_POLL_S: Final = 0.05
 _PROMPT_EVENT: Final = "UserPromptSubmit"
 _PLACEHOLDER_TASK: Final = "00000000-0000-4000-8000-000000000000"
 _REASONS: Final[dict[str, str]] = {
-    "RAW_PROMPT_REJECTED": "a statement must be one line of at most 4000 characters",
+    "RAW_PROMPT_REJECTED": "a statement must be one line of 1–500 characters",
     "INVALID_STATEMENT": "a statement must be 1–500 characters after trimming and redaction",
-    "INVALID_ARGUMENTS": "the statement is too long (at most 4000 characters)",
+    "INVALID_ARGUMENTS": "the statement is too long (at most 500 characters)",
     "MODE_OFF": "Intent Loop is off for this task; '/intent on' turns it back on",
     "PRIVATE_SESSION_ACTIVE": "this session or task is in private mode; the hook records and reads nothing for it",
     "LOCK_TIMEOUT": "the ledger was busy until the hook's deadline; try again",
