@@ -49,6 +49,26 @@ def unique_match(kind: str, prefix: str, known: Iterable[str], *, not_found: Err
     return matches[0]
 
 
+#: Destructive commands take no id prefix shorter than this (``/intent forget`` in a prompt asks the same): one typed
+#: character would name whichever single claim happens to start with it.
+MIN_DESTRUCTIVE_PREFIX = 4
+
+
+def destructive_prefix(kind: str, prefix: str) -> str:
+    """``prefix`` unchanged when it has at least :data:`MIN_DESTRUCTIVE_PREFIX` characters.
+
+    Raises:
+        InvalidInputError: ``INVALID_ID`` for a shorter one.
+    """
+    if len(prefix.strip()) < MIN_DESTRUCTIVE_PREFIX:
+        raise InvalidInputError(
+            f"{prefix.strip()!r} is too short to name the {kind} to delete: give at least {MIN_DESTRUCTIVE_PREFIX} "
+            f"characters of its id",
+            code="INVALID_ID",
+        )
+    return prefix
+
+
 def plural(count: int, noun: str, plural_form: str | None = None) -> str:
     """``1 event``, ``2 events``, ``0 events`` (``plural_form`` for irregular nouns)."""
     return f"{count} {noun if count == 1 else (plural_form or noun + 's')}"
@@ -129,12 +149,20 @@ def select_claim(state: ProjectState, prefix: str) -> tuple[str, str]:
     return owner[claim_id], claim_id
 
 
-def short(identifier: str, length: int = 12) -> str:
+#: How many characters of a project id every human output prints (``--json`` always carries the whole id): enough
+#: to be a unique prefix for ``--project-id`` among any realistic number of projects.
+PROJECT_ID_WIDTH = 12
+
+
+def short(identifier: str, length: int = PROJECT_ID_WIDTH) -> str:
     """The first ``length`` characters of an id, as tables show it (``--json`` always carries the full id)."""
     return identifier[:length]
 
 
 __all__ = [
+    "MIN_DESTRUCTIVE_PREFIX",
+    "PROJECT_ID_WIDTH",
+    "destructive_prefix",
     "plural",
     "project_state",
     "select_claim",

@@ -19,7 +19,7 @@ import typer
 from intentloop.cli._exit import DAMAGED, OK
 from intentloop.cli._options import JsonOption
 from intentloop.cli._output import Output, key_value_table
-from intentloop.cli._select import plural
+from intentloop.cli._select import plural, short
 from intentloop.cli.recover_quarantine import WaitOption, YesOption
 from intentloop.errors import ConflictError, IntentLoopError, InvalidInputError
 
@@ -135,8 +135,8 @@ def _run(out: Output, from_: str, to: str, *, merge: bool, yes: bool, wait: floa
             key_value_table(
                 "Relink",
                 [
-                    ("from", old_id),
-                    ("to", f"{new.project_id} ({new.project_root})"),
+                    ("from", short(old_id)),
+                    ("to", f"{short(new.project_id)} ({new.project_root})"),
                     ("holds", f"{plural(old_events, 'event')}, {plural(len(task_ids), 'task')}"),
                     ("how", how),
                 ],

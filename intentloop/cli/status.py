@@ -17,7 +17,7 @@ from intentloop import SCHEMA_VERSION, SERVER_NAME, __version__
 from intentloop.cli._exit import OK
 from intentloop.cli._options import JsonOption, ProjectRootOption
 from intentloop.cli._output import Output, key_value_table
-from intentloop.cli._select import plural
+from intentloop.cli._select import plural, short
 from intentloop.errors import StorageError
 
 if TYPE_CHECKING:
@@ -176,15 +176,14 @@ def _show(out: Output, fields: dict[str, Any], summaries: list[ProjectSummary]) 
     out.show(_versions_table(fields["versions"], data_root=where, chosen=root["reason"]))
     here = fields.get("project")
     if here is not None:
-        out.line(f"project of {here['directory']}: {here['root']} ({here['project_id'][:12]}), {here['why']}")
+        out.line(f"project of {here['directory']}: {here['root']} ({short(here['project_id'])}), {here['why']}")
     if fields.get("last_hook_problem"):
         out.line(_problem_text(fields["last_hook_problem"]))
     if not summaries:
         out.line("No projects yet.")
         return
     table = Table(title="Projects", title_justify="left", box=box.SIMPLE_HEAD)
-    wide = out.console.width >= 120  # room for whole ids (piped output is always wide)
-    table.add_column("project id", overflow="fold", min_width=64 if wide else 22)
+    table.add_column("project id", no_wrap=True)
     table.add_column("status", overflow="fold", min_width=7, max_width=44)
     for name in ("events", "tasks", "cand.", "priv.", "quar."):
         table.add_column(name, justify="right", no_wrap=True)
@@ -201,7 +200,7 @@ def _show(out: Output, fields: dict[str, Any], summaries: list[ProjectSummary]) 
         if s.lock_held:
             state += " (lock held)"
         table.add_row(
-            s.project_id,
+            short(s.project_id),
             Text(state, style="" if (s.intact and s.signature != "invalid") or not s.project_exists else "bold red"),
             str(s.events),
             str(s.tasks),

@@ -249,7 +249,8 @@ def show(
         typer.Option(
             "--as-of",
             metavar="TIME",
-            help="The task as recorded at that instant (RFC 3339 UTC, e.g. 2026-12-01T10:00:00Z).",
+            help="The task as recorded at that instant: a date (2026-12-01, local midnight), a local time "
+            "(2026-12-01 10:00) or an RFC 3339 time (2026-12-01T10:00:00Z, …+01:00); shown converted to UTC.",
         ),
     ] = None,
     json_output: JsonOption = False,
@@ -285,6 +286,7 @@ def _show(
 ) -> int:
     from intentloop.cli._select import select_project
     from intentloop.cli._service import call_tool
+    from intentloop.cli._time import instant
 
     target = select_project(project_root, project_id)
     task_id, task = resolve_task(target, prefix)
@@ -292,11 +294,23 @@ def _show(
     if history:
         arguments["include_history"] = True
     if as_of is not None:
-        arguments["as_of"] = as_of
-    snapshot = call_tool(target, "intent_get_snapshot", arguments)
+        arguments["as_of"] = instant(as_of)
+    try:
+        snapshot = call_tool(target, "intent_get_snapshot", arguments)
+    except IntentLoopError as exc:
+        started = task.started_at if task is not None else None
+        if exc.code == "TASK_NOT_FOUND" and as_of is not None and started and started > arguments["as_of"]:
+            raise IntentLoopError(
+                f"task {task_id} did not exist yet at {arguments['as_of']}: it was started at {started}",
+                code="TASK_NOT_FOUND",
+            ) from None
+        raise
     if out.json_mode:
         label = task.label if task is not None else None
-        out.json_object({**target.fields(), "label": label, "snapshot": snapshot}, exit_code=OK)
+        fields = {**target.fields(), "label": label, "snapshot": snapshot}
+        if as_of is not None:
+            fields["as_of"] = arguments["as_of"]
+        out.json_object(fields, exit_code=OK)
         return OK
     from rich import box
     from rich.table import Table
@@ -304,6 +318,8 @@ def _show(
 
     title = f"Task {task_id}" + (f" — {escape_controls(task.label)}" if task is not None and task.label else "")
     out.line(title, style="bold")
+    if as_of is not None:
+        out.line(f"as recorded at {arguments['as_of']} (UTC; --as-of {as_of})")
     out.line(f"mode {snapshot['mode']}, {plural(snapshot['candidate_count'], 'unconfirmed candidate')}")
     for key, heading in (
         ("active_claims", "Active claims"),
