@@ -44,6 +44,8 @@ HELP = (
     "4 busy (the ledger lock is held; retry), 5 not found (no such project, task or claim)."
 )
 DEBUG_ENV = "INTENT_LOOP_DEBUG"
+#: ``-h`` works as ``--help`` for every command and group (``hook -h`` always did).
+HELP_OPTIONS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
 
 
 def _version(value: bool) -> None:
@@ -72,6 +74,7 @@ def build_app() -> typer.Typer:
         add_completion=True,
         pretty_exceptions_enable=False,
         rich_markup_mode=None,
+        context_settings=HELP_OPTIONS,
     )
     app.callback(help=HELP)(_root)
     app.command("projects", short_help="Every project: id, last activity, tasks, claims, damage.")(views.projects)
@@ -83,6 +86,7 @@ def build_app() -> typer.Typer:
         help="Physically delete a claim or a whole task, verified as intent_delete does (see docs/CLI.md).",
         no_args_is_help=True,
         rich_markup_mode=None,
+        context_settings=HELP_OPTIONS,
     )
     forget_app.command("claim", short_help="Delete one claim; verify no byte of it remains.")(forget.forget_claim)
     forget_app.command("task", short_help="Delete a task and everything of it; verify no byte remains.")(
@@ -97,6 +101,7 @@ def build_app() -> typer.Typer:
         help="The installation's signing key: its fingerprint, and replacing a missing one (see docs/STORAGE.md).",
         no_args_is_help=True,
         rich_markup_mode=None,
+        context_settings=HELP_OPTIONS,
     )
     keys_app.command("show", short_help="The key's fingerprint (key id), public key and file.")(keys.show)
     keys_app.command("rotate", short_help="Replace a missing key; re-sign what the old one vouches for.")(keys.rotate)
@@ -106,6 +111,7 @@ def build_app() -> typer.Typer:
         help="Save or set aside the damaged part of a ledger (see docs/CLI.md, recovery runbook).",
         no_args_is_help=True,
         rich_markup_mode=None,
+        context_settings=HELP_OPTIONS,
     )
     recover.command("export", short_help="Write the verified prefix to a file; change nothing.")(recover_export.export)
     recover.command("quarantine", short_help="Set the damaged suffix aside; keep the verified prefix.")(
@@ -158,16 +164,16 @@ def _run(argv: Sequence[str], command: Any) -> int:
         exc.show()  # the help text, on stderr: a bare `intentloop` is a usage error (exit 2)
         return USAGE
     except click_exc.UsageError as exc:
-        return _report(InvalidInputError(exc.format_message()), json_mode, _command_name(argv))
+        return _report(InvalidInputError(exc.format_message()), json_mode, _command_name(argv, command))
     except typer.Abort:
         sys.stderr.write("cancelled\n")
         return 130
     except IntentLoopError as exc:
-        return _report(exc, json_mode, _command_name(argv))
+        return _report(exc, json_mode, _command_name(argv, command))
     except Exception as exc:  # a bug: still print a stable code and a remedy, not a bare traceback
         if os.environ.get(DEBUG_ENV):
             sys.stderr.write(debug_line(exc) + "\n")
-        return _report(IntentLoopError(f"{type(exc).__name__}: {exc}"), json_mode, _command_name(argv))
+        return _report(IntentLoopError(f"{type(exc).__name__}: {exc}"), json_mode, _command_name(argv, command))
     if isinstance(result, int):
         return result
     return 0
@@ -187,9 +193,16 @@ def debug_line(exc: BaseException) -> str:
     return f"intentloop: debug: {type(exc).__name__} at {place}:{where.lineno} in {where.name}"
 
 
-def _command_name(argv: Sequence[str]) -> str | None:
+def _command_name(argv: Sequence[str], group: Any = None) -> str | None:
+    """The command ``argv`` names (``"recover export"``); with the click ``group``, ``None`` for a word that is no
+    command of it (a remedy must never point to the help of a command that does not exist)."""
     words = [a for a in argv[:2] if not a.startswith("-")]
-    if words[:1] in (["recover"], ["forget"]):
+    if group is not None and words and words[0] not in group.commands:
+        return None
+    if words[:1] in (["recover"], ["forget"], ["keys"]):
+        sub = group.commands[words[0]] if group is not None else None
+        if sub is not None and words[1:] and words[1] not in sub.commands:
+            return words[0]
         return " ".join(words)
     return words[0] if words else None
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
+from intentloop.cli._complete import formats
 from intentloop.cli._exit import OK
 from intentloop.cli._options import JsonOption, ProjectIdOption, ProjectRootOption
 from intentloop.cli._output import Output, key_value_table
@@ -26,11 +27,22 @@ if TYPE_CHECKING:
 
 Format = Literal["markdown", "json"]
 FormatOption = Annotated[
-    str, typer.Option("--format", metavar="markdown|json", help="markdown (for people) or json (the portable graph).")
+    str,
+    typer.Option(
+        "--format",
+        metavar="markdown|json",
+        help="markdown (for people) or json (the portable graph), in any case.",
+        autocompletion=formats,
+    ),
 ]
 OutOption = Annotated[
     str | None,
-    typer.Option("--out", metavar="FILE", help="Write to FILE (new, mode 0600) instead of stdout.", show_default=False),
+    typer.Option(
+        "--out",
+        metavar="FILE",
+        help="Write to FILE (new, mode 0600) instead of stdout; - is stdout.",
+        show_default=False,
+    ),
 ]
 OverwriteOption = Annotated[bool, typer.Option("--overwrite", help="Replace FILE if it exists (atomically).")]
 FORMATS: tuple[Format, ...] = ("markdown", "json")
@@ -70,8 +82,11 @@ def _run(
     from intentloop.errors import InvalidInputError
     from intentloop.recovery import refuse_inside_data_root, write_private_file
 
+    format_name = format_name.strip().lower()
     if format_name not in FORMATS:
         raise InvalidInputError(f"--format must be markdown or json, not {format_name!r}")
+    if out == "-":
+        out = None
     target = select_project(project_root, project_id)
     task_id, _summary = resolve_task(target, prefix)
     graph = call_tool(target, "intent_export", {"task_id": task_id, "detail": "portable"})

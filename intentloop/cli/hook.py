@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from intentloop.cli._complete import hook_events
 from intentloop.model.hook_events import EVENT_BY_ARGUMENT
 
 
@@ -16,6 +17,7 @@ def hook(
         typer.Argument(
             metavar="[EVENT]",
             help=f"one of {', '.join(EVENT_BY_ARGUMENT)} (default: the payload's own).",
+            autocompletion=hook_events,
         ),
     ] = None,
     data_dir: Annotated[

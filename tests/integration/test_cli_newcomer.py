@@ -6,9 +6,13 @@ The memory is written through the real service (``Memory`` of test_cli_people) a
 
 from __future__ import annotations
 
+import json
+import subprocess
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
 
-from integration.test_cli_people import Memory, _bytes_under, _on_terminal, memory
+from integration.test_cli_people import INTENTLOOP, Memory, _bytes_under, _on_terminal, memory
 
 __all__ = ["memory"]  # the fixture, shared
 
@@ -92,3 +96,156 @@ def test_project_ids_have_one_printed_width_everywhere(memory: Memory) -> None:
         assert printed, (command, out)
         widths[command[0]] = {len(word) for word in printed}
     assert set().union(*widths.values()) == {12}, widths
+
+
+# ------------------------------------------------------------------------------------------------- output
+
+
+def _run(memory: Memory, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*INTENTLOOP, *args],
+        capture_output=True,
+        text=True,
+        env={**memory.env, **env},
+        cwd=memory.root,
+        timeout=60,
+        input="",
+    )
+
+
+def test_piped_output_is_not_hard_wrapped_and_columns_is_honoured(memory: Memory) -> None:
+    ids = memory.populate()
+    long = "Keep " + "-".join(["segment"] * 40) + " intact"  # one 330-character line
+    memory.claim(ids["a"], "long", long)
+    piped = _run(memory, "show", ids["a"][:8])
+    assert piped.returncode == 0
+    assert any(long in line for line in piped.stdout.splitlines()), piped.stdout  # never folded, however long
+    narrow = _run(memory, "show", ids["a"][:8], COLUMNS="80")
+    assert narrow.returncode == 0 and narrow.stdout
+    assert max(len(line) for line in narrow.stdout.splitlines()) <= 80
+
+
+def test_install_dry_run_prints_a_diff_that_patch_applies(memory: Memory, tmp_path: Path) -> None:
+    home = tmp_path / "host-home"
+    codex = home / ".codex"
+    codex.mkdir(parents=True)
+    original = (
+        'model = "' + "x" * 300 + '"\n[projects."' + str(tmp_path / ("deep/" * 40)) + '"]\ntrust_level = "trusted"\n'
+    )
+    config = codex / "config.toml"
+    config.write_text(original)
+    env = {"HOME": str(home), "CODEX_HOME": str(codex)}
+    dry = _run(memory, "install", "codex", "--dry-run", **env)
+    assert dry.returncode == 0, dry.stderr
+    lines = dry.stdout.splitlines()
+    start = lines.index(f"--- {config}")
+    end = next(i for i in range(start + 2, len(lines)) if lines[i].startswith("--- "))
+    diff = "\n".join(lines[start:end]) + "\n"
+    assert all(line[:1] in " +-@" for line in diff.splitlines()), diff  # no line folded into a non-diff line
+    copy = tmp_path / "copy.toml"
+    copy.write_text(original)
+    patched = subprocess.run(["patch", "-s", str(copy)], input=diff, capture_output=True, text=True, timeout=30)
+    assert patched.returncode == 0, patched.stdout + patched.stderr
+    assert _run(memory, "install", "codex", **env).returncode == 0
+    assert copy.read_text() == config.read_text()  # the diff shown is exactly the change made
+
+
+def test_export_to_stdout_with_a_dash_and_format_in_any_case(memory: Memory) -> None:
+    ids = memory.populate()
+    done = _run(memory, "export", ids["a"][:8], "--format", "JSON", "--out", "-")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["format"] == "intent-loop-export"
+    assert not (memory.root / "-").exists()
+    markdown = _run(memory, "export", ids["a"][:8], "--format", "Markdown")
+    assert markdown.returncode == 0 and markdown.stdout.startswith("#")
+    # control: a format that is none of them is still refused
+    assert _run(memory, "export", ids["a"][:8], "--format", "yaml").returncode == 2
+
+
+def _command_paths() -> list[list[str]]:
+    from typer.main import get_command
+
+    from intentloop.cli.app import build_app
+
+    paths: list[list[str]] = []
+
+    def walk(command: Any, path: list[str]) -> None:
+        paths.append(path)
+        for name, sub in getattr(command, "commands", {}).items():
+            walk(sub, [*path, name])
+
+    walk(get_command(build_app()), [])
+    return paths
+
+
+def test_dash_h_is_help_for_every_command(memory: Memory) -> None:
+    paths = _command_paths()
+    assert ["forget", "claim"] in paths and ["recover", "salvage"] in paths and len(paths) > 20
+    for path in paths:
+        done = _run(memory, *path, "-h")
+        assert done.returncode == 0 and done.stdout.startswith("Usage: intentloop"), (path, done.stderr)
+
+
+def _complete(memory: Memory, words: str) -> list[str]:
+    done = _run(
+        memory, _INTENTLOOP_COMPLETE="complete_bash", COMP_WORDS=words, COMP_CWORD=str(len(words.split(" ")) - 1)
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
+def test_completion_offers_hosts_hook_events_and_formats(memory: Memory) -> None:
+    assert _complete(memory, "intentloop install ") == ["codex", "claude"]
+    assert _complete(memory, "intentloop install cl") == ["claude"]
+    assert _complete(memory, "intentloop hook ") == [
+        "session-start",
+        "user-prompt",
+        "post-compact",
+        "stop",
+        "session-end",
+    ]
+    assert _complete(memory, "intentloop export abcd --format ") == ["markdown", "json"]
+    # control: a command word completes as before
+    assert "forget" in _complete(memory, "intentloop fo")
+
+
+def test_remedies_name_the_command_never_a_placeholder(memory: Memory) -> None:
+    for args, command in (
+        (["show"], "intentloop show --help"),
+        (["recover", "export"], "intentloop recover export --help"),
+        (["forget", "claim"], "intentloop forget claim --help"),
+        (["nonsense"], "intentloop --help"),
+        (["recover", "nonsense"], "intentloop recover --help"),
+    ):
+        done = _run(memory, *args)
+        assert done.returncode == 2 and f"`{command}`" in done.stderr, (args, done.stderr)
+        assert "<command>" not in done.stderr
+    code, body = memory.json("show")
+    assert code == 2 and body["error"]["remedy"].endswith("`intentloop show --help`")
+
+
+def test_a_conflicting_mcp_table_has_its_own_code(memory: Memory, tmp_path: Path) -> None:
+    home = tmp_path / "host-home"
+    codex = home / ".codex"
+    codex.mkdir(parents=True)
+    (codex / "config.toml").write_text('[mcp_servers.intent_loop]\ncommand = "elsewhere"\n')
+    env = {"HOME": str(home), "CODEX_HOME": str(codex)}
+    done = _run(memory, "install", "codex", "--json", **env)
+    body = json.loads(done.stdout)
+    assert done.returncode == 2 and body["error"]["code"] == "INSTALL_TABLE_CONFLICT", body
+    assert "by hand" in body["error"]["remedy"]
+    assert (codex / "config.toml").read_text() == '[mcp_servers.intent_loop]\ncommand = "elsewhere"\n'
+    # control: without that table the install goes through
+    (codex / "config.toml").write_text('model = "o3"\n')
+    assert _run(memory, "install", "codex", **env).returncode == 0
+
+
+def test_a_missing_output_folder_is_a_usage_error_not_a_full_disk(memory: Memory, tmp_path: Path) -> None:
+    ids = memory.populate()
+    for args in (["export", ids["a"][:8]], ["recover", "export"]):
+        code, body = memory.json(*args, "--out", str(tmp_path / "no-such-folder" / "out.file"))
+        assert code == 2 and body["error"]["code"] == "INVALID_ARGUMENTS", (args, body)
+        assert "folder of --out does not exist" in body["error"]["message"]
+        assert "space" not in body["error"]["remedy"]
+    # control: an existing folder is written
+    assert memory.json("export", ids["a"][:8], "--out", str(tmp_path / "out.md"))[0] == 0

@@ -1,0 +1,27 @@
+"""Shell completion of the CLI's fixed words: hosts, hook events and export formats (typer's ``autocompletion``).
+
+Each list is read from the table that defines it, so completion never offers a word the command would refuse.
+"""
+
+from __future__ import annotations
+
+
+def hosts(incomplete: str) -> list[str]:
+    from intentloop.cli.install import HOSTS
+
+    return [host for host in HOSTS if host.startswith(incomplete.lower())]
+
+
+def hook_events(incomplete: str) -> list[str]:
+    from intentloop.model.hook_events import EVENT_BY_ARGUMENT
+
+    return [event for event in EVENT_BY_ARGUMENT if event.startswith(incomplete.lower())]
+
+
+def formats(incomplete: str) -> list[str]:
+    from intentloop.cli.export_task import FORMATS
+
+    return [name for name in FORMATS if name.startswith(incomplete.lower())]
+
+
+__all__ = ["formats", "hook_events", "hosts"]
