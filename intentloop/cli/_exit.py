@@ -61,7 +61,7 @@ _REMEDIES: Final[dict[str, str]] = {
     "config.toml by hand (--replace cannot take over a table), then install again",
     "MODE_OFF": "the task is off: turn it on with intent_set_mode (or `/intent on` in the host) to read it",
     "PRIVATE_SESSION_ACTIVE": "the task is private in a session: end private mode there, or `intentloop forget task`",
-    "PROJECT_ROOT_INVALID": "pass --project-root as an absolute path to an existing local directory",
+    "PROJECT_ROOT_INVALID": "name an existing local directory (absolute, or relative to the working directory)",
     "PROJECT_ROOT_REQUIRED": "pass --project-root P or --project-id ID",
     "CONFIRMATION_REQUIRED": "run it in a terminal to confirm, or pass --yes once you have read what it will do",
     "OUTPUT_EXISTS": "choose another --out path, or pass --overwrite to replace the file",

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from intentloop.cli._target import Target
+from intentloop.cli._target import Target, locate_option
 from intentloop.errors import CorruptLedgerError, ErrorCode, IntentLoopError, InvalidInputError, StorageError
 
 if TYPE_CHECKING:
@@ -74,7 +74,9 @@ def plural(count: int, noun: str, plural_form: str | None = None) -> str:
     return f"{count} {noun if count == 1 else (plural_form or noun + 's')}"
 
 
-def select_project(project_root: str | None, project_id: str | None, *, must_exist: bool = True) -> Target:
+def select_project(
+    project_root: str | None, project_id: str | None, *, must_exist: bool = True, option: str = "--project-root"
+) -> Target:
     """The project named by ``--project-root`` or ``--project-id`` (a unique prefix), else the current directory's.
 
     Raises:
@@ -101,7 +103,11 @@ def select_project(project_root: str | None, project_id: str | None, *, must_exi
         return Target(data_root=data_root, project_id=pid, project_root=None, store=ProjectStore(data_root, pid))
     named = project_root is not None
     data_root = resolve_data_root()
-    located = locate_project(project_root if named else os.getcwd(), data_root)
+    located = (
+        locate_option(project_root, data_root, option)
+        if project_root is not None
+        else locate_project(os.getcwd(), data_root)
+    )
     store = ProjectStore(data_root, located.project_id)
     if must_exist and not store.exists():
         hint = "" if named else " (the current directory; name another with --project-root P or --project-id ID)"

@@ -107,12 +107,17 @@ def _this_project(project_root: str | None, data_root: Path) -> dict[str, Any] |
     root (``None``: the working directory is gone or not a local directory)."""
     import os
 
+    from intentloop.cli._target import locate_option
     from intentloop.errors import IntentLoopError
     from intentloop.store import locate_project
     from intentloop.store._roots import REASONS
 
     try:
-        located = locate_project(project_root if project_root is not None else os.getcwd(), data_root)
+        located = (
+            locate_option(project_root, data_root, "--project-root")
+            if project_root is not None
+            else locate_project(os.getcwd(), data_root)
+        )
     except (IntentLoopError, OSError):
         return None
     return {

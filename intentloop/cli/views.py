@@ -41,13 +41,14 @@ def projects(project_root: ProjectRootOption = None, json_output: JsonOption = F
 
 
 def _projects(out: Output, project_root: str | None) -> int:
+    from intentloop.cli._target import locate_option
     from intentloop.recovery import list_project_ids
     from intentloop.store import ProjectStore, locate_project, resolve_data_root
 
     data_root = resolve_data_root()
     roots: dict[str, str] = {}
     if project_root is not None:
-        located = locate_project(project_root, data_root)
+        located = locate_option(project_root, data_root, "--project-root")
         roots[located.project_id] = located.root
         ids = list(roots)
     else:

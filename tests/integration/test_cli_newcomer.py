@@ -7,6 +7,7 @@ The memory is written through the real service (``Memory`` of test_cli_people) a
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -249,3 +250,60 @@ def test_a_missing_output_folder_is_a_usage_error_not_a_full_disk(memory: Memory
         assert "space" not in body["error"]["remedy"]
     # control: an existing folder is written
     assert memory.json("export", ids["a"][:8], "--out", str(tmp_path / "out.md"))[0] == 0
+
+
+# ------------------------------------------------------------------------------------------------- paths
+
+
+def test_relative_paths_are_taken_from_the_working_directory_and_errors_name_the_option(memory: Memory) -> None:
+    ids = memory.populate()
+    parent = memory.root.parent
+    done = subprocess.run(
+        [*INTENTLOOP, "tasks", "--project-root", memory.root.name, "--json"],
+        capture_output=True,
+        text=True,
+        env=memory.env,
+        cwd=parent,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stdout
+    assert json.loads(done.stdout)["project_id"] == memory.pid
+    for option, args in (
+        ("--project-root", ["tasks", "--project-root", "no-such-folder"]),
+        ("--to", ["relink", "--from", f"./{memory.root.name}", "--to", "no-such-folder", "--yes"]),
+    ):
+        bad = subprocess.run(
+            [*INTENTLOOP, *args, "--json"], capture_output=True, text=True, env=memory.env, cwd=parent, timeout=60
+        )
+        body = json.loads(bad.stdout)
+        assert bad.returncode == 2 and body["error"]["code"] == "PROJECT_ROOT_INVALID", body
+        assert body["error"]["message"].startswith(f"{option} no-such-folder: "), body
+    code, body = memory.json("relink", "--from", "gone-folder", "--to", str(memory.root), "--yes")
+    assert code == 5 and body["error"]["message"].startswith("--from gone-folder: "), body
+    # --from and --to relative, from the parent folder: the memory moves
+    moved = parent / "moved"
+    moved.mkdir()
+    done = subprocess.run(
+        [*INTENTLOOP, "relink", "--from", memory.root.name, "--to", "moved", "--yes", "--json"],
+        capture_output=True,
+        text=True,
+        env=memory.env,
+        cwd=parent,
+        timeout=60,
+    )
+    body = json.loads(done.stdout)
+    assert done.returncode == 0 and body["from_project_id"] == memory.pid, body
+    assert body["to_project_root"] == os.path.realpath(moved)
+    assert ids["a"] in {
+        t["task_id"]
+        for t in json.loads(
+            subprocess.run(
+                [*INTENTLOOP, "tasks", "--project-root", "moved", "--json"],
+                capture_output=True,
+                text=True,
+                env=memory.env,
+                cwd=parent,
+                timeout=60,
+            ).stdout
+        )["tasks"]
+    }
