@@ -59,7 +59,7 @@ _REMEDIES: Final[dict[str, str]] = {
     "INSTALL_ENTRY_EXISTS": "nothing was written; pass --replace to replace that entry (the backup keeps it)",
     "INSTALL_TABLE_CONFLICT": "nothing was written; remove or rename that [mcp_servers.intent_loop] table in "
     "config.toml by hand (--replace cannot take over a table), then install again",
-    "MODE_OFF": "the task is off: turn it on with intent_set_mode (or `/intent on` in the host) to read it",
+    "MODE_OFF": "the task is off: turn it on with `intentloop mode TASK on` (or `/intent on` in the host)",
     "PRIVATE_SESSION_ACTIVE": "the task is private in a session: end private mode there, or `intentloop forget task`",
     "PROJECT_ROOT_INVALID": "name an existing local directory (absolute, or relative to the working directory)",
     "PROJECT_ROOT_REQUIRED": "pass --project-root P or --project-id ID",

@@ -14,10 +14,11 @@ if TYPE_CHECKING:
     from intentloop.cli._target import Target
 
 
-def call_tool(target: Target, tool: str, arguments: dict[str, Any]) -> Any:
+def call_tool(target: Target, tool: str, arguments: dict[str, Any], *, reads_off: bool = False) -> Any:
     """Dispatch ``tool`` with ``arguments`` for ``target``'s project and return its result.
 
     The project root is never stored; a project named by id alone passes an empty root (the service does not read it).
+    ``reads_off``: a read answers for a task that is off (``show`` and ``export``: a person's own view of the memory).
 
     Raises:
         IntentLoopError: every code the tool defines.
@@ -26,7 +27,7 @@ def call_tool(target: Target, tool: str, arguments: dict[str, Any]) -> Any:
 
     from intentloop.service import IntentService
 
-    service = IntentService(lambda: target.data_root, resident=False)
+    service = IntentService(lambda: target.data_root, resident=False, reads_off=reads_off)
     run = partial(
         service.dispatch, tool, arguments, project_root=target.project_root or "", project_id=target.project_id
     )

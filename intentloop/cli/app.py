@@ -21,6 +21,7 @@ from intentloop.cli import (
     hook,
     install_cmd,
     keys,
+    mode,
     recover_export,
     recover_quarantine,
     recover_salvage,
@@ -81,6 +82,7 @@ def build_app() -> typer.Typer:
     app.command("tasks", short_help="A project's tasks: id, label, mode, started, claims by status.")(views.tasks)
     app.command("show", short_help="One task's current snapshot as a table (or --json).")(views.show)
     app.command("export", short_help="One task as readable Markdown or the portable JSON graph.")(export_task.export)
+    app.command("mode", short_help="Turn a task off (nothing recorded or injected) or back on.")(mode.mode)
     forget_app = typer.Typer(
         name="forget",
         help="Physically delete a claim or a whole task, verified as intent_delete does (see docs/CLI.md).",

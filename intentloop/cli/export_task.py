@@ -1,9 +1,10 @@
 """``intentloop export TASK --format markdown|json [--out FILE]``: a readable record of a task, or its portable graph.
 
-Both come from ``intent_export`` run through the service (so an off or private task is refused as the tool refuses
-it): ``json`` is the portable graph exactly as the tool returns it (``intent_import`` takes it back); ``markdown`` is
-the same graph written for people — every claim with its status (active, superseded, invalidated), provenance and
-times, then the unconfirmed candidates. FILE is created 0600 and never overwritten unless ``--overwrite``.
+Both come from ``intent_export`` run through the service (so a private task is refused as the tool refuses it; a
+task that is off is exported: a person's own copy is not an agent's semantic use): ``json`` is the portable graph
+exactly as the tool returns it (``intent_import`` takes it back); ``markdown`` is the same graph written for people —
+every claim with its status (active, superseded, invalidated), provenance and times, then the unconfirmed
+candidates. FILE is created 0600 and never overwritten unless ``--overwrite`` (``--out -`` is stdout).
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ def _run(
         out = None
     target = select_project(project_root, project_id)
     task_id, _summary = resolve_task(target, prefix)
-    graph = call_tool(target, "intent_export", {"task_id": task_id, "detail": "portable"})
+    graph = call_tool(target, "intent_export", {"task_id": task_id, "detail": "portable"}, reads_off=True)
     if format_name == "json":
         text = json.dumps(graph, ensure_ascii=False, indent=2) + "\n"
     else:

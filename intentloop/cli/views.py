@@ -3,8 +3,9 @@
 All three only read (lock-free; nothing is created, not even for a missing data root). ``projects`` and ``tasks`` ask
 the store for its task listing (the per-task summaries of the task index when the checkpoint vouches for the ledger,
 else the fold of its verified prefix, so a damaged ledger still shows what can be trusted and says that it is
-damaged); ``show`` is ``intent_get_snapshot`` run through the service, so it refuses exactly what the tool refuses
-(an ``off`` or private task, a damaged ledger). Tables shorten ids; ``--json`` always carries full ids.
+damaged); ``show`` is ``intent_get_snapshot`` run through the service, so it refuses what the tool refuses (a private
+task, a damaged ledger) but a task that is ``off``: ``off`` stops an agent's semantic use, and a person reading their
+own memory is not that. Tables shorten ids; ``--json`` always carries full ids.
 """
 
 from __future__ import annotations
@@ -258,8 +259,9 @@ def show(
 ) -> int:
     """A task's snapshot (intent_get_snapshot): active claims, unknowns, disagreements, stale long-term.
 
-    TASK is a task id or a unique prefix of one. An off or private task is refused as the tool refuses it. --history
-    adds the claims that were superseded or invalidated; --as-of shows the task as it was recorded at an instant.
+    TASK is a task id or a unique prefix of one. A private task is refused as the tool refuses it; a task that is off
+    is shown (`intentloop mode TASK on` turns it back on). --history adds the claims that were superseded or
+    invalidated; --as-of shows the task as it was recorded at an instant.
     """
     out = Output("show", json_mode=json_output)
     return out.guard(lambda: _show(out, task, project_root, project_id, history=history, as_of=as_of))
@@ -297,7 +299,7 @@ def _show(
     if as_of is not None:
         arguments["as_of"] = instant(as_of)
     try:
-        snapshot = call_tool(target, "intent_get_snapshot", arguments)
+        snapshot = call_tool(target, "intent_get_snapshot", arguments, reads_off=True)
     except IntentLoopError as exc:
         started = task.started_at if task is not None else None
         if exc.code == "TASK_NOT_FOUND" and as_of is not None and started and started > arguments["as_of"]:

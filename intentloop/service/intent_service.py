@@ -89,6 +89,9 @@ class IntentService:
         resident: a long-running process (a server) keeps each verified ledger (as offsets) and the folds of the tasks
             last asked for between calls, verifying a ledger off the event loop first; ``False`` for a process that
             answers one call and exits (the CLI, a hook's ``/intent`` command), which reads a task through the index.
+        reads_off: the reads (snapshot, export, candidates) answer for a task that is ``off`` instead of refusing it
+            with ``MODE_OFF``: the admin CLI's ``show`` and ``export`` are a person looking at their own memory, not an
+            agent's semantic use, which ``off`` is there to stop. Writes to an off task stay refused either way.
     """
 
     def __init__(
@@ -97,8 +100,9 @@ class IntentService:
         *,
         lock_deadline: float | None = None,
         resident: bool = True,
+        reads_off: bool = False,
     ) -> None:
-        self._engine = Engine(data_root_resolver, lock_deadline=lock_deadline, resident=resident)
+        self._engine = Engine(data_root_resolver, lock_deadline=lock_deadline, resident=resident, reads_off=reads_off)
         self._resident = resident
         self._warming: dict[ProjectStore, trio.Event] = {}
 
