@@ -87,6 +87,8 @@ def _run(out: Output, project_root: str | None) -> int:
     }
     fields["project"] = _this_project(project_root, data_root)
     fields["projects"] = [s.to_dict() for s in summaries]
+    if fields["last_hook_problem"] is not None:
+        fields["last_hook_problem"]["resolved"] = _resolved(fields["last_hook_problem"], summaries, exists)
     fields["totals"] = {
         "projects": sum(1 for s in summaries if s.project_exists),
         "events": sum(s.events for s in summaries),
@@ -148,12 +150,31 @@ def _last_hook_problem() -> dict[str, Any] | None:
     return {**found, "remedy": remedy}
 
 
+#: Problems of the data root itself: gone once the root is a usable folder.
+_ROOT_PROBLEMS = frozenset({"DATA_DIR_REQUIRED", "INVALID_DATA_DIR"})
+
+
+def _resolved(problem: dict[str, Any], summaries: list[ProjectSummary], root_exists: bool) -> bool | None:
+    """Whether what the logged problem was about holds no more: its project (named by the line) now verifies with a
+    valid or absent signature, or the data root it lacked now exists. ``None``: this cannot be told (a broken
+    installation, a line without a project)."""
+    code = problem.get("code")
+    if code in _ROOT_PROBLEMS:
+        return root_exists
+    project_id = problem.get("project_id")
+    for summary in summaries:
+        if project_id is not None and summary.project_id == project_id and summary.project_exists:
+            return summary.intact and summary.signature != "invalid"
+    return None
+
+
 def _problem_text(problem: dict[str, Any]) -> str:
     event = f" {problem['event']}" if problem.get("event") else ""
-    return (
-        f"last hook problem ({problem['at']}{event}): {problem['code']}: {problem.get('message', '')}\n"
-        f"  remedy: {problem['remedy']}\n  log: {problem['log']}"
-    )
+    project = f" project {short(problem['project_id'])}" if problem.get("project_id") else ""
+    head = f"last hook problem ({problem['at']}{event}{project}): {problem['code']}: {problem.get('message', '')}"
+    if problem.get("resolved"):
+        return f"{head}\n  resolved since: what it was about is fine now\n  log: {problem['log']}"
+    return f"{head}\n  remedy: {problem['remedy']}\n  log: {problem['log']}"
 
 
 def _no_root(out: Output, fields: dict[str, Any], exc: StorageError, root: str | None = None) -> int:

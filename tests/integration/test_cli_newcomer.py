@@ -307,3 +307,31 @@ def test_relative_paths_are_taken_from_the_working_directory_and_errors_name_the
             ).stdout
         )["tasks"]
     }
+
+
+# ------------------------------------------------------------------------------------------------- small things
+
+
+def test_a_hook_problem_names_its_event_and_project_and_status_says_when_it_is_resolved(memory: Memory) -> None:
+    memory.populate()
+    ledger = memory.dir / "ledger.jsonl"
+    intact = ledger.read_bytes()
+    lines = intact.splitlines(keepends=True)
+    ledger.write_bytes(b"".join([lines[0], b"this is not a ledger line\n", *lines[2:]]))
+    payload = {"session_id": "s-9", "cwd": str(memory.root), "hook_event_name": "SessionStart", "source": "startup"}
+    hook = subprocess.run(  # the plugin's form: no event argument, the payload names it
+        [*INTENTLOOP, "hook"], input=json.dumps(payload), capture_output=True, text=True, env=memory.env, timeout=60
+    )
+    assert hook.returncode == 0 and json.loads(hook.stdout)["continue"] is True
+    [line] = [json.loads(raw) for raw in (memory.data_root / "hook-problems.log").read_text().splitlines()]
+    assert (line["event"], line["project_id"], line["code"]) == ("SessionStart", memory.pid, "CORRUPT_LEDGER")
+    code, body = memory.json("status")
+    assert code == 0 and body["last_hook_problem"]["resolved"] is False
+    human = memory.run("status").stdout
+    assert f"SessionStart project {memory.pid[:12]}" in human and "remedy:" in human
+    # repaired: the line stays in the log, and status says it is resolved instead of offering a remedy
+    assert memory.json("recover", "quarantine", "--yes")[0] == 0
+    code, body = memory.json("status")
+    assert code == 0 and body["last_hook_problem"]["resolved"] is True
+    human = memory.run("status").stdout
+    assert "resolved since" in human and "remedy: save what verifies" not in human
