@@ -86,7 +86,8 @@ def _run(out: Output, project_root: str | None) -> int:
         "reason": located.reason,
     }
     fields["project"] = _this_project(project_root, data_root)
-    fields["projects"] = [s.to_dict() for s in summaries]
+    moved = _moved(data_root, summaries)
+    fields["projects"] = [{**s.to_dict(), "moved_to": moved.get(s.project_id)} for s in summaries]
     if fields["last_hook_problem"] is not None:
         fields["last_hook_problem"]["resolved"] = _resolved(fields["last_hook_problem"], summaries, exists)
     fields["totals"] = {
@@ -100,8 +101,22 @@ def _run(out: Output, project_root: str | None) -> int:
     if out.json_mode:
         out.json_object(fields, exit_code=OK)
         return OK
-    _show(out, fields, summaries)
+    _show(out, fields, summaries, moved)
     return OK
+
+
+def _moved(data_root: Path, summaries: list[ProjectSummary]) -> dict[str, str]:
+    """project id → the project ``relink`` moved its memory to, for the projects whose ledgers it emptied."""
+    from intentloop.recovery import moved_to
+    from intentloop.store import ProjectStore
+
+    found: dict[str, str] = {}
+    for s in summaries:
+        if s.project_exists and s.events == 0:
+            target = moved_to(ProjectStore(data_root, s.project_id))
+            if target is not None:
+                found[s.project_id] = target
+    return found
 
 
 def _this_project(project_root: str | None, data_root: Path) -> dict[str, Any] | None:
@@ -192,7 +207,7 @@ def _versions_table(found: dict[str, Any], *, data_root: str, chosen: str | None
     return key_value_table("intentloop status", rows)
 
 
-def _show(out: Output, fields: dict[str, Any], summaries: list[ProjectSummary]) -> None:
+def _show(out: Output, fields: dict[str, Any], summaries: list[ProjectSummary], moved: dict[str, str]) -> None:
     from rich import box
     from rich.table import Table
     from rich.text import Text
@@ -225,6 +240,8 @@ def _show(out: Output, fields: dict[str, Any], summaries: list[ProjectSummary]) 
             state += f"; {s.adopted_events} adopted unsigned (last {s.adopted_at})"
         if s.lock_held:
             state += " (lock held)"
+        if s.project_id in moved:
+            state = f"moved to {short(moved[s.project_id])} by relink"
         table.add_row(
             short(s.project_id),
             Text(state, style="" if (s.intact and s.signature != "invalid") or not s.project_exists else "bold red"),

@@ -43,7 +43,7 @@ def projects(project_root: ProjectRootOption = None, json_output: JsonOption = F
 
 def _projects(out: Output, project_root: str | None) -> int:
     from intentloop.cli._target import locate_option
-    from intentloop.recovery import list_project_ids
+    from intentloop.recovery import list_project_ids, moved_to
     from intentloop.store import ProjectStore, locate_project, resolve_data_root
 
     data_root = resolve_data_root()
@@ -60,15 +60,23 @@ def _projects(out: Output, project_root: str | None) -> int:
         except (IntentLoopError, OSError):  # a deleted or non-local working directory simply has no project
             pass
     rows: list[dict[str, Any]] = []
+    moved: list[dict[str, str]] = []
     with out.progress("Reading projects", total=len(ids)) as tick:
         for pid in ids:
-            rows.append(_project_row(ProjectStore(data_root, pid), roots.get(pid)))
+            store = ProjectStore(data_root, pid)
+            row = _project_row(store, roots.get(pid))
+            target = moved_to(store) if row["events"] == 0 and project_root is None else None
+            if target is not None:  # emptied by relink: its memory is a project of its own now
+                moved.append({"project_id": pid, "to_project_id": target})
+            else:
+                rows.append(row)
             tick.advance()
     if out.json_mode:
-        out.json_object({"data_root": str(data_root), "projects": rows}, exit_code=OK)
+        out.json_object({"data_root": str(data_root), "projects": rows, "moved": moved}, exit_code=OK)
         return OK
     if not rows:
         out.line(f"No projects under {data_root}.")
+        _say_moved(out, moved)
         return OK
     from rich import box
     from rich.table import Table
@@ -93,7 +101,17 @@ def _projects(out: Output, project_root: str | None) -> int:
         )
     out.show(table)
     out.line(f"{plural(len(rows), 'project')}. `intentloop tasks --project-id ID` lists a project's tasks.")
+    _say_moved(out, moved)
     return OK
+
+
+def _say_moved(out: Output, moved: list[dict[str, str]]) -> None:
+    if moved:
+        out.line(
+            f"Not listed: {plural(len(moved), 'project')} whose memory `relink` moved to another folder ("
+            + ", ".join(f"{short(m['project_id'])} → {short(m['to_project_id'])}" for m in moved)
+            + ")."
+        )
 
 
 def _project_row(store: ProjectStore, root: str | None) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from intentloop.recovery.inventory import (
     summarize_project,
 )
 from intentloop.recovery.quarantine import RECORD_PREFIX, QuarantineResult, quarantine_damaged_suffix, refusal
-from intentloop.recovery.relink import RelinkResult, relink_project, retire_after_merge
+from intentloop.recovery.relink import RelinkResult, moved_to, relink_project, retire_after_merge
 from intentloop.recovery.report import LedgerCheck, VerifyReport, check_bytes, check_ledger, verify_project
 from intentloop.recovery.salvage import SalvageResult, SuffixContents, count_suffix, salvage
 from intentloop.recovery.signatures import RotationPlan, accept_chain, plan_rotation, rotate_key
@@ -36,6 +36,7 @@ __all__ = [
     "count_suffix",
     "export_verified_prefix",
     "list_project_ids",
+    "moved_to",
     "plan_rotation",
     "quarantine_damaged_suffix",
     "refusal",

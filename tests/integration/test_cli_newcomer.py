@@ -335,3 +335,24 @@ def test_a_hook_problem_names_its_event_and_project_and_status_says_when_it_is_r
     assert code == 0 and body["last_hook_problem"]["resolved"] is True
     human = memory.run("status").stdout
     assert "resolved since" in human and "remedy: save what verifies" not in human
+
+
+def test_a_project_emptied_by_relink_is_not_listed_as_a_project(memory: Memory) -> None:
+    memory.populate()
+    moved = memory.tmp / "moved-here"
+    moved.mkdir()
+    assert memory.json("relink", "--from", str(memory.root), "--to", str(moved), "--yes")[0] == 0
+    new_pid = json.loads(memory.run("status", "--json", "--project-root", str(moved)).stdout)["projects"][0]
+    code, body = memory.json("projects")
+    assert code == 0 and [row["project_id"] for row in body["projects"]] == [new_pid["project_id"]]
+    assert body["moved"] == [{"project_id": memory.pid, "to_project_id": new_pid["project_id"]}]
+    human = memory.run("projects").stdout
+    assert f"{memory.pid[:12]} → {new_pid['project_id'][:12]}" in human
+    code, body = memory.json("status")
+    states = {row["project_id"]: row["moved_to"] for row in body["projects"]}
+    assert states == {memory.pid: new_pid["project_id"], new_pid["project_id"]: None}
+    assert f"moved to {new_pid['project_id'][:12]} by relink" in memory.run("status").stdout
+    # control: the old folder used again is a project again
+    memory.call("intent_start_task", {"request_id": "again", "label": "again"})
+    code, body = memory.json("projects")
+    assert memory.pid in [row["project_id"] for row in body["projects"]] and body["moved"] == []
