@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from integration.test_cli_people import INTENTLOOP, Memory, _bytes_under, _on_terminal, memory
 
 __all__ = ["memory"]  # the fixture, shared
@@ -356,3 +358,27 @@ def test_a_project_emptied_by_relink_is_not_listed_as_a_project(memory: Memory) 
     memory.call("intent_start_task", {"request_id": "again", "label": "again"})
     code, body = memory.json("projects")
     assert memory.pid in [row["project_id"] for row in body["projects"]] and body["moved"] == []
+
+
+@pytest.mark.slow
+def test_demo_keep_prints_how_to_point_the_cli_at_what_it_kept(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "TMPDIR": str(tmp_path)}
+    done = subprocess.run([*INTENTLOOP, "demo", "--keep"], capture_output=True, text=True, env=env, timeout=180)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    [export] = [line.strip() for line in lines if line.strip().startswith("export INTENT_LOOP_DATA_DIR=")]
+    [change] = [line.strip() for line in lines if line.strip().startswith("cd ") and "intentloop tasks" in line]
+    data_root = shlex.split(export.removeprefix("export "))[0].split("=", 1)[1]
+    folder = shlex.split(change)[1]
+    listed = subprocess.run(
+        [*INTENTLOOP, "tasks", "--json"],
+        capture_output=True,
+        text=True,
+        env={**env, "INTENT_LOOP_DATA_DIR": data_root},
+        cwd=folder,
+        timeout=60,
+    )
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    assert json.loads(listed.stdout)["tasks"]  # the tour's task, seen through the printed environment
