@@ -35,7 +35,7 @@ import msgspec
 
 from intentloop.errors import ConflictError, IntentLoopError, InvalidInputError, StorageError
 from intentloop.model import Claim, TaskState, session_hash, sha256_hex
-from intentloop.model.commands import LAST, RECEIPT_HEAD, IntentCommand
+from intentloop.model.commands import LAST, RECEIPT_HEAD, IntentCommand, spelled
 from intentloop.service.hookops import (
     SLOW_READ_BYTES,
     Identity,
@@ -370,7 +370,8 @@ def _mode(run: _Run, cmd: IntentCommand) -> str:
     if not started:
         run.call("intent_set_mode", {"task_id": task_id, "request_id": run.request_id(mode), "mode": mode})
     if mode == "off":
-        return run.done("Intent Loop is off for this task: nothing more is recorded or injected until '/intent on'")
+        text = "Intent Loop is off for this task: nothing more is recorded or injected until '/intent on'"
+        return run.done(spelled(text, cmd.word))
     return run.done("Intent Loop is on for this task: durable local memory is enabled")
 
 
@@ -381,7 +382,8 @@ def _show(run: _Run, _cmd: IntentCommand) -> str:
     snapshot = run.call("intent_get_snapshot", {"task_id": task.task_id})
     claims = [Claim.from_wire(c) for c in snapshot["active_claims"]]
     explicit = [c for c in claims if c.is_direct_user_explicit]
-    lines = [f"show: {len(explicit)} user-explicit claim(s) of this task"]
+    count = len(explicit)
+    lines = [f"show: {count} user-explicit {'claim' if count == 1 else 'claims'} of this task"]
     lines += [f"- {_short(c.claim_id)} [{c.scope}; {','.join(c.facets)}] {c.statement}" for c in explicit]
     others = len(claims) - len(explicit)
     if others or snapshot["candidate_count"]:
@@ -438,10 +440,13 @@ def run_command(
             raise StorageError("the hook's time ran out before the command could run", code="LOCK_TIMEOUT")
         receipt = _HANDLERS[command.verb](run, command)
     except IntentLoopError as exc:
-        return _with_context(env, cwd, session_id, turn_id, prompt, deadline, refusal(_reason(exc)), False)
+        reason = spelled(_reason(exc), command.word)
+        return _with_context(env, cwd, session_id, turn_id, prompt, deadline, refusal(reason), False)
     except Exception as exc:  # a defect: the user still learns that the command did not report success
         reason = f"an internal error stopped the command ({type(exc).__name__}); '/intent show' tells what is stored"
-        return _with_context(env, cwd, session_id, turn_id, prompt, deadline, refusal(reason), False)
+        return _with_context(
+            env, cwd, session_id, turn_id, prompt, deadline, refusal(spelled(reason, command.word)), False
+        )
     return _with_context(env, cwd, session_id, turn_id, prompt, deadline, receipt, True, data_root)
 
 

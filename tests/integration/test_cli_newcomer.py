@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 from integration.test_cli_people import INTENTLOOP, Memory, _bytes_under, _on_terminal, memory
+from integration.test_hook_commands import Hosts, _receipt, _refusal, hosts
 
-__all__ = ["memory"]  # the fixture, shared
+__all__ = ["hosts", "memory"]  # the fixtures, shared
 
 
 def _ms(moment: datetime) -> str:
@@ -382,3 +383,25 @@ def test_demo_keep_prints_how_to_point_the_cli_at_what_it_kept(tmp_path: Path) -
     )
     assert listed.returncode == 0, listed.stdout + listed.stderr
     assert json.loads(listed.stdout)["tasks"]  # the tour's task, seen through the printed environment
+
+
+def test_a_dollar_intent_command_is_answered_as_dollar_intent(hosts: Hosts) -> None:
+    _receipt(hosts.prompt("$intent remember Keep the diff small"))
+    assert "until '$intent on'" in _receipt(hosts.prompt("$intent off"))[1]
+    refused = _refusal(hosts.prompt("$intent remember Add telemetry"))
+    assert "'$intent on' turns it back on" in refused and "/intent" not in refused
+    _receipt(hosts.prompt("$INTENT on"))
+    usage = _refusal(hosts.prompt("$intent forget x"))
+    assert "usage: $intent forget" in usage and "/intent" not in usage
+    # control: the slash form keeps its own spelling
+    assert "usage: /intent forget" in _refusal(hosts.prompt("/intent forget x"))
+
+
+def test_show_counts_claims_in_words_and_the_limit_named_is_the_real_one(hosts: Hosts) -> None:
+    _receipt(hosts.prompt("/intent remember Keep the diff small"))
+    assert "show: 1 user-explicit claim of this task" in _receipt(hosts.prompt("/intent show"))[1]
+    _receipt(hosts.prompt("/intent remember Tests must pass"))
+    assert "show: 2 user-explicit claims of this task" in _receipt(hosts.prompt("/intent show"))[1]
+    for length in (600, 5000):  # past the statement limit, and past the raw prompt limit
+        refused = _refusal(hosts.prompt("/intent remember " + "word " * (length // 5)))
+        assert "500 characters" in refused and "4000" not in refused, refused
