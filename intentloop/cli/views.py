@@ -174,7 +174,8 @@ def task_row(task: TaskSummary, private: bool) -> dict[str, Any]:
         "last_event_at": task.last_event_at,
         "claims": lifecycle,
         "active_by_status": by_status,
-        "candidates": task.candidates,
+        "candidates": task.candidates - task.observations,
+        "observations": task.observations,
     }
 
 
@@ -214,7 +215,7 @@ def _tasks(out: Output, project_root: str | None, project_id: str | None) -> int
     table = Table(title=f"Tasks of project {short(target.project_id)}", title_justify="left", box=box.SIMPLE_HEAD)
     for name in ("task", "label", "mode", "started"):
         table.add_column(name, overflow="fold")
-    for name in ("active", "superseded", "invalidated", "candidates"):
+    for name in ("active", "superseded", "invalidated", "candidates", "observed"):
         table.add_column(name, justify="right")
     for row in rows:
         claims = row["claims"]
@@ -227,6 +228,7 @@ def _tasks(out: Output, project_root: str | None, project_id: str | None) -> int
             str(claims["superseded"]),
             str(claims["invalidated"]),
             str(row["candidates"]),
+            str(row["observations"]),
         )
     out.show(table)
     out.line(f"{plural(len(rows), 'task')}. `intentloop show TASK` shows one (a unique prefix of its id is enough).")
@@ -243,6 +245,7 @@ def _private_only(task_id: str) -> dict[str, Any]:
         "claims": {"active": 0, "superseded": 0, "invalidated": 0},
         "active_by_status": {},
         "candidates": 0,
+        "observations": 0,
     }
 
 

@@ -212,14 +212,25 @@ class _Run:
         )
 
     def task_for_write(self, mode: str = "on") -> tuple[str, bool]:
-        """(the session's bound task, whether it was started now), starting it as ``intent_start_task`` would."""
+        """(the session's bound task, whether it was started now), starting it as ``intent_start_task`` would.
+
+        A task started here is labelled with the minute it was started (``Session task of 2026-12-02 18:25 UTC``), so
+        a person recognises it in ``intentloop tasks``; never with prompt text. An ``off`` task keeps no label.
+        """
         task = self.bound_task()
         if task is not None:
             return task.task_id, False
-        snapshot = self.call(
-            "intent_start_task",
-            {"request_id": self.request_id("start"), "host_session_id": self.session_id, "mode": mode},
-        )
+        arguments = {"request_id": self.request_id("start"), "host_session_id": self.session_id, "mode": mode}
+        if mode != "off":
+            arguments["label"] = "Session task of " + time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        try:
+            snapshot = self.call("intent_start_task", arguments)
+        except IntentLoopError as exc:
+            # the same prompt delivered twice across a minute's turn: the other delivery started the task
+            started = self.bound_task() if exc.code == "REQUEST_ID_REUSED" else None
+            if started is None:
+                raise
+            return started.task_id, False
         return str(snapshot["task_id"]), True
 
 

@@ -405,3 +405,55 @@ def test_show_counts_claims_in_words_and_the_limit_named_is_the_real_one(hosts: 
     for length in (600, 5000):  # past the statement limit, and past the raw prompt limit
         refused = _refusal(hosts.prompt("/intent remember " + "word " * (length // 5)))
         assert "500 characters" in refused and "4000" not in refused, refused
+
+
+def test_a_task_started_by_a_command_has_a_label_a_person_recognises(hosts: Hosts) -> None:
+    before = datetime.now(UTC).replace(second=0, microsecond=0)
+    secret_words = "Keep the diff small"
+    _receipt(hosts.prompt(f"/intent remember {secret_words}"))
+    label = hosts.state().label
+    assert label is not None and label.startswith("Session task of ") and label.endswith(" UTC")
+    at = datetime.strptime(label.removeprefix("Session task of "), "%Y-%m-%d %H:%M UTC").replace(tzinfo=UTC)
+    assert before <= at <= datetime.now(UTC)
+    assert secret_words not in label
+
+
+def test_tasks_counts_the_hooks_observations_apart_from_candidates(memory: Memory) -> None:
+    task = memory.call("intent_start_task", {"request_id": "linked", "host_session_id": "sess-1", "label": "linked"})
+    for turn in range(3):
+        payload = {
+            "session_id": "sess-1",
+            "cwd": str(memory.root),
+            "hook_event_name": "UserPromptSubmit",
+            "turn_id": f"turn-{turn}",
+            "prompt": f"an ordinary prompt {turn}",
+        }
+        hook = subprocess.run(
+            [*INTENTLOOP, "hook", "user-prompt"],
+            input=json.dumps(payload),
+            capture_output=True,
+            text=True,
+            env=memory.env,
+            timeout=60,
+        )
+        assert hook.returncode == 0
+    memory.call(  # one candidate of another kind: a long-term inference
+        "intent_add_inference",
+        {
+            "task_id": task["task_id"],
+            "request_id": "lt",
+            "statement": "The user prefers small commits",
+            "source_ref": {"kind": "agent_turn", "event_id": "t-9"},
+            "facets": ["soft_constraint"],
+            "confidence": 0.6,
+            "scope": "long_term",
+        },
+    )
+    code, body = memory.json("tasks")
+    [row] = [r for r in body["tasks"] if r["task_id"] == task["task_id"]]
+    assert code == 0 and (row["candidates"], row["observations"]) == (1, 3), row
+    human = memory.run("tasks").stdout
+    assert "observed" in human
+    # the MCP answers keep the original's meaning: every candidate, prompt observations included
+    assert memory.call("intent_get_snapshot", {"task_id": task["task_id"]})["candidate_count"] == 4
+    assert len(memory.call("intent_list_candidates", {"task_id": task["task_id"]})) == 4
