@@ -6,6 +6,7 @@ through one place (:func:`run_app`) that prints the stable code, a one-line reme
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import traceback
@@ -34,7 +35,7 @@ from intentloop.cli import (
 from intentloop.cli._exit import USAGE
 from intentloop.cli._output import Output
 from intentloop.cli._progress import showing_progress
-from intentloop.errors import IntentLoopError, InvalidInputError
+from intentloop.errors import IntentLoopError, InvalidInputError, StorageError
 
 HELP = (
     "intentloop's admin CLI: see, export and forget what the memory holds, verify and repair the local intent "
@@ -172,13 +173,30 @@ def _run(argv: Sequence[str], command: Any) -> int:
         return 130
     except IntentLoopError as exc:
         return _report(exc, json_mode, _command_name(argv, command))
+    except OSError as exc:
+        if exc.errno not in _OUT_OF_FILES:
+            return _unexpected(exc, json_mode, _command_name(argv, command))
+        # not a bug: the process may open no more files (a low `ulimit -n`), wherever that struck
+        error = StorageError(
+            f"the process may open no more files ({errno.errorcode[exc.errno]}): raise the limit (`ulimit -n`)",
+            code="STORAGE_READ_FAILED",
+        )
+        return _report(error, json_mode, _command_name(argv, command))
     except Exception as exc:  # a bug: still print a stable code and a remedy, not a bare traceback
-        if os.environ.get(DEBUG_ENV):
-            sys.stderr.write(debug_line(exc) + "\n")
-        return _report(IntentLoopError(f"{type(exc).__name__}: {exc}"), json_mode, _command_name(argv, command))
+        return _unexpected(exc, json_mode, _command_name(argv, command))
     if isinstance(result, int):
         return result
     return 0
+
+
+_OUT_OF_FILES = frozenset({errno.EMFILE, errno.ENFILE})
+
+
+def _unexpected(exc: Exception, json_mode: bool, command: str | None) -> int:
+    """``INTERNAL_ERROR`` for a bug, with ``INTENT_LOOP_DEBUG=1``'s one line saying where it happened."""
+    if os.environ.get(DEBUG_ENV):
+        sys.stderr.write(debug_line(exc) + "\n")
+    return _report(IntentLoopError(f"{type(exc).__name__}: {exc}"), json_mode, command)
 
 
 def debug_line(exc: BaseException) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import shlex
 import subprocess
 from datetime import UTC, datetime, timedelta
@@ -457,3 +458,25 @@ def test_tasks_counts_the_hooks_observations_apart_from_candidates(memory: Memor
     # the MCP answers keep the original's meaning: every candidate, prompt observations included
     assert memory.call("intent_get_snapshot", {"task_id": task["task_id"]})["candidate_count"] == 4
     assert len(memory.call("intent_list_candidates", {"task_id": task["task_id"]})) == 4
+
+
+def test_running_out_of_file_descriptors_is_no_bug_report(memory: Memory) -> None:
+    ids = memory.populate()
+    seen: set[str] = set()
+    for limit in range(6, 14):
+
+        def low(limit: int = limit) -> None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
+        done = subprocess.run(
+            [*INTENTLOOP, "show", ids["a"][:8]],
+            capture_output=True,
+            text=True,
+            env=memory.env,
+            cwd=memory.root,
+            timeout=60,
+            preexec_fn=low,
+        )
+        assert "Traceback" not in done.stderr and "INTERNAL_ERROR" not in done.stderr, (limit, done.stderr)
+        seen.add("ok" if done.returncode == 0 else done.stderr.split("]")[0])
+    assert "error[STORAGE_READ_FAILED" in seen and "ok" in seen, seen  # both sides of the limit were met
