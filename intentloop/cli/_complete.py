@@ -13,9 +13,11 @@ def hosts(incomplete: str) -> list[str]:
 
 
 def hook_events(incomplete: str) -> list[str]:
+    from intentloop.model.gemini_events import GEMINI_EVENT_BY_ARGUMENT
     from intentloop.model.hook_events import EVENT_BY_ARGUMENT
 
-    return [event for event in EVENT_BY_ARGUMENT if event.startswith(incomplete.lower())]
+    events = [*EVENT_BY_ARGUMENT, *GEMINI_EVENT_BY_ARGUMENT]
+    return [event for event in events if event.startswith(incomplete.lower())]
 
 
 def formats(incomplete: str) -> list[str]:

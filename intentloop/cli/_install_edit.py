@@ -22,6 +22,7 @@ from pathlib import PurePath
 from typing import Any, Final
 
 from intentloop.errors import ErrorCode, IntentLoopError
+from intentloop.model.gemini_events import GEMINI_EVENT_BY_ARGUMENT
 from intentloop.model.hook_events import ARGUMENT_BY_EVENT
 
 SERVER_KEY: Final = "intent_loop"
@@ -32,6 +33,9 @@ _OUR_LINE: Final = re.compile(rf"^\s*(mcp_servers\s*\.\s*)?{SERVER_KEY}\s*=")
 
 #: event name -> ``intentloop hook`` argument (the table: ``intentloop/model/hook_events.py``).
 HOOK_ARGS: Final[dict[str, str]] = ARGUMENT_BY_EVENT
+#: Every ``intentloop hook`` argument an installer writes: the five events', and Gemini CLI's own
+#: (``intentloop/model/gemini_events.py``).
+_HOOK_ARGUMENTS: Final = frozenset(HOOK_ARGS.values()) | frozenset(GEMINI_EVENT_BY_ARGUMENT)
 
 
 class HostConfigError(IntentLoopError):
@@ -72,7 +76,7 @@ def is_our_hook_command(command: object) -> bool:
     if "hook" not in argv:
         return False
     at = argv.index("hook")
-    return is_our_program(argv[:at]) and any(arg in HOOK_ARGS.values() for arg in argv[at + 1 :])
+    return is_our_program(argv[:at]) and any(arg in _HOOK_ARGUMENTS for arg in argv[at + 1 :])
 
 
 #: The program prefixes an intentloop installer has written after its absolute first word: the ``intentloop`` script
@@ -102,7 +106,7 @@ def installed_hook_root(command: object) -> str | None:
         return None
     size = _installer_program(argv)
     rest = argv[size:] if size is not None else []
-    if len(rest) == 4 and rest[0] == "hook" and rest[1] in HOOK_ARGS.values() and rest[2] == "--data-dir":
+    if len(rest) == 4 and rest[0] == "hook" and rest[1] in _HOOK_ARGUMENTS and rest[2] == "--data-dir":
         return rest[3] if os.path.isabs(rest[3]) else None
     return None
 

@@ -1,5 +1,7 @@
-"""Run one service operation for the CLI: the same :class:`~intentloop.service.IntentService` the MCP server uses,
-under ``trio.run``, so a CLI read or deletion is exactly the tool's (same checks, same lock, same write path).
+"""Run one service operation for the CLI: the tool's own row and function, so a CLI read or deletion is exactly the
+tool's (same checks, same lock, same write path). A read-only tool is answered inline
+(:func:`~intentloop.service.inline.read_inline`); any other runs in the same
+:class:`~intentloop.service.IntentService` the MCP server uses, under ``trio.run``.
 
 The service is not resident: a process that answers one call reads a task through the store's task query instead of
 verifying the whole ledger up front as a long-running server warms (``intentloop show`` at 100,000 events: see
@@ -23,14 +25,24 @@ def call_tool(target: Target, tool: str, arguments: dict[str, Any], *, reads_off
     Raises:
         IntentLoopError: every code the tool defines.
     """
+    from intentloop.service.inline import answers_inline, read_inline
+
+    root = target.project_root or ""
+    if answers_inline(tool):  # a read needs neither trio nor the trio service (docs/BENCHMARK.md, "CLI reads")
+        return read_inline(
+            lambda: target.data_root,
+            tool,
+            arguments,
+            project_root=root,
+            project_id=target.project_id,
+            reads_off=reads_off,
+        )
     import trio
 
     from intentloop.service import IntentService
 
-    service = IntentService(lambda: target.data_root, resident=False, reads_off=reads_off)
-    run = partial(
-        service.dispatch, tool, arguments, project_root=target.project_root or "", project_id=target.project_id
-    )
+    service = IntentService(lambda: target.data_root, resident=False)
+    run = partial(service.dispatch, tool, arguments, project_root=root, project_id=target.project_id)
     return trio.run(run)
 
 

@@ -39,7 +39,8 @@ from intentloop.errors import IntentLoopError, InvalidInputError, StorageError
 
 HELP = (
     "intentloop's admin CLI: see, export and forget what the memory holds, verify and repair the local intent "
-    "ledgers, run the MCP server and hooks, install into Codex or Claude Code, and try it all with `intentloop demo`. "
+    "ledgers, run the MCP server and hooks, install into Codex, Claude Code or Gemini CLI, and try it all with "
+    "`intentloop demo`. "
     "Per-project commands use the current directory's project unless --project-root or --project-id is given; ids "
     "may be unique prefixes.\n\n"
     "Exit codes: 0 ok, 1 damaged ledger or failed operation, 2 usage, 3 environment (e.g. no data root), "
@@ -134,7 +135,7 @@ def build_app() -> typer.Typer:
             "help_option_names": ["-h", "--help"],
         },
     )(hook.hook)
-    app.command("install", short_help="Wire intentloop into Codex or Claude Code.")(install_cmd.install)
+    app.command("install", short_help="Wire intentloop into Codex, Claude Code or Gemini CLI.")(install_cmd.install)
     app.command("demo", short_help="A guided tour in a throwaway data root (real server, hook, CLI).")(demo.demo)
     return app
 

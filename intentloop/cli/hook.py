@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from intentloop.cli._complete import hook_events
+from intentloop.model.gemini_events import GEMINI_EVENT_BY_ARGUMENT
 from intentloop.model.hook_events import EVENT_BY_ARGUMENT
 
 
@@ -16,7 +17,8 @@ def hook(
         str | None,
         typer.Argument(
             metavar="[EVENT]",
-            help=f"one of {', '.join(EVENT_BY_ARGUMENT)} (default: the payload's own).",
+            help=f"one of {', '.join(EVENT_BY_ARGUMENT)}, or for Gemini CLI {', '.join(GEMINI_EVENT_BY_ARGUMENT)} "
+            "(default: the payload's own).",
             autocompletion=hook_events,
         ),
     ] = None,

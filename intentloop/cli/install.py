@@ -1,7 +1,7 @@
-"""``intentloop install codex|claude [--dry-run] [--uninstall]``: register the MCP server and the five hooks.
+"""``intentloop install codex|claude|gemini [--dry-run] [--uninstall]``: register the MCP server and the hooks.
 
 Everything points at this installation with absolute paths (the ``intentloop`` script beside ``sys.executable``, or
-``sys.executable -P -m intentloop``) and pins the user's one data root (``locate_data_root``, the same for both hosts)
+``sys.executable -P -m intentloop``) and pins the user's one data root (``locate_data_root``, the same for every host)
 explicitly: Codex gives an MCP server only HOME, PATH, USER, LANG, TERM, TMPDIR and its configured ``env``, and a
 host started from a desktop launcher may not see the ``XDG_DATA_HOME`` of the shell the installer ran in.
 
@@ -13,7 +13,10 @@ Files written:
 * Claude Code: ``~/.claude/settings.json`` (or ``$CLAUDE_CONFIG_DIR/settings.json``) gets the hooks, and the
   user-scope ``mcpServers`` of ``~/.claude.json`` (``$CLAUDE_CONFIG_DIR/.claude.json``) the server — what
   ``claude mcp add --scope user`` writes, so the server is available in every project without a per-project
-  ``.mcp.json`` approval.
+  ``.mcp.json`` approval. ``skills/intent/SKILL.md`` in the same folder is the bundled skill, so ``/intent`` is a
+  command Claude Code knows and the prompt reaches the hook (``_install_skill.py``).
+* Gemini CLI: ``~/.gemini/settings.json`` (``$GEMINI_CLI_HOME/.gemini/settings.json``) gets both the server and the
+  hooks (``cli/_install_gemini.py``); Gemini may hide variables such as ``XDG_DATA_HOME`` from the processes it starts.
 
 Each changed file is first copied to ``<file>.intentloop.bak`` (kept across re-installs: it holds the bytes from
 before intentloop). Re-running changes nothing; ``--dry-run`` writes nothing and shows the diff; ``--uninstall``
@@ -56,12 +59,28 @@ from intentloop.cli._install_edit import (
     toml_remove_tables,
     toml_uninstall,
 )
+from intentloop.cli._install_gemini import (
+    gemini_dir,
+    gemini_hook_groups,
+    settings_install,
+    settings_reinstate,
+    settings_uninstall,
+)
+from intentloop.cli._install_skill import (
+    SKILL_PATH,
+    installed_skill,
+    is_our_skill,
+    prune_skill_dirs,
+    skill_install,
+    skill_uninstall,
+)
 from intentloop.errors import InvalidInputError, StorageError
+from intentloop.mcp.skill import read_skill
 from intentloop.model.hook_events import HOOK_EVENTS, HOOK_TIMEOUT_S
 from intentloop.store import DataRoot, locate_data_root, replace_file
 
-Host = Literal["codex", "claude"]
-HOSTS: Final = ("codex", "claude")
+Host = Literal["codex", "claude", "gemini"]
+HOSTS: Final = ("codex", "claude", "gemini")
 BACKUP_SUFFIX: Final = ".intentloop.bak"
 
 Action = Literal["create", "update", "restore", "delete", "unchanged"]
@@ -142,7 +161,7 @@ def default_program() -> tuple[str, ...]:
 
 def default_data_root(env: Mapping[str, str], home: Path) -> DataRoot:
     """The data root to pin: the one every other process of this user resolves (``locate_data_root``), with ``home``
-    as HOME. Both installers pin the same root, so Codex and Claude Code share one memory.
+    as HOME. Every installer pins the same root, so Codex, Claude Code and Gemini CLI share one memory.
 
     Raises:
         StorageError: ``DATA_DIR_REQUIRED`` (only when ``home`` is not absolute and no override is set).
@@ -388,6 +407,17 @@ def _toml_edits(
     return _Edits(add, add, remove, lambda data, _backup: data, created_empty)
 
 
+def _skill_edits(ours: bytes, what: str) -> _Edits:
+    """The skill file is whole: intentloop's or not. A ``--replace``d file of the user's is the backup's."""
+    return _Edits(
+        lambda d: skill_install(d, ours, what=what, replace=False),
+        lambda d: skill_install(d, ours, what=what, replace=True),
+        skill_uninstall,
+        lambda data, _backup: data,
+        lambda _data: False,
+    )
+
+
 def _left_in_place(changes: Sequence[tuple[FileChange, bytes | None]], root: str) -> list[str]:
     """Notes naming the intentloop entries an uninstall leaves because intentloop's installer did not write them for
     ``root`` (the user's own, the plugin's, or an install for another data root)."""
@@ -425,6 +455,7 @@ def install(
     codex_home: Path | None = None,
     claude_config_dir: Path | None = None,
     claude_json: Path | None = None,
+    gemini_config_dir: Path | None = None,
     data_root: Path | None = None,
     program: Sequence[str] | None = None,
     replace: bool = False,
@@ -432,18 +463,19 @@ def install(
     """Install (or with ``uninstall`` remove) intentloop's MCP server entry and hooks for ``host``.
 
     Args:
-        host: ``"codex"`` or ``"claude"``.
+        host: ``"codex"``, ``"claude"`` or ``"gemini"``.
         dry_run: compute and describe the change, write nothing.
         uninstall: remove what an install added instead.
         replace: replace intentloop entries that intentloop's installer did not write for this data root (the user's
             own ``intent_loop`` server, plugin hooks) instead of refusing them; the backup keeps them for uninstall.
-        env: environment to read ``CODEX_HOME``, ``CLAUDE_CONFIG_DIR``, ``INTENT_LOOP_DATA_DIR`` … from
-            (default ``os.environ``).
+        env: environment to read ``CODEX_HOME``, ``CLAUDE_CONFIG_DIR``, ``GEMINI_CLI_HOME``, ``INTENT_LOOP_DATA_DIR``
+            … from (default ``os.environ``).
         home: the user's home folder (default ``Path.home()``).
         codex_home: Codex's folder (default ``$CODEX_HOME`` or ``~/.codex``).
         claude_config_dir: Claude Code's folder (default ``$CLAUDE_CONFIG_DIR`` or ``~/.claude``).
         claude_json: Claude Code's user-scope state file (default ``$CLAUDE_CONFIG_DIR/.claude.json`` or
             ``~/.claude.json``).
+        gemini_config_dir: Gemini CLI's folder (default ``$GEMINI_CLI_HOME/.gemini`` or ``~/.gemini``).
         data_root: the data root to pin (default :func:`default_data_root`).
         program: argv prefix that starts intentloop (default :func:`default_program`).
 
@@ -457,7 +489,7 @@ def install(
         StorageError: a file cannot be read or written (``STORAGE_READ_FAILED`` / ``STORAGE_WRITE_FAILED``).
     """
     if host not in HOSTS:
-        raise InvalidInputError(f"unknown host {host!r}: expected codex or claude", code="INVALID_ARGUMENTS")
+        raise InvalidInputError(f"unknown host {host!r}: expected codex, claude or gemini", code="INVALID_ARGUMENTS")
     env = os.environ if env is None else env
     home = (home or (Path(env["HOME"]) if env.get("HOME") else Path.home())).absolute()
     prog = tuple(program) if program is not None else default_program()
@@ -471,6 +503,7 @@ def install(
     server = server_entry(prog, root)
     plans: list[tuple[Path, _Edits]] = []
     notes: list[str] = []
+    skill_home: Path | None = None  # Claude Code's folder, whose skills/ an uninstall prunes
 
     def hooks_edits(path: Path) -> _Edits:
         what = str(path)
@@ -491,6 +524,25 @@ def install(
             notes.append(
                 "Codex runs new or changed hooks only after you trust them: start `codex`, open `/hooks`, review "
                 f"the five intentloop hooks in {hooks_file} and trust them (intentloop never writes trust records)."
+            )
+    elif host == "gemini":
+        settings = (gemini_config_dir or gemini_dir(env, home)).absolute() / "settings.json"
+        what = str(settings)
+        gemini_groups = gemini_hook_groups(prog, root)
+        plans.append(
+            (
+                settings,
+                _json_edits(
+                    what,
+                    lambda d, rep: settings_install(d, gemini_groups, server, root=str(root), what=what, replace=rep),
+                    lambda d: settings_uninstall(d, root=str(root), what=what),
+                    lambda d, earlier: settings_reinstate(d, earlier, root=str(root)),
+                ),
+            )
+        )
+        if not uninstall:
+            notes.append(
+                "Restart Gemini CLI; `/hooks` lists the four intentloop hooks and `/mcp` the intent_loop server."
             )
     else:
         cdir = claude_config_dir or (
@@ -514,9 +566,21 @@ def install(
                 ),
             )
         )
+        skill_home = cdir
+        skill = cdir / SKILL_PATH
+        if uninstall:
+            # Only whether the file is intentloop's matters now; the bundled skill need not even be readable.
+            current = _read(skill)
+            ours = current if current is not None and is_our_skill(current) else b""
+            if current is not None and not ours:
+                notes.append(f"Left {skill}: a skill intentloop's installer did not write (or one changed since).")
+        else:
+            ours = installed_skill(read_skill())
+        plans.append((skill, _skill_edits(ours, str(skill))))
         if not uninstall:
             notes.append(
-                "Restart Claude Code; `/hooks` lists the five intentloop hooks and `/mcp` the intent_loop server."
+                "Restart Claude Code; `/hooks` lists the five intentloop hooks, `/mcp` the intent_loop server, and "
+                "`/intent` is the intent skill."
             )
     changes: list[tuple[FileChange, bytes | None]] = []
     for path, edits in plans:
@@ -529,6 +593,8 @@ def install(
     if not dry_run:
         for change, backup_bytes in changes:
             _apply(change, backup_bytes)
+        if uninstall and skill_home is not None:
+            prune_skill_dirs(skill_home)
     if not uninstall:
         notes.append(f"MCP server `{SERVER_KEY}` and hooks use the data root {root} ({located.reason}).")
         for change, _ in changes:

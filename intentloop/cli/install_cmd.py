@@ -1,4 +1,4 @@
-"""``intentloop install codex|claude``: the typer face of the installer logic in ``cli/install.py``."""
+"""``intentloop install codex|claude|gemini``: the typer face of the installer logic in ``cli/install.py``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from intentloop.cli._options import JsonOption
 from intentloop.cli._output import Output
 
 HostArgument = Annotated[
-    str, typer.Argument(metavar="codex|claude", help="The host to wire intentloop into.", autocompletion=hosts)
+    str, typer.Argument(metavar="codex|claude|gemini", help="The host to wire intentloop into.", autocompletion=hosts)
 ]
 DryRunOption = Annotated[bool, typer.Option("--dry-run", help="Show the change as a diff; write nothing.")]
 UninstallOption = Annotated[bool, typer.Option("--uninstall", help="Remove exactly what an install added.")]
@@ -33,7 +33,8 @@ def install(
     replace: ReplaceOption = False,
     json_output: JsonOption = False,
 ) -> int:
-    """Write the host's MCP server entry and five hooks, with absolute paths to this installation.
+    """Write the host's MCP server entry and five hooks, with absolute paths to this installation (Claude Code: and the
+    /intent skill).
 
     Every changed file is backed up first (<file>.intentloop.bak); re-running changes nothing. An entry intentloop's
     installer did not write is never changed without --replace, and never removed by --uninstall. Codex runs the

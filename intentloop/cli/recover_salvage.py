@@ -1,4 +1,4 @@
-"""``intentloop recover salvage``: re-append the intact events of quarantined suffixes (see ``recovery/salvage.py``).
+"""``intentloop recover salvage``: re-append the intact events of quarantined suffixes (see ``recovery/salvaging.py``).
 
 Shows what it would give back (lock-free) and asks, unless ``--yes``; then decides again under the lock and appends
 through the store's one write path. Running it again changes nothing.

@@ -9,7 +9,6 @@ gate on damage); 3 when there is no data root to look at.
 from __future__ import annotations
 
 import platform
-from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +36,8 @@ def status(project_root: ProjectRootOption = None, json_output: JsonOption = Fal
 
 def versions() -> dict[str, str | int]:
     """The versions ``status`` reports (package metadata only: nothing heavy is imported)."""
+    from importlib import metadata  # here: 37 ms of imports that every other command would pay
+
     found: dict[str, str | int] = {
         "intentloop": __version__,
         "ledger_schema": SCHEMA_VERSION,
@@ -158,7 +159,7 @@ def _last_hook_problem() -> dict[str, Any] | None:
         return None
     code = str(found.get("code"))
     remedy = (
-        "reinstall intentloop, then re-run `intentloop install codex|claude` (or check the hook command)"
+        "reinstall intentloop, then re-run `intentloop install codex|claude|gemini` (or check the hook command)"
         if code == BROKEN_INSTALLATION
         else remedy_for(code)
     )

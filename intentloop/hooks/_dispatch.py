@@ -1,9 +1,11 @@
 """Per-event behaviour of ``intentloop hook`` (docs/HOOKS.md) on top of ``intentloop.service.hookops``, as each
 event's row in ``intentloop.model.hook_events`` says: SessionStart reads; UserPromptSubmit records its observation and
-then answers with the same context; PostCompact, Stop and SessionEnd record and answer the bare ``{"continue": true,
-"suppressOutput": true}``. A prompt that starts
+then answers with the same context, a linked task's only when it changed since the session's last injection;
+PostCompact, Stop and SessionEnd record and answer the bare ``{"continue": true, "suppressOutput": true}``
+(PostCompact also forgets the session's last injection). A prompt that starts
 with a user's ``/intent`` command (``intentloop.model.commands``) is run by ``intentloop.service.hookcmds`` and
-answered with its receipt, in the context and as a ``systemMessage`` for the user.
+answered with its receipt, in the context and as a ``systemMessage`` for the user. Gemini CLI's own events arrive as
+the event they act as (``hooks/_gemini.py``) and are answered under Gemini's name (``answer_as``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from intentloop.model.printable import escape_controls
 from intentloop.service.hookops import (
     SLOW_READ_BYTES,
     Observation,
+    context_once,
+    forget_injected,
     plan_observation,
     rebuild_index,
     record_planned,
@@ -67,7 +71,7 @@ def command_line(payload: HookPayload, env: Mapping[str, str], *, lock_deadline:
         env, payload.cwd, payload.session_id, payload.turn_id, payload.text, command, deadline=lock_deadline
     )
     debug_log(debug, f"{payload.event}: /intent {command.verb} {'done' if answer.done else 'not recorded'}")
-    return answer_line(payload.event, answer.additional_context, answer.receipt)
+    return answer_line(payload.answer_as or payload.event, answer.additional_context, answer.receipt)
 
 
 def dispatch(
@@ -91,13 +95,13 @@ def dispatch(
     event = HOOK_EVENT_BY_NAME[payload.event]
     if event.records is None:  # a reading event
         context = session_context(data_root, payload.cwd, payload.session_id, payload.source)
-        return answer_line(payload.event, context if event.answers_with_context else None)
+        return answer_line(payload.answer_as or payload.event, context if event.answers_with_context else None)
 
     obs = Observation(event=payload.event, session_id=payload.session_id, turn_id=payload.turn_id, text=payload.text)
     # Plan, then act: the service says what it would do; a plan that needs a whole read of a large ledger is carried
     # out after the host has its answer, when the host can be answered early.
     plan = plan_observation(data_root, payload.cwd, obs, whole_read_limit=None if detach is None else SLOW_READ_BYTES)
-    deadline, patient = lock_deadline, False
+    deadline, patient = lock_deadline, False  # patient: the host has its answer already
     if plan.whole_read_bytes is not None:
         if detach is not None and not take_background_slot(plan):
             # Another hook's child is reading this ledger already: one at a time per project (their memory adds
@@ -112,7 +116,15 @@ def dispatch(
     outcome = record_planned(plan, deadline=deadline, with_context=event.answers_with_context, patient=patient)
     state = "recorded" if outcome.recorded else "spooled for the next writer" if outcome.spooled else "not recorded"
     debug_log(debug, f"{payload.event}: observation {state}")
-    return answer_line(payload.event, outcome.context if event.answers_with_context else None)
+    answer_as = payload.answer_as or payload.event
+    if event.forgets_injection:
+        forget_injected(plan)
+    if not event.answers_with_context or patient:
+        return answer_line(answer_as, None)
+    # The host keeps every injected copy in its conversation: a linked task's unchanged context is not sent again,
+    # unless the host never says it compacted (Gemini CLI: then the context goes with every prompt).
+    once = event.context_once and not payload.compaction_unseen
+    return answer_line(answer_as, context_once(plan, outcome) if once else outcome.context)
 
 
 def spool_unanswered(payload: HookPayload, env: Mapping[str, str]) -> bool:

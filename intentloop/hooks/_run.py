@@ -30,9 +30,10 @@ from intentloop.hooks._guard import (
     process_age_s,
     silence_stderr,
 )
+from intentloop.model.gemini_events import GEMINI_EVENT_BY_ARGUMENT
 from intentloop.model.hook_events import HOOK_ARGUMENTS_TEXT
 
-USAGE = f"intentloop hook [--data-dir DIR] [{HOOK_ARGUMENTS_TEXT}]"
+USAGE = f"intentloop hook [--data-dir DIR] [{'|'.join([HOOK_ARGUMENTS_TEXT, *GEMINI_EVENT_BY_ARGUMENT])}]"
 
 
 class UsageError(Exception):

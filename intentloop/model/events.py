@@ -1,8 +1,8 @@
 """The v1 ledger event envelope (docs/EVENTS.md) and its hash.
 
-An :class:`Event` is exactly one ledger line. ``payload`` stays a plain dict here: the service converts it into typed
-payloads, and unknown payload keys written by a later version survive a read-modify-write untouched (every byte is
-still covered by the hash chain).
+An :class:`Event` is exactly one ledger line. ``payload`` stays a plain dict here: the fold reads it through its
+type's struct (:mod:`intentloop.model.payloads`), and unknown payload keys written by a later version survive a
+read-modify-write untouched (every byte is still covered by the hash chain).
 """
 
 from __future__ import annotations

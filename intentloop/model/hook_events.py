@@ -45,12 +45,18 @@ class HookEvent:
         text_field: the payload field whose text an observation counts and digests (never stores), or ``None``.
         records: the observation it appends for a linked session, or ``None``: it only reads.
         answers_with_context: whether its answer carries the session's context (else the bare fail-open answer).
+        context_once: with ``answers_with_context``, a linked task's context is left out when it is exactly what was
+            last injected into the session (``store/_injected.py``): the host keeps the earlier copy.
+        forgets_injection: the host's conversation was compacted: the session's last injection is forgotten, so the
+            next ``context_once`` answer injects again.
         runs_commands: whether a user's ``/intent`` command at the start of its text is run.
     """
 
     __slots__ = (
         "answers_with_context",
         "argument",
+        "context_once",
+        "forgets_injection",
         "matcher",
         "name",
         "records",
@@ -69,6 +75,8 @@ class HookEvent:
         text_field: str | None = None,
         records: Recorded | None = None,
         answers_with_context: bool = False,
+        context_once: bool = False,
+        forgets_injection: bool = False,
         runs_commands: bool = False,
     ) -> None:
         self.name = name
@@ -78,6 +86,8 @@ class HookEvent:
         self.text_field = text_field
         self.records = records
         self.answers_with_context = answers_with_context
+        self.context_once = context_once
+        self.forgets_injection = forgets_injection
         self.runs_commands = runs_commands
 
     def __repr__(self) -> str:
@@ -99,6 +109,7 @@ HOOK_EVENTS: Final[tuple[HookEvent, ...]] = (
         text_field="prompt",
         records=Recorded("source_observed", "user", "prompt_update", "user_event"),
         answers_with_context=True,
+        context_once=True,
         runs_commands=True,
     ),
     HookEvent(
@@ -106,6 +117,7 @@ HOOK_EVENTS: Final[tuple[HookEvent, ...]] = (
         argument="post-compact",
         matcher="manual|auto",
         records=Recorded("compaction_observed", "agent", "recovery_needed", "agent_turn"),
+        forgets_injection=True,
     ),
     HookEvent(name="Stop", argument="stop", text_field="last_assistant_message", records=_RESULT_SIGNAL),
     # No matcher: every reason a session ends for (Claude Code: clear, resume, logout, prompt_input_exit, other, ...)

@@ -8,25 +8,37 @@ re-projection. The fold follows the original exactly: later records of a claim i
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
 
 import msgspec
 
-from intentloop.model.claims import MODES, Candidate, Claim, SourceRef
+from intentloop.model.claims import Candidate, Claim, SourceRef
 from intentloop.model.events import Event
 from intentloop.model.ids import parse_time
-
-_CANDIDATE_EVENTS = frozenset({"candidate_added", "source_observed", "result_signal_observed", "compaction_observed"})
-#: The events that can add a candidate to their task (a task without any has none).
-CANDIDATE_BEARING_EVENTS = _CANDIDATE_EVENTS | {"graph_imported"}
-#: The events that can record or invalidate a claim of their task (any other leaves its claims as they were).
-CLAIM_BEARING_EVENTS = frozenset(
-    {"claim_added", "claim_replaced", "claim_invalidated", "graph_imported", "task_started"}
+from intentloop.model.payloads import (
+    PAYLOAD_TYPES,
+    CandidateRecorded,
+    ClaimInvalidated,
+    ClaimRecorded,
+    GraphImported,
+    ModeSet,
+    Payload,
+    TaskStarted,
+    decode_payload,
 )
+
+
+def _events_read_as(*kinds: type[Payload]) -> frozenset[str]:
+    return frozenset(name for name, kind in PAYLOAD_TYPES.items() if kind in kinds)
+
+
+#: The events that can add a candidate to their task (a task without any has none).
+CANDIDATE_BEARING_EVENTS = _events_read_as(CandidateRecorded, GraphImported)
+#: The events that can record or invalidate a claim of their task (any other leaves its claims as they were).
+CLAIM_BEARING_EVENTS = _events_read_as(ClaimRecorded, ClaimInvalidated, GraphImported, TaskStarted)
 #: The events that decide a task's session binding (``started_at``, ``host_session_hash``; :func:`task_for_session`).
-BINDING_EVENTS = frozenset({"task_started", "mode_set"})
+BINDING_EVENTS = _events_read_as(TaskStarted, ModeSet)
 
 
 class Invalidation(msgspec.Struct, frozen=True, kw_only=True):
@@ -127,26 +139,6 @@ class ProjectState:
         return state if state is not None and state.started else None
 
 
-def _claim(task: TaskState, data: Any) -> Claim | None:
-    if not isinstance(data, dict) or not isinstance(data.get("claim_id"), str):
-        return None  # the original ignores these silently too
-    try:
-        return msgspec.convert(data, Claim)
-    except msgspec.ValidationError:
-        task.malformed += 1
-        return None
-
-
-def _candidate(task: TaskState, data: Any) -> Candidate | None:
-    if not isinstance(data, dict) or not isinstance(data.get("candidate_id"), str):
-        return None
-    try:
-        return msgspec.convert(data, Candidate)
-    except msgspec.ValidationError:
-        task.malformed += 1
-        return None
-
-
 def _put_claim(task: TaskState, claim: Claim, at: str) -> None:
     previous = task.claims.get(claim.claim_id)
     if previous is not None:
@@ -162,33 +154,15 @@ def _put_claim(task: TaskState, claim: Claim, at: str) -> None:
         task.superseded_by.setdefault(old, []).append(claim.claim_id)
 
 
-def _put_claims(task: TaskState, items: Any, at: str) -> None:
-    if isinstance(items, list):
-        for item in items:
-            claim = _claim(task, item)
-            if claim is not None:
-                _put_claim(task, claim, at)
-
-
-def _source_ref(data: Any) -> SourceRef | None:
-    if not isinstance(data, dict):
-        return None
-    try:
-        return msgspec.convert(data, SourceRef)
-    except msgspec.ValidationError:
-        return None
-
-
-def _invalidate(task: TaskState, event: Event, claim_id: Any, payload: Mapping[str, Any] | None) -> None:
-    if not isinstance(claim_id, str) or claim_id in task.invalidations:
+def _invalidate(task: TaskState, event: Event, claim_id: str | None, payload: ClaimInvalidated | None) -> None:
+    if claim_id is None or claim_id in task.invalidations:
         return
-    at = payload.get("invalidated_at") if payload is not None else None
-    reason = payload.get("reason") if payload is not None else None
+    at = payload.invalidated_at if payload is not None else None
     task.invalidations[claim_id] = Invalidation(
         claim_id=claim_id,
-        invalidated_at=at if isinstance(at, str) else event.occurred_at,
-        reason=reason if isinstance(reason, str) else None,
-        source_ref=_source_ref(payload.get("source_ref")) if payload is not None else None,
+        invalidated_at=at if at is not None else event.occurred_at,
+        reason=payload.reason if payload is not None else None,
+        source_ref=payload.source_ref if payload is not None else None,
         event_id=event.event_id,
         occurred_at=event.occurred_at,
     )
@@ -204,48 +178,38 @@ def apply_event(state: ProjectState, event: Event) -> TaskState:
     task.event_count += 1
     task.last_event_at = event.occurred_at
     task.requests.setdefault(event.request_id, event)
-    payload = event.payload
-    kind = event.event_type
-    if kind in ("claim_added", "claim_replaced"):
-        claim = _claim(task, payload.get("claim"))
-        if claim is not None:
-            _put_claim(task, claim, event.occurred_at)
-    elif kind in _CANDIDATE_EVENTS:
-        candidate = _candidate(task, payload.get("candidate"))
-        if candidate is not None:
-            task.candidates.append(candidate)
-    elif kind == "task_started":
-        task.started_at = event.occurred_at
-        mode = payload.get("mode")
-        if mode in MODES:
-            task.mode = mode
-        label = payload.get("label")
-        task.label = label if isinstance(label, str) else None
-        session = payload.get("host_session_hash")
-        task.host_session_hash = session if isinstance(session, str) else None
-        task.recovered_from_private = payload.get("recovered_from_private") is True
-        _put_claims(task, payload.get("initial_claims"), event.occurred_at)
-    elif kind == "mode_set":
-        mode = payload.get("mode")
-        if mode in MODES:
-            task.mode = mode
-        if "host_session_hash" in payload:
-            session = payload["host_session_hash"]
-            task.host_session_hash = session if isinstance(session, str) else None
-    elif kind == "claim_invalidated":
-        _invalidate(task, event, payload.get("claim_id"), payload)
-    elif kind == "graph_imported":
-        _put_claims(task, payload.get("claims"), event.occurred_at)
-        invalidated = payload.get("invalidated_claim_ids")
-        if isinstance(invalidated, list):
-            for claim_id in invalidated:
+    decoded = decode_payload(event.event_type, event.payload)
+    task.malformed += decoded.malformed
+    at = event.occurred_at
+    match decoded.payload:
+        case ClaimRecorded(claim=claim):
+            if claim is not None:
+                _put_claim(task, claim, at)
+        case CandidateRecorded(candidate=candidate):
+            if candidate is not None:
+                task.candidates.append(candidate)
+        case TaskStarted() as started:
+            task.started_at = at
+            if started.mode is not None:
+                task.mode = started.mode
+            task.label = started.label
+            task.host_session_hash = started.host_session_hash
+            task.recovered_from_private = started.recovered_from_private
+            for claim in started.initial_claims:
+                _put_claim(task, claim, at)
+        case ModeSet(mode=mode, host_session_hash=session):
+            if mode is not None:
+                task.mode = mode
+            if session is not msgspec.UNSET:
+                task.host_session_hash = session
+        case ClaimInvalidated() as invalidated:
+            _invalidate(task, event, invalidated.claim_id, invalidated)
+        case GraphImported() as imported:
+            for claim in imported.claims:
+                _put_claim(task, claim, at)
+            for claim_id in imported.invalidated_claim_ids:
                 _invalidate(task, event, claim_id, None)
-        candidates = payload.get("candidates")
-        if isinstance(candidates, list):
-            for item in candidates:
-                candidate = _candidate(task, item)
-                if candidate is not None:
-                    task.candidates.append(candidate)
+            task.candidates.extend(imported.candidates)
     return task
 
 

@@ -20,7 +20,7 @@ from intentloop.errors import CorruptLedgerError, StorageError
 from intentloop.model import canonical_bytes, utc_now
 from intentloop.recovery._files import read_data_file
 from intentloop.recovery.report import LedgerCheck, check_ledger
-from intentloop.recovery.salvage import count_suffix
+from intentloop.recovery.salvaging import count_suffix
 
 if TYPE_CHECKING:
     from intentloop.store import LockedLedger, ProjectStore

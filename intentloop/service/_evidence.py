@@ -18,10 +18,8 @@ import stat
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final, TypeAlias
-
-import trio
 
 from intentloop.errors import InvalidInputError, StorageError
 from intentloop.model import EvidenceFile
@@ -167,6 +165,8 @@ async def bind_evidence_file(project_root: str, evidence_path: str) -> EvidenceF
             changed kind while hashed).
     """
     real, relative = resolve_evidence_path(project_root, evidence_path)
+    import trio  # here: a one-shot read (the CLI's) marks evidence without loading trio
+
     digest = await trio.to_thread.run_sync(file_sha256, real, abandon_on_cancel=True)  # nothing written yet
     if digest is None:
         raise InvalidInputError("evidence_path is not a regular file", code="INVALID_EVIDENCE_PATH")
@@ -203,6 +203,22 @@ def _bound(claim: Mapping[str, Any]) -> tuple[str, str] | None:
     return None
 
 
+def _stale_marker(project_root: str, result: Any, paths: ProjectPaths | None) -> Callable[[], Any] | None:
+    """What marking ``result`` takes: ``None`` when no claim is bound to a file (or there is no root), else a function
+    that hashes each distinct path once and marks every bound claim."""
+    claims = [(claim, bound) for claim in _claims_of(result) if (bound := _bound(claim)) is not None]
+    if not claims or not project_root:
+        return None
+
+    def mark() -> Any:
+        now = {path: current_sha256(project_root, path, paths) for path in sorted({p for _c, (p, _d) in claims})}
+        for claim, (path, digest) in claims:
+            claim["evidence_stale"] = now[path] != digest
+        return result
+
+    return mark
+
+
 async def mark_evidence_stale(project_root: str, result: Any, paths: ProjectPaths | None = None) -> Any:
     """Add ``evidence_stale`` to every claim of a snapshot or export result that carries ``evidence_file``.
 
@@ -210,20 +226,19 @@ async def mark_evidence_stale(project_root: str, result: Any, paths: ProjectPath
     once, all of them in one worker thread. With no ``project_root`` (the CLI naming a project by its id: the root is
     never stored) nothing is marked: a relative path would otherwise be judged against the working directory.
     """
-    claims = [(claim, bound) for claim in _claims_of(result) if (bound := _bound(claim)) is not None]
-    if not claims or not project_root:
+    mark = _stale_marker(project_root, result, paths)
+    if mark is None:
         return result
-    bound_paths = sorted({path for _claim, (path, _digest) in claims})
-    store_paths = paths
-
-    def hash_all() -> dict[str, str | None]:
-        return {path: current_sha256(project_root, path, store_paths) for path in bound_paths}
+    import trio
 
     # read-only: a cancelled call (or a server going away) leaves the thread behind instead of waiting for it
-    now = await trio.to_thread.run_sync(hash_all, abandon_on_cancel=True)
-    for claim, (path, digest) in claims:
-        claim["evidence_stale"] = now[path] != digest
-    return result
+    return await trio.to_thread.run_sync(mark, abandon_on_cancel=True)
+
+
+def mark_evidence_stale_inline(project_root: str, result: Any, paths: ProjectPaths | None = None) -> Any:
+    """:func:`mark_evidence_stale` in the calling thread, for a process that answers one read and exits."""
+    mark = _stale_marker(project_root, result, paths)
+    return result if mark is None else mark()
 
 
 def strip_extensions(graph: dict[str, Any]) -> dict[str, Any]:
@@ -245,6 +260,7 @@ __all__ = [
     "current_sha256",
     "file_sha256",
     "mark_evidence_stale",
+    "mark_evidence_stale_inline",
     "resolve_evidence_path",
     "strip_extensions",
 ]

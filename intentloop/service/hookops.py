@@ -64,11 +64,13 @@ class Observation(msgspec.Struct, frozen=True, kw_only=True):
 
 class HookOutcome(msgspec.Struct, frozen=True, kw_only=True):
     """Whether an observation was appended (or, the lock being busy until the deadline, spooled for the next writer),
-    and the context text for the host (``None``: inject nothing)."""
+    the context text for the host (``None``: inject nothing), and whether that text is a linked task's context (the
+    one :func:`context_once` leaves out when the session has it already)."""
 
     recorded: bool
     context: str | None = None
     spooled: bool = False
+    linked: bool = False
 
 
 def _open_store(data_root: Path, cwd: str) -> ProjectStore:
@@ -202,12 +204,13 @@ class ObservationPlan:
 
     Attributes:
         context: the context text for the host (SessionStart's), whatever is recorded.
+        linked: whether ``context`` is a linked task's context.
         task_id: the task the observation would be recorded into; ``None``: nothing to record.
         whole_read_bytes: set instead of a decision when deciding needs a whole read of a ledger of this size
             (larger than the plan was allowed to read): plan again without the limit, in the background if possible.
     """
 
-    __slots__ = ("_identity", "_read", "_shash", "_store", "context", "data_root", "obs", "task_id")
+    __slots__ = ("_identity", "_read", "_shash", "_store", "context", "data_root", "linked", "obs", "task_id")
 
     def __init__(
         self,
@@ -218,6 +221,7 @@ class ObservationPlan:
         context: str,
         *,
         read: SessionTask | None = None,
+        linked: bool = False,
         task_id: str | None = None,
         identity: Identity | None = None,
     ) -> None:
@@ -226,6 +230,7 @@ class ObservationPlan:
         self.obs = obs
         self._shash = shash
         self.context = context
+        self.linked = linked
         self._read = read
         self.task_id = task_id
         self._identity = identity
@@ -267,8 +272,10 @@ def plan_observation(
 
     identity = _identity(obs, lambda: load_hook_key(data_root))
     if identity is not None and f"hook:{obs.event}:{identity[0]}" in task.requests:
-        return ObservationPlan(data_root, store, obs, shash, context, read=read)
-    return ObservationPlan(data_root, store, obs, shash, context, read=read, task_id=task.task_id, identity=identity)
+        return ObservationPlan(data_root, store, obs, shash, context, read=read, linked=True)
+    return ObservationPlan(
+        data_root, store, obs, shash, context, read=read, linked=True, task_id=task.task_id, identity=identity
+    )
 
 
 def record_planned(
@@ -291,7 +298,7 @@ def record_planned(
     if plan.whole_read_bytes is not None:
         raise InvalidInputError("the plan needs a whole read of the ledger first", code="INVALID_ARGUMENTS")
     if plan.task_id is None:
-        return HookOutcome(recorded=False, context=_if(with_context, plan.context))
+        return HookOutcome(recorded=False, context=_if(with_context, plan.context), linked=plan.linked)
     store = plan._store
     if patient and deadline is not None:
         store = _patient(store, deadline - time.monotonic())
@@ -310,7 +317,7 @@ def record_planned(
     if identity is None:  # load_or_create_hook_key returns a key or raises: unreachable
         raise StorageError("the hook digest key is unavailable", code="STORAGE_READ_FAILED")
     spooled = store.spool(_draft(plan.obs, plan.task_id, identity))
-    return HookOutcome(recorded=False, spooled=spooled, context=_if(with_context, plan.context))
+    return HookOutcome(recorded=False, spooled=spooled, context=_if(with_context, plan.context), linked=True)
 
 
 def record_observation(
@@ -348,9 +355,29 @@ def _record_locked(
         if identity is None:  # load_or_create_hook_key returns a key or raises: unreachable
             raise StorageError("the hook digest key is unavailable", code="STORAGE_READ_FAILED")
         if f"hook:{obs.event}:{identity[0]}" in task.requests:
-            return HookOutcome(recorded=False, context=_if(with_context, context))
+            return HookOutcome(recorded=False, context=_if(with_context, context), linked=True)
         ledger.append([_draft(obs, task.task_id, identity)])
-    return HookOutcome(recorded=True, context=_if(with_context, context))
+    return HookOutcome(recorded=True, context=_if(with_context, context), linked=True)
+
+
+def context_once(plan: ObservationPlan, outcome: HookOutcome) -> str | None:
+    """The context to answer ``outcome`` with when the host keeps every copy: a linked task's context only when it is
+    not exactly what was last injected into the session (then it is remembered as the last injection,
+    ``intentloop/store/_injected.py``); any other context (the association hint, a private control's notice) as it
+    is. Never raises: a memory that cannot be read or written means injecting."""
+    if outcome.context is None or not outcome.linked:
+        return outcome.context
+    from intentloop.store import inject_once
+
+    return outcome.context if inject_once(plan._store.paths, plan._shash, outcome.context) else None
+
+
+def forget_injected(plan: ObservationPlan) -> None:
+    """Forget what was last injected into the plan's session (its conversation was compacted), so the next prompt
+    injects the task's context again. Never raises; creates nothing."""
+    from intentloop.store import forget_injection
+
+    forget_injection(plan._store.paths, plan._shash)
 
 
 def spool_observation(data_root: Path, cwd: str, obs: Observation) -> bool:
@@ -439,6 +466,8 @@ __all__ = [
     "HookOutcome",
     "Observation",
     "ObservationPlan",
+    "context_once",
+    "forget_injected",
     "plan_observation",
     "rebuild_index",
     "record_observation",

@@ -15,7 +15,6 @@ logged; the call then meets the same failure as a structured error from its own 
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import logging
 import os
@@ -28,15 +27,12 @@ from intentloop.errors import IntentLoopError
 from intentloop.service._evidence import mark_evidence_stale
 from intentloop.service._state import Ctx, Engine
 from intentloop.service.args import TOOL_NAMES, TOOLS, Tool, decode_arguments
+from intentloop.service.inline import HandlerMissingError, tool_function
 from intentloop.store import ProjectStore, resolve_data_root
 
 logger = logging.getLogger(__name__)
 
 Handler = Callable[[Engine, Ctx, Any], Awaitable[Any]]
-
-
-class HandlerMissingError(LookupError):
-    """A tool row names a handler that does not exist (raised when this module is imported)."""
 
 
 def _sync(function: Callable[[Engine, Ctx, Any], Any]) -> Handler:
@@ -62,11 +58,7 @@ def bind(tool: Tool) -> Handler:
     Raises:
         HandlerMissingError: the row names a module or function that does not exist.
     """
-    module_name, _, attribute = tool.handler.partition(":")
-    try:
-        function = getattr(importlib.import_module(f"intentloop.service.{module_name}"), attribute)
-    except (ImportError, AttributeError) as exc:
-        raise HandlerMissingError(f"{tool.name}: no handler {tool.handler!r} in intentloop.service") from exc
+    function = tool_function(tool)
     handler: Handler = function if inspect.iscoroutinefunction(function) else _sync(function)
     return _with_evidence(handler) if tool.marks_evidence else handler
 
@@ -89,9 +81,6 @@ class IntentService:
         resident: a long-running process (a server) keeps each verified ledger (as offsets) and the folds of the tasks
             last asked for between calls, verifying a ledger off the event loop first; ``False`` for a process that
             answers one call and exits (the CLI, a hook's ``/intent`` command), which reads a task through the index.
-        reads_off: the reads (snapshot, export, candidates) answer for a task that is ``off`` instead of refusing it
-            with ``MODE_OFF``: the admin CLI's ``show`` and ``export`` are a person looking at their own memory, not an
-            agent's semantic use, which ``off`` is there to stop. Writes to an off task stay refused either way.
     """
 
     def __init__(
@@ -100,9 +89,8 @@ class IntentService:
         *,
         lock_deadline: float | None = None,
         resident: bool = True,
-        reads_off: bool = False,
     ) -> None:
-        self._engine = Engine(data_root_resolver, lock_deadline=lock_deadline, resident=resident, reads_off=reads_off)
+        self._engine = Engine(data_root_resolver, lock_deadline=lock_deadline, resident=resident)
         self._resident = resident
         self._warming: dict[ProjectStore, trio.Event] = {}
 

@@ -1,13 +1,12 @@
 """Every store's view: the verified ledger as offsets into its file, events decoded on demand, task folds kept.
 
 Why: decoded events cost about 2.7 KB each (a server peaked at 446 MB on a 100,000-event ledger; docs/BENCHMARK.md,
-"Measurements behind the code"), offsets about 60 bytes. A store verifies the file in chunks of whole lines (the
+"Measurements behind the code"), offsets about 45 bytes. A store verifies the file in chunks of whole lines (the
 chain carried from chunk to chunk, so each line gets exactly the checks of a whole-file verification) and keeps, per
-line, its end offset, its ``event_hash`` (32 bytes), its task and its place in its task's and its event type's
-position lists. An event asked for is
-read back from the same open file (the verified inode, whatever has been renamed over its path since) and must hash to
-the ``event_hash`` recorded for its position, so bytes changed after verification are ``CORRUPT_LEDGER``, never a wrong
-answer.
+line, its end offset, the first half of its ``event_hash`` (16 bytes), its task and its place in its task's and its
+event type's position lists. An event asked for is read back from the same open file (the verified inode, whatever
+has been renamed over its path since) and must hash to an ``event_hash`` that starts with what was recorded for its
+position, so bytes changed after verification are ``CORRUPT_LEDGER``, never a wrong answer.
 
 Anything unusual while streaming (damage, a torn tail, a line longer than a chunk can grow to, a file that changed
 meanwhile) gives up, and the caller verifies the file whole as before: the report on a damaged ledger is exactly the
@@ -42,6 +41,10 @@ if TYPE_CHECKING:  # the fold is imported when a task is first folded: a hook th
 #: with 512 KiB (19 MB before reading), no slower (1.3-1.6 s against 1.8 s).
 CHUNK_BYTES = 512 * 1024
 _HASH_KEY = b',"event_hash":"'
+#: Bytes of each line's ``event_hash`` a view keeps: a line read back must hash to an ``event_hash`` that starts with
+#: them, so changing a verified line unnoticed takes a second preimage of 128 bits of SHA-256. Half the 32 bytes: 16 MB
+#: less for a server holding a 1,000,000-event ledger (its peak was 96 MB against a goal of 80; docs/BENCHMARK.md).
+HASH_KEPT = 16
 _decoder = msgspec.json.Decoder(Event)
 _handover = threading.Lock()
 
@@ -138,7 +141,7 @@ class _Table:
         self.file = file
         self.folds = _Folds()
         self.ends = array("Q")  # end offset of line i (its start is the end of line i - 1, or 0)
-        self.hashes = bytearray()  # 32 bytes per line: its event_hash
+        self.hashes = bytearray()  # HASH_KEPT bytes per line: the start of its event_hash
         self.by_task: dict[str, array[int]] = {}  # task id -> positions, in order of the task's first appearance
         self.by_type: dict[str, array[int]] = {}  # event type -> positions
         self.task_of = array("I")  # position -> number of its task in task_names
@@ -148,7 +151,7 @@ class _Table:
     def add(self, events: Sequence[Event], ends: Iterable[int]) -> None:
         start = len(self.ends)
         self.ends.extend(ends)
-        self.hashes += bytes.fromhex("".join([event.event_hash for event in events]))
+        self.hashes += bytes.fromhex("".join([event.event_hash[: 2 * HASH_KEPT] for event in events]))
         by_task, by_type, numbers, names = self.by_task, self.by_type, self._numbers, self.task_names
         task_of = self.task_of
         for position, event in enumerate(events, start):
@@ -170,7 +173,7 @@ class _Table:
     def prefix(self, count: int) -> _Table:
         table = _Table(self.file)
         table.ends = self.ends[:count]
-        table.hashes = self.hashes[: count * 32]
+        table.hashes = self.hashes[: count * HASH_KEPT]
         # list(): another thread may be extending the newest view's table meanwhile (a server's background read)
         for task, positions in list(self.by_task.items()):
             kept = positions[: bisect_left(positions, count)]
@@ -258,17 +261,20 @@ class LineEvents(Sequence[Event]):
         return events
 
     def _checked(self, line: bytes, position: int) -> Event:
-        expected = self._table.hashes[position * 32 : position * 32 + 32].hex()
+        kept = self._table.hashes[position * HASH_KEPT : (position + 1) * HASH_KEPT].hex().encode()
         cut = line.find(_HASH_KEY)
-        if cut < 0 or line[cut + len(_HASH_KEY) : cut + len(_HASH_KEY) + 64] != expected.encode():
+        if cut < 0:
             raise _changed(position + 1)
-        if hashlib.sha256(line[:cut] + line[cut + len(_HASH_KEY) + 65 :]).hexdigest() != expected:
+        recorded = line[cut + len(_HASH_KEY) : cut + len(_HASH_KEY) + 64]
+        if not recorded.startswith(kept):
+            raise _changed(position + 1)
+        if hashlib.sha256(line[:cut] + line[cut + len(_HASH_KEY) + 65 :]).hexdigest().encode() != recorded:
             raise _changed(position + 1)
         try:
             event = _decoder.decode(line)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise _changed(position + 1) from exc
-        if event.event_hash != expected:
+        if event.event_hash.encode() != recorded:
             raise _changed(position + 1)
         return event
 

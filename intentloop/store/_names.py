@@ -19,6 +19,7 @@ from intentloop.store._checkpoint import CHECKPOINT_TEMP_RE
 from intentloop.store._config import LockConfig
 from intentloop.store._digests import DIGESTS_TEMP_RE
 from intentloop.store._fs import read_marker, remove_tree_quietly, unlink_quietly
+from intentloop.store._injected import INJECTED_TEMP_RE
 from intentloop.store._liveness import GONE, Liveness, ProcessIdentity, judge, parse_owner, probe_process
 from intentloop.store._paths import ProjectPaths
 
@@ -33,6 +34,8 @@ CONTROL_TEMP_RE = LazyPattern(rf"^control-{_UUID}\.tmp$")
 QUARANTINE_TEMP_RE = LazyPattern(rf"^quarantine-{_UUID}\.tmp$")
 HEAD_SIG_TEMP_RE = LazyPattern(rf"^head-sig-{_UUID}\.tmp$")
 OWNER_NAME = "owner.json"
+#: The project folder's temporary files, removed at once by the next holder of the lock.
+_TEMP_PATTERNS = (LEDGER_TEMP_RE, HEAD_SIG_TEMP_RE, CHECKPOINT_TEMP_RE, DIGESTS_TEMP_RE, INJECTED_TEMP_RE)
 #: Every strictly named leftover in the project folder holds ``.tmp`` or this (the patterns above; a test proves it).
 _LOCK_PREFIX = "ledger.lock."
 
@@ -82,7 +85,7 @@ def remove_orphans(paths: ProjectPaths, config: LockConfig, me: ProcessIdentity)
         if ".tmp" not in name and _LOCK_PREFIX not in name:
             continue  # what every pattern below holds (so the usual entries compile no pattern: hooks start faster)
         path = paths.project_dir / name
-        if any(p.match(name) for p in (LEDGER_TEMP_RE, HEAD_SIG_TEMP_RE, CHECKPOINT_TEMP_RE, DIGESTS_TEMP_RE)):
+        if any(p.match(name) for p in _TEMP_PATTERNS):
             unlink_quietly(path)
         elif _moved_aside(name) or (STAGED_LOCK_RE.match(name) and _staging_abandoned(path, config, me)):
             remove_tree_quietly(path)

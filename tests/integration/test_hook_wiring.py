@@ -44,6 +44,22 @@ def test_codex_plugin_manifest() -> None:
     assert [p for p in os.listdir(REPO / ".codex-plugin")] == ["plugin.json"]  # the folder holds only the manifest
 
 
+def test_the_repository_is_a_codex_marketplace_of_its_own_plugin() -> None:
+    """``codex plugin marketplace add <clone>`` reads ``.agents/plugins/marketplace.json``; its one plugin is the
+    repository's root, whose ``.codex-plugin/plugin.json`` names the same plugin (``codex plugin add
+    intent-loop@intentloop``). tools/e2e runs both commands with the real Codex CLI."""
+    market = _json(".agents/plugins/marketplace.json")
+    assert market["name"] == "intentloop"
+    [plugin] = market["plugins"]
+    assert plugin["source"] == {"source": "local", "path": "./"}
+    root = (REPO / plugin["source"]["path"]).resolve()
+    assert root == REPO.resolve()
+    assert plugin["name"] == json.loads((root / ".codex-plugin" / "plugin.json").read_text(encoding="utf-8"))["name"]
+    assert os.listdir(REPO / ".agents") == ["plugins"] and os.listdir(REPO / ".agents" / "plugins") == [
+        "marketplace.json"
+    ]
+
+
 def test_claude_code_plugin_manifest_matches_the_codex_one() -> None:
     """``claude --plugin-dir <repo>`` loads the same .mcp.json and hooks/hooks.json (Claude Code's default paths)."""
     claude, codex = _json(".claude-plugin/plugin.json"), _json(".codex-plugin/plugin.json")
@@ -74,7 +90,7 @@ def test_hooks_json_shape() -> None:
 
 
 def test_event_tables_agree() -> None:
-    assert {v: k for k, v in FORCED_EVENTS.items()} == HOOK_ARGS
+    assert {v: k for k, v in FORCED_EVENTS.items() if k in HOOK_ARGS.values()} == HOOK_ARGS
     doc = _json("hooks/hooks.json")["hooks"]
     installed = hook_groups(("/opt/bin/intentloop",), Path("/data"))
     for event in EVENTS:
@@ -132,3 +148,44 @@ def test_every_observed_event_is_a_hook_event() -> None:
     observed = {event.name for event in HOOK_EVENTS if event.records is not None}
     assert observed and observed <= HOOK_EVENT_NAMES
     assert HOOK_EVENT_NAMES - observed == {"SessionStart"}  # the one event that only reads
+
+
+def test_gemini_extension_manifest_and_hooks_are_the_installers_wiring() -> None:
+    """``gemini-extension/``: the server from PATH, and the hooks the installer writes without ``--data-dir`` (the
+    user's environment names the data root, as in the plugin routes)."""
+    from intentloop.cli._install_gemini import gemini_hook_groups
+
+    manifest = _json("gemini-extension/gemini-extension.json")
+    assert manifest["name"] == "intent-loop" and manifest["version"] == intentloop.__version__
+    assert manifest["mcpServers"] == {"intent_loop": {"command": "intentloop", "args": ["serve"]}}
+    groups = gemini_hook_groups(("intentloop",), Path("/data"))
+    for group in groups.values():
+        for handler in group["hooks"]:
+            handler["command"] = handler["command"].removesuffix(" --data-dir /data")
+    assert _json("gemini-extension/hooks/hooks.json") == {"hooks": {event: [g] for event, g in groups.items()}}
+
+
+def test_gemini_extension_hook_commands_run_through_a_shell(tmp_path: Path) -> None:
+    bin_dir = Path(sys.executable).parent
+    if not (bin_dir / "intentloop").exists():  # no console script: put a shim named intentloop on PATH
+        bin_dir = tmp_path / "bin"
+        bin_dir.mkdir()
+        shim = bin_dir / "intentloop"
+        shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -P -m intentloop "$@"\n')
+        shim.chmod(0o755)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "XDG_DATA_HOME": str(tmp_path / "xdg"), "HOME": str(tmp_path)}
+    for event, groups in _json("gemini-extension/hooks/hooks.json")["hooks"].items():
+        payload = {"session_id": "s", "cwd": str(repo), "hook_event_name": event, "prompt": "p", "prompt_response": "r"}
+        proc = subprocess.run(
+            ["/bin/sh", "-c", groups[0]["hooks"][0]["command"]],
+            input=json.dumps(payload).encode(),
+            capture_output=True,
+            env=env,
+        )
+        assert (proc.returncode, proc.stderr) == (0, b"")
+        answer = json.loads(proc.stdout)
+        assert answer["continue"] is True
+        spec = answer.get("hookSpecificOutput")
+        assert (spec or {}).get("hookEventName") == (event if event in ("SessionStart", "BeforeAgent") else None)

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from intentloop.cli._install_edit import HostConfigError
+from intentloop.cli._install_skill import installed_skill, is_our_skill
 from intentloop.cli.install import BACKUP_SUFFIX, install
 from intentloop.model import association_context
 
@@ -33,6 +34,7 @@ USER_STATE = {
     "projects": {"/home/me/app": {"allowedTools": [], "mcpServers": {}}},
 }
 PROGRAM = (str(Path(sys.executable).with_name("intentloop")),)
+REPO = Path(__file__).resolve().parents[2]
 
 
 class Claude:
@@ -69,7 +71,7 @@ def _ours(settings: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
 
 def test_install_adds_hooks_and_user_scope_server_and_keeps_user_settings(claude: Claude) -> None:
     result = claude.run()
-    assert [c.action for c in result.changes] == ["update", "update"]
+    assert [c.action for c in result.changes] == ["update", "update", "create"]
     root = claude.home / ".local" / "share" / "intentloop" / "v1"  # the per-user default, shared with Codex
     settings = json.loads(claude.settings.read_text())
     for key in ("$schema", "permissions", "env", "model"):
@@ -101,8 +103,9 @@ def test_second_install_changes_nothing_and_uninstall_restores_bytes(claude: Cla
     assert not claude.run().changed
     assert claude.snapshot() == installed
     result = claude.run(uninstall=True)
-    assert [c.action for c in result.changes] == ["restore", "restore"]
+    assert [c.action for c in result.changes] == ["restore", "restore", "delete"]
     assert claude.snapshot() == original
+    assert not (claude.dir / "skills").exists()  # the folders the skill needed went with it
 
 
 def test_dry_run_writes_nothing(claude: Claude) -> None:
@@ -128,16 +131,20 @@ def test_uninstall_after_claude_rewrote_its_state_removes_only_ours(claude: Clau
 def test_fresh_claude_folders_are_created_and_removed(tmp_path: Path) -> None:
     claude = Claude(tmp_path)
     result = claude.run()
-    assert [c.action for c in result.changes] == ["create", "create"]
+    assert [c.action for c in result.changes] == ["create", "create", "create"]
     claude.run(uninstall=True)
     assert claude.snapshot() == {}
 
 
-def test_claude_config_dir_moves_both_files(tmp_path: Path) -> None:
+def test_claude_config_dir_moves_every_file(tmp_path: Path) -> None:
     claude = Claude(tmp_path)
     custom = tmp_path / "claude-config"
     result = claude.run(env={"CLAUDE_CONFIG_DIR": str(custom)})
-    assert {c.path for c in result.changes} == {custom / "settings.json", custom / ".claude.json"}
+    assert {c.path for c in result.changes} == {
+        custom / "settings.json",
+        custom / ".claude.json",
+        custom / "skills" / "intent" / "SKILL.md",
+    }
     assert result.data_root == claude.home / ".local" / "share" / "intentloop" / "v1"  # not under CLAUDE_CONFIG_DIR
     assert claude.snapshot() == {}
 
@@ -194,3 +201,70 @@ def test_installed_hook_command_runs(claude: Claude, tmp_path: Path) -> None:
     )
     assert (proc.returncode, proc.stderr) == (0, b"")
     assert json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"] == association_context("s-2")
+
+
+# ------------------------------------------------------------------------------------------- the /intent skill
+
+
+def _skill(claude: Claude) -> Path:
+    return claude.dir / "skills" / "intent" / "SKILL.md"
+
+
+def test_install_puts_the_bundled_skill_in_place_and_it_is_the_plugin_skill(claude: Claude) -> None:
+    claude.run()
+    text = _skill(claude).read_text(encoding="utf-8")
+    bundled = (REPO / "skills" / "intent" / "SKILL.md").read_text(encoding="utf-8")
+    body, mark = text.rsplit("\n<!--", 1)
+    assert body + "\n" == bundled  # one source: the plugin route's skill, byte for byte, then the marker line
+    assert mark.startswith(" intentloop install claude: sha256=") and text.startswith("---\nname: intent\n")
+    assert (_skill(claude).stat().st_mode & 0o777) == 0o600
+
+
+def test_dry_run_shows_the_skill_and_writes_nothing(claude: Claude) -> None:
+    result = claude.run(dry_run=True)
+    assert not _skill(claude).parent.exists()
+    assert f"+++ {_skill(claude)}" in result.render() and "+name: intent" in result.render()
+
+
+def test_an_older_installed_skill_is_upgraded_in_place_and_uninstalled(claude: Claude) -> None:
+    _skill(claude).parent.mkdir(parents=True)
+    _skill(claude).write_bytes(installed_skill("---\nname: intent\ndescription: an older release\n---\nold\n"))
+    result = claude.run()
+    assert [c.action for c in result.changes][2] == "update"
+    assert not (_skill(claude).parent / ("SKILL.md" + BACKUP_SUFFIX)).exists()  # nothing of the user's to keep
+    assert "an older release" not in _skill(claude).read_text()
+    claude.run(uninstall=True)
+    assert not (claude.dir / "skills").exists()
+
+
+@pytest.mark.parametrize("edit", ["user", "edited"])
+def test_a_skill_intentloop_did_not_write_is_refused_replaced_only_on_request_and_restored(
+    claude: Claude, edit: str
+) -> None:
+    _skill(claude).parent.mkdir(parents=True)
+    if edit == "user":
+        mine = b"---\nname: intent\ndescription: my own intent skill\n---\nmine\n"
+    else:  # intentloop's file, changed by the user since: no longer intentloop's
+        mine = installed_skill(REPO.joinpath("skills/intent/SKILL.md").read_text()).replace(b"# Intent Loop", b"# Mine")
+    _skill(claude).write_bytes(mine)
+    before = claude.snapshot()
+    with pytest.raises(HostConfigError) as refused:
+        claude.run()
+    assert refused.value.code == "INSTALL_ENTRY_EXISTS" and str(_skill(claude)) in str(refused.value)
+    assert claude.snapshot() == before  # refused before anything was written, the other files too
+    result = claude.run(uninstall=True)  # never removes what it did not write, and says so
+    assert _skill(claude).read_bytes() == mine and any(str(_skill(claude)) in n for n in result.notes)
+    claude.run(replace=True)
+    assert is_our_skill(_skill(claude).read_bytes())
+    assert (_skill(claude).parent / ("SKILL.md" + BACKUP_SUFFIX)).read_bytes() == mine
+    claude.run(uninstall=True)
+    assert claude.snapshot() == before
+
+
+def test_uninstall_keeps_a_skills_folder_that_holds_other_skills(claude: Claude) -> None:
+    other = claude.dir / "skills" / "review" / "SKILL.md"
+    other.parent.mkdir(parents=True)
+    other.write_text("---\nname: review\n---\n")
+    claude.run()
+    claude.run(uninstall=True)
+    assert other.exists() and not _skill(claude).parent.exists()

@@ -179,3 +179,22 @@ def test_codex_hooks_json_from_an_earlier_install_is_upgraded_and_removed(user: 
     assert "/opt/old-venv" not in hooks.read_text()
     assert user.install("codex", "--uninstall")[0] == 0
     assert not hooks.exists() or "intentloop" not in hooks.read_text()
+
+
+def test_a_users_own_intent_skill_is_refused_by_name_and_comes_back_after_replace(user: Home) -> None:
+    """Claude Code's ``/intent`` may already be the user's own skill: the process exits 2 with INSTALL_ENTRY_EXISTS
+    naming the file, writes nothing, and only ``--replace`` installs intentloop's (the backup keeps the user's)."""
+    skill = user.home / ".claude" / "skills" / "intent" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    mine = b"---\nname: intent\ndescription: my own\n---\nmine\n"
+    skill.write_bytes(mine)
+    before = user.files()
+    code, body = user.install("claude")
+    assert code == 2 and body["error"]["code"] == "INSTALL_ENTRY_EXISTS"
+    assert str(skill) in body["error"]["message"] and "--replace" in body["error"]["message"]
+    assert user.files() == before
+    code, body = user.install("claude", "--replace")
+    assert code == 0 and skill.read_bytes() != mine
+    assert skill.with_name("SKILL.md" + BACKUP).read_bytes() == mine
+    code, body = user.install("claude", "--uninstall")
+    assert code == 0 and user.files() == before

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-FACES = ("intentloop.model", "intentloop.store", "intentloop.service")
+FACES = ("intentloop.model", "intentloop.store", "intentloop.service", "intentloop.recovery")
 
 
 def _checked_names(package: str) -> dict[str, str]:
@@ -54,3 +54,15 @@ def test_a_misspelt_import_from_a_face_fails_mypy(tmp_path: Path) -> None:
     assert subprocess.run([*mypy, str(good)], capture_output=True, timeout=300).returncode == 0
     done = subprocess.run([*mypy, str(bad)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 1 and 'has no attribute "ProjectStor"' in done.stdout
+
+
+@pytest.mark.parametrize("package", FACES)
+def test_no_face_name_is_also_a_submodule_name(package: str) -> None:
+    """Importing a submodule binds its name on the package, so a face name equal to a submodule's name would be the
+    module once that submodule is loaded (``recovery.salvage`` the function, in a module of that name)."""
+    import pkgutil
+
+    face = importlib.import_module(package)
+    submodules = {info.name for info in pkgutil.iter_modules(face.__path__)}
+    assert submodules  # control: the package's modules were found
+    assert not set(face.__all__) & submodules

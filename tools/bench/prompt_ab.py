@@ -5,7 +5,9 @@ Run: ``python tools/bench/prompt_ab.py --a /path/to/old/venv/bin/intentloop --b 
 [--sizes 200,100000] [--runs 15] [--verify-runs 3]``.
 
 Both builds write into the same seeded ledgers (the format is the same), each hook run with a new ``turn_id`` so every
-run takes the lock and appends; the order of A and B alternates from round to round. Reported per size: medians of
+run takes the lock and appends (checked: one observation per run); the order of A and B alternates from round to
+round. A build that injects a linked task's unchanged context once per session (docs/HOOKS.md, "Once per session")
+answers the repeated prompts without it: that is its ordinary path, the one measured. Reported per size: medians of
 wall time and of CPU time (user + system of the process and its forked child, which moves less with the machine's
 load than wall time), the floors measured in the same rounds with this interpreter, and the load average.
 """
@@ -59,12 +61,16 @@ def measure(builds: dict[str, str], n: int, work: Path, runs: int, verify_runs: 
         for name, exe in order:
             payload = {**base, "hook_event_name": "UserPromptSubmit", "turn_id": f"t-{n}-{name}-{i}", "prompt": "go on"}
             wall, cpu, out = _timed([exe, "hook"], json.dumps(payload).encode(), env)
-            if task_ids[0] not in out.decode():
-                raise RuntimeError(f"{name}: the hook did not answer with the linked task: {out!r}")
+            if task_ids[0] not in out.decode() and json.loads(out) != {"continue": True, "suppressOutput": True}:
+                raise RuntimeError(f"{name}: the hook answered neither the linked task nor the bare line: {out!r}")
             samples.setdefault(f"prompt_hook_{name}", []).append((wall, cpu))
         for floor, args in PROMPT_FLOORS.items():
             wall, cpu, _ = _timed([sys.executable, *args])
             samples.setdefault(floor, []).append((wall, cpu))
+    ledger = next((data_root / "projects").glob("*/ledger.jsonl")).read_bytes()
+    observed = ledger.count(b'"request_id":"hook:UserPromptSubmit:')
+    if observed != 1 + runs * len(builds):  # every run took the linked path: none failed open unseen
+        raise RuntimeError(f"{observed} prompt observations for {1 + runs * len(builds)} hook runs")
     for i in range(verify_runs):
         order = list(builds.items()) if i % 2 == 0 else list(builds.items())[::-1]
         for name, exe in order:

@@ -26,6 +26,7 @@ from e2e_common import (
     ledger_events,
     ledger_labels,
     run,
+    unchanged_turn_check,
     verify,
 )
 from fake_model import START_MARK, STATEMENT, FakeModel
@@ -280,6 +281,19 @@ def run_claude(
         )
         ledger_checks(report, host, ledger_events(data, project), task_id)
         verify(report, host, intentloop, data, project, logs, env)
+        if route == "plugin":  # one more turn, nothing changed: the context is not injected by the prompt again
+            done = len(model.requests())
+            third = run(
+                report,
+                host,
+                "claude -p --resume (turn 3)",
+                [claude, "-p", "--resume", str(session), "E2E-THIRD carry on", *common],
+                env=env,
+                cwd=project,
+                log_dir=logs,
+            )
+            newer = [r for r in model.requests()[done:] if f"{PREFIX[route]}intent_start_task" in r.get("tools", [])]
+            unchanged_turn_check(report, host, third, text, newer[0].get("text", "") if newer else "")
         terminal_argv = common[common.index("--allowedTools") :]  # no stream-json: the session is on a terminal
         interactive_exit(report, host, claude, terminal_argv, env, config_dir, data, base / "project-i", logs)
         if route == "installer":  # one more turn, on a large ledger the checkpoint does not vouch for (docs/HOOKS.md)

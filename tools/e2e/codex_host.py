@@ -1,5 +1,6 @@
 """Codex CLI against the scripted model, in two routes: configured by ``intentloop install codex`` ("installer"), or
-with the repository installed as a Codex plugin from a local marketplace ("plugin"). MCP tools and trusted hooks.
+with a clone of the repository added as a Codex marketplace and the plugin installed from it ("plugin"). MCP tools
+and trusted hooks.
 
 Neither route sets ``INTENT_LOOP_DATA_DIR``: the server and the hooks must find the user's one data root by
 themselves (``~/.local/share/intentloop/v1`` under the run's HOME), which is where the checks read the ledger.
@@ -14,21 +15,28 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import time
 import tomllib
 from pathlib import Path
 from typing import Any
 
-from e2e_common import Report, background_turn, base_env, ledger_checks, ledger_events, run, verify
+from e2e_common import (
+    Report,
+    background_turn,
+    base_env,
+    ledger_checks,
+    ledger_events,
+    run,
+    unchanged_turn_check,
+    verify,
+)
 from fake_model import STATEMENT, FakeModel
 
 HOST = "codex"
 REPO = Path(__file__).resolve().parents[2]
-#: The files a Codex plugin of this repository consists of (what .codex-plugin/plugin.json references).
-PLUGIN_FILES = (".codex-plugin", ".mcp.json", "hooks/hooks.json", "skills")
-MARKETPLACE = "intentloop-e2e"
+#: The marketplace the repository itself is (``.agents/plugins/marketplace.json`` names it).
+MARKETPLACE = json.loads((REPO / ".agents" / "plugins" / "marketplace.json").read_text(encoding="utf-8"))["name"]
 
 
 class AppServer:
@@ -127,27 +135,18 @@ def _tool_items(events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def install_plugin(report: Report, host: str, codex: str, env: dict[str, str], base: Path, logs: Path) -> bool:
-    """Put this repository's plugin files in a local marketplace and install the plugin with Codex's own commands."""
-    market = base / "marketplace"
-    plugin = market / "intent-loop"
-    for rel in PLUGIN_FILES:
-        src, dst = REPO / rel, plugin / rel
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        if src.is_dir():
-            shutil.copytree(src, dst)
-        else:
-            shutil.copy2(src, dst)
-    manifest = {
-        "name": MARKETPLACE,
-        "plugins": [{"name": "intent-loop", "source": {"source": "local", "path": "./intent-loop"}}],
-    }
-    (market / ".agents" / "plugins").mkdir(parents=True)
-    (market / ".agents" / "plugins" / "marketplace.json").write_text(json.dumps(manifest), encoding="utf-8")
+    """Clone this repository and install the plugin from the clone as a marketplace, with Codex's own two commands.
+
+    A clone, as a user has it: Codex copies the plugin folder (the clone's root) into its cache, so the run's own
+    ``.venv`` and ``node_modules`` stay out. The clone holds the committed tree (``HEAD``).
+    """
+    clone = base / "clone"
+    cloned = run(report, host, "git clone", ["git", "clone", "--quiet", str(REPO), str(clone)], env=env, log_dir=logs)
     added = run(
         report,
         host,
         "codex plugin marketplace add",
-        [codex, "plugin", "marketplace", "add", str(market)],
+        [codex, "plugin", "marketplace", "add", str(clone)],
         env=env,
         log_dir=logs,
     )
@@ -155,14 +154,42 @@ def install_plugin(report: Report, host: str, codex: str, env: dict[str, str], b
         report, host, "codex plugin add", [codex, "plugin", "add", f"intent-loop@{MARKETPLACE}"], env=env, log_dir=logs
     )
     cache = Path(env["CODEX_HOME"]) / "plugins" / "cache" / MARKETPLACE / "intent-loop"
-    ok = added.rc == 0 and installed.rc == 0 and any(cache.glob("*/.codex-plugin/plugin.json"))
+    ok = cloned.rc == 0 and added.rc == 0 and installed.rc == 0 and any(cache.glob("*/.codex-plugin/plugin.json"))
     report.check(
         host,
-        "codex plugin marketplace add + codex plugin add: exit 0, plugin in Codex's cache",
+        "codex plugin marketplace add <clone> + codex plugin add intent-loop@intentloop: exit 0, plugin in the cache",
         ok,
-        f"rc={added.rc},{installed.rc}",
+        f"rc={cloned.rc},{added.rc},{installed.rc}",
     )
     return ok
+
+
+def remove_plugin(report: Report, host: str, codex: str, env: dict[str, str], logs: Path) -> None:
+    """The README's way out: ``codex plugin remove``, then ``codex plugin marketplace remove``; nothing left behind."""
+    removed = run(
+        report,
+        host,
+        "codex plugin remove",
+        [codex, "plugin", "remove", f"intent-loop@{MARKETPLACE}"],
+        env=env,
+        log_dir=logs,
+    )
+    dropped = run(
+        report,
+        host,
+        "codex plugin marketplace remove",
+        [codex, "plugin", "marketplace", "remove", MARKETPLACE],
+        env=env,
+        log_dir=logs,
+    )
+    cfg = tomllib.loads((Path(env["CODEX_HOME"]) / "config.toml").read_text(encoding="utf-8"))
+    left = [k for k in ("marketplaces", "plugins") if cfg.get(k)]
+    report.check(
+        host,
+        "codex plugin remove + codex plugin marketplace remove: exit 0, no marketplace or plugin left in config.toml",
+        removed.rc == 0 and dropped.rc == 0 and not left,
+        f"rc={removed.rc},{dropped.rc} left={left}",
+    )
 
 
 def write_scripted_config(codex_home: Path, port: int, grace_ms: int | None = None) -> None:
@@ -309,6 +336,19 @@ def run_codex(
             report.note(host, "hooks were not trusted, so the hook checks are expected to fail")
         ledger_checks(report, host, ledger_events(data, project), task_id)
         verify(report, host, intentloop, data, project, logs, env)
+        if route == "plugin":  # one more turn, nothing changed: the context is not injected by the prompt again
+            done = len(model.requests())
+            third = run(
+                report,
+                host,
+                "codex exec resume (turn 3)",
+                [codex, "exec", "resume", *common[:-2], thread or "--last", "E2E-THIRD carry on"],
+                env=env,
+                cwd=project,
+                log_dir=logs,
+            )
+            newer = [r for r in model.requests()[done:] if r.get("path", "").endswith("/responses")]
+            unchanged_turn_check(report, host, third, text, newer[0].get("text", "") if newer else "")
         if route == "installer":  # one more turn, on a large ledger the checkpoint does not vouch for (docs/HOOKS.md)
             background_turn(
                 report,
@@ -323,6 +363,8 @@ def run_codex(
             )
     if route == "installer":
         uninstall(report, host, env, intentloop, codex_home, logs)
+    else:
+        remove_plugin(report, host, codex, env, logs)
 
 
 def uninstall(report: Report, host: str, env: dict[str, str], intentloop: str, codex_home: Path, logs: Path) -> None:

@@ -162,6 +162,9 @@ def verify(
 #: ``result_signal_observed`` than Codex.
 EXPECTED_LEDGER = {
     "codex": ["task_started", "claim_added", "Stop", "SessionEnd", "UserPromptSubmit", "Stop"],
+    # Gemini CLI's SessionEnd carries no text and no turn id either (its AfterAgent acts as Stop, BeforeAgent as
+    # UserPromptSubmit): the same observations as Codex.
+    "gemini": ["task_started", "claim_added", "Stop", "SessionEnd", "UserPromptSubmit", "Stop"],
     "claude": ["task_started", "claim_added", "Stop", "SessionEnd", "UserPromptSubmit", "Stop", "SessionEnd"],
 }
 
@@ -319,6 +322,24 @@ def background_turn(
 
 
 NETNS_MARK = "INTENTLOOP_E2E_IN_NETNS"
+
+
+#: What starts a linked task's context in a hook's answer (``intentloop.model.linked_task_context``).
+LINKED_MARK = "[Intent Loop linked task_id="
+
+
+def unchanged_turn_check(report: Report, host: str, ran: Run, turn2: str, turn3: str) -> None:
+    """A third turn of the same session, nothing changed since turn 2: SessionStart (resume) injects the task's
+    context again, the prompt hook does not (docs/HOOKS.md, "Once per session"). Each request carries the whole
+    conversation, so turn 3 holds turn 2's copies plus at most SessionStart's one; a prompt hook that injected again
+    would add a second."""
+    two, three = turn2.count(LINKED_MARK), turn3.count(LINKED_MARK)
+    report.check(
+        host,
+        "turn 3 (nothing changed): the prompt hook does not inject the linked-task context again",
+        ran.rc == 0 and two >= 1 and three <= two + 1,
+        f"rc={ran.rc}; copies in the request: turn 2 {two}, turn 3 {three}",
+    )
 
 
 def enter_netns(script: str) -> None:

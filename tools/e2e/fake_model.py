@@ -1,10 +1,13 @@
-"""A scripted model server for the end-to-end host runs: OpenAI Responses (Codex) and Anthropic Messages (Claude Code).
+"""A scripted model server for the end-to-end host runs: OpenAI Responses (Codex), Anthropic Messages (Claude Code)
+and the Gemini API's ``streamGenerateContent`` (Gemini CLI).
 
 The "model" is a fixed script driven by the conversation it is sent, so it needs no state beyond the request: a
 prompt containing ``E2E-START`` makes it call ``intent_start_task`` (passing the ``host_session_id`` the SessionStart
 hook offered, when one is in the request), then ``intent_add_explicit`` with the task id from the tool's answer, then
-it finishes; any other prompt gets a plain answer. Every request is logged (path, tool names, all its text) so the
-runner can check afterwards what the host really sent — e.g. that a hook's ``additionalContext`` reached the model.
+it finishes; a prompt containing ``E2E-SECOND`` makes the Gemini script read the linked task with
+``intent_get_snapshot`` (the task id from the hook context) before it answers; any other prompt gets a plain answer.
+Every request is logged (path, tool names, all its text) so the runner can check afterwards what the host really
+sent — e.g. that a hook's ``additionalContext`` reached the model.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ START_MARK = "E2E-START"
 STATEMENT = "The final report must be written in French."
 SESSION_RE = re.compile(r'host_session_id="([^"]+)"')
 OK_RE = re.compile(r'\\*"ok\\*"\s*:\s*true')
+SECOND_MARK = "E2E-SECOND"
+LINKED_RE = re.compile(r"\[Intent Loop linked task_id=([0-9a-f-]{36})")
 TASK_RE = re.compile(r'task_id\\*"\s*:\s*\\*"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})')
 
 
@@ -80,6 +85,20 @@ class Script:
                 return "say", "E2E-FAILED: no task_id in " + outputs["intent_start_task"][:500]
             return "call", ("intent_add_explicit", self.explicit_args(found.group(1)))
         return "call", ("intent_start_task", self.start_args(context_text))
+
+    def decide_second(self, outputs: dict[str, str], context_text: str) -> tuple[str, Any]:
+        """The resumed turn: read the task the hook context names with ``intent_get_snapshot``, then answer."""
+        if "intent_get_snapshot" in outputs:
+            snapshot = outputs["intent_get_snapshot"]
+            ok = OK_RE.search(snapshot) and STATEMENT in snapshot
+            return "say", "E2E-SNAPSHOT: " + ("the constraint is there." if ok else snapshot[:500])
+        found = LINKED_RE.search(context_text)
+        if found is None:
+            return "say", "E2E-FAILED: no linked task in the hook context"
+        args: dict[str, Any] = {"task_id": found.group(1)}
+        if self.project_root:
+            args["project_root"] = self.project_root
+        return "call", ("intent_get_snapshot", args)
 
 
 def _tool_short_name(name: str) -> str:
@@ -225,6 +244,71 @@ def messages_sse(blocks: list[dict[str, Any]], stop: str, model: str) -> bytes:
     return b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
 
 
+# --------------------------------------------------------------------------------------------- Gemini API
+
+#: How Gemini CLI names the tools of the MCP server ``intent_loop``.
+GEMINI_PREFIX = "mcp_intent_loop_"
+
+
+def gemini_tool_names(body: dict[str, Any]) -> list[str]:
+    """The function declarations offered in a ``generateContent`` request."""
+    names: list[str] = []
+    for tool in body.get("tools", []):
+        for decl in tool.get("functionDeclarations", []) if isinstance(tool, dict) else []:
+            if isinstance(decl, dict):
+                names.append(str(decl.get("name")))
+    return names
+
+
+def gemini_turn(body: dict[str, Any], script: Script) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The parts of the model's answer to one ``streamGenerateContent`` request plus a summary for the log."""
+    contents = [c for c in body.get("contents", []) if isinstance(c, dict)]
+    start, prompt = 0, ""
+    for idx, content in enumerate(contents):
+        parts = [p for p in content.get("parts", []) if isinstance(p, dict)]
+        text = "\n".join(str(p.get("text", "")) for p in parts if "text" in p)
+        if content.get("role") == "user" and "E2E-" in text:
+            start, prompt = idx, text
+    outputs: dict[str, str] = {}
+    for content in contents[start:]:
+        for part in content.get("parts", []):
+            response = part.get("functionResponse") if isinstance(part, dict) else None
+            if isinstance(response, dict):
+                outputs[str(response.get("name")).removeprefix(GEMINI_PREFIX)] = json.dumps(response.get("response"))
+    if not any(name.startswith(GEMINI_PREFIX) for name in gemini_tool_names(body)):
+        return [{"text": "E2E side answer."}], {"decision": "side", "detail": None}
+    context_text = "\n".join(strings(body.get("contents"))) + "\n" + "\n".join(strings(body.get("systemInstruction")))
+    if SECOND_MARK in prompt:
+        kind, what = script.decide_second(outputs, context_text)
+    else:
+        kind, what = script.decide(prompt, outputs, context_text)
+    if kind == "call":
+        tool, args = what
+        return [{"functionCall": {"name": f"{GEMINI_PREFIX}{tool}", "args": args}}], {"decision": kind, "detail": what}
+    return [{"text": what}], {"decision": kind, "detail": what}
+
+
+def gemini_answer(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """One ``GenerateContentResponse`` holding ``parts``."""
+    candidate = {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
+    usage = {"promptTokenCount": 100, "candidatesTokenCount": 10, "totalTokenCount": 110}
+    return {"candidates": [candidate], "usageMetadata": usage, "modelVersion": "e2e-scripted"}
+
+
+def gemini_side_json(body: dict[str, Any]) -> dict[str, Any]:
+    """The answer to a request that asks for JSON (Gemini CLI's own checks: the next speaker, the model router)."""
+    text = json.dumps(
+        {
+            "reasoning": "e2e",
+            "next_speaker": "user",
+            "model_choice": "flash",
+            "complexity_reasoning": "e2e",
+            "complexity_score": 1,
+        }
+    )
+    return gemini_answer([{"text": text}])
+
+
 # ---------------------------------------------------------------------------------------------------- server
 
 
@@ -292,7 +376,24 @@ class FakeModel:
                 path = self.path.split("?", 1)[0]
                 entry: dict[str, Any] = {"t": time.time(), "method": "POST", "path": path}
                 entry["text"] = "\n".join(strings(body))
-                if path.endswith("/responses"):
+                wants_json = (body.get("generationConfig") or {}).get("responseMimeType") == "application/json"
+                if path.endswith(":countTokens"):
+                    owner.log(entry)
+                    self._send(200, "application/json", b'{"totalTokens": 100}')
+                elif path.endswith((":streamGenerateContent", ":generateContent")):
+                    entry["tools"] = gemini_tool_names(body)
+                    if wants_json:
+                        answer, summary = gemini_side_json(body), {"decision": "side", "detail": "json"}
+                    else:
+                        parts, summary = gemini_turn(body, owner.script)
+                        answer = gemini_answer(parts)
+                    entry.update(summary)
+                    owner.log(entry)
+                    if path.endswith(":streamGenerateContent"):
+                        self._send(200, "text/event-stream", f"data: {json.dumps(answer)}\r\n\r\n".encode())
+                    else:
+                        self._send(200, "application/json", json.dumps(answer).encode())
+                elif path.endswith("/responses"):
                     out, summary = responses_turn(body, owner.script)
                     entry["tools"] = responses_tool_names(body)
                     entry.update(summary)

@@ -9,8 +9,8 @@ facet from the prefix, a ``user_event`` source carrying the host's own turn/prom
 ``intentloop verify`` finds the chain intact. A statement holding a credential is stored redacted and the raw value
 appears in no stored file. Then one host session, resumed turn by turn, runs every command — remember, show,
 correct, feedback, forget last, off (a remember is then refused), on, private (refused) — each checked on disk and
-in the model's context, still without a tool call. Claude Code also gets the bundled skill installed as a user skill,
-after which ``/intent`` reaches the hook there too.
+in the model's context, still without a tool call. ``intentloop install claude`` installs the bundled skill as a
+Claude Code user skill, so ``/intent`` reaches the hook there too; its ``--uninstall`` removes the skill again.
 
 Entry points: :func:`run_codex_commands` and :func:`run_claude_commands` take the ``Report`` of ``e2e_common`` and a
 fresh base folder, like ``run_codex``/``run_claude``; ``run_hosts.py`` runs them as its ``commands`` route::
@@ -24,7 +24,6 @@ still tried and reported as a note, so a host release that changes its handling 
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -36,8 +35,9 @@ from e2e_common import Report, base_env, ledger_events, run, verify
 from fake_model import FakeModel
 
 #: The written forms that must reach the prompt hook, per host (headless: ``codex exec``, ``claude -p``).
-#: Claude Code answers an unknown slash command itself ("Unknown command: /intent") and never runs the prompt hook.
-EXPECTED_FORMS: dict[str, tuple[str, ...]] = {"codex": ("/intent", "$intent"), "claude": ("$intent",)}
+#: Claude Code answers an unknown slash command itself ("Unknown command: /intent") and never runs the prompt hook:
+#: ``/intent`` reaches the hook there because ``intentloop install claude`` installs the skill named ``intent``.
+EXPECTED_FORMS: dict[str, tuple[str, ...]] = {"codex": ("/intent", "$intent"), "claude": ("/intent", "$intent")}
 FORMS = ("/intent", "$intent")
 STATEMENTS = {"/intent": "Never deploy on a Friday.", "$intent": "Prefer small, reviewable commits."}
 FACETS = {"/intent": ("constraint", "hard_constraint"), "$intent": ("preference", "soft_constraint")}
@@ -314,7 +314,10 @@ def run_claude_commands(report: Report, base: Path, claude: str, intentloop: str
             env=env,
             log_dir=logs,
         )
-        report.check(host, "install: exit 0", inst.rc == 0, f"rc={inst.rc}")
+        skill = config_dir / "skills" / "intent" / "SKILL.md"
+        report.check(
+            host, "install: exit 0, the intent skill in place", inst.rc == 0 and skill.is_file(), f"rc={inst.rc}"
+        )
         counter = iter(range(1, 100))
 
         def send(prompt: str, resume: str | None = None) -> tuple[int, list[dict[str, Any]]]:
@@ -327,35 +330,18 @@ def run_claude_commands(report: Report, base: Path, claude: str, intentloop: str
             _check_form(report, host, form, send, model, data, project)
         _check_secret(report, host, send, model, data, project)
         _check_every_command(report, host, send, model, data, project)
-        _probe_skill_route(report, host, send, model, data, project, config_dir)
     verify(report, host, intentloop, data, project, logs, env)
-
-
-def _probe_skill_route(
-    report: Report,
-    host: str,
-    send: Callable[[str], tuple[int, list[dict[str, Any]]]],
-    model: FakeModel,
-    data: Path,
-    project: Path,
-    config_dir: Path,
-) -> None:
-    """With the bundled skill installed as a Claude Code user skill (``$CLAUDE_CONFIG_DIR/skills/intent/SKILL.md``),
-    ``/intent`` is a known command and the prompt reaches the hook (``intentloop install claude`` does not install the
-    skill today)."""
-    skill = Path(__file__).resolve().parents[2] / "skills" / "intent" / "SKILL.md"
-    target = config_dir / "skills" / "intent" / "SKILL.md"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(skill, target)
-    statement = "Keep the changelog current."
-    before = len(model.requests())
-    rc, events = send(f"/intent remember {statement}")
-    text = "\n".join(str(r.get("text", "")) for r in model.requests()[before:])
-    stored = any(c.get("statement") == statement for c in _claims(data, project))
-    result = next((str(e.get("result")) for e in events if e.get("type") == "result"), "")
+    gone = run(
+        report,
+        host,
+        "intentloop install claude --uninstall",
+        [intentloop, "install", "claude", "--uninstall"],
+        env=env,
+        log_dir=logs,
+    )
     report.check(
         host,
-        "with skills/intent installed as a user skill, '/intent remember' reaches the hook",
-        rc == 0 and stored and RECEIPT in text,
-        f"rc={rc}, claim stored={stored}, host result={result[:80]!r}",
+        "uninstall: exit 0, the intent skill and its folders gone",
+        gone.rc == 0 and not (config_dir / "skills").exists(),
+        f"rc={gone.rc}",
     )

@@ -1,4 +1,4 @@
-"""End-to-end: do the real Codex CLI and Claude Code run our server and hooks, installed either way?
+"""End-to-end: do the real Codex CLI, Claude Code and Gemini CLI run our server and hooks, installed either way?
 
 Part of CI (``.ci/run``). The hosts come from npm at the versions pinned in ``tools/e2e/package.json`` /
 ``package-lock.json``. The script re-executes itself inside ``unshare -n`` (a network namespace with loopback only),
@@ -7,12 +7,14 @@ so the hosts can reach nothing but the scripted model server on 127.0.0.1.
 Usage::
 
     (cd tools/e2e && npm ci)
-    python tools/e2e/run_hosts.py [--hosts codex,claude] [--routes installer,plugin,commands] [--keep] [--no-trust]
+    python tools/e2e/run_hosts.py [--hosts codex,claude,gemini] [--routes installer,plugin,commands] [--keep]
+                                  [--no-trust]
 
-Each host and route gets its own temporary HOME (with CODEX_HOME / CLAUDE_CONFIG_DIR below it) and project folder,
-and no data-root variable: route "installer" runs ``intentloop install codex|claude``, route "plugin" installs this
-repository as a Codex plugin (``codex plugin marketplace add`` + ``codex plugin add``) or loads it as a Claude Code
-plugin (``--plugin-dir``). The model calls ``intent_start_task`` and ``intent_add_explicit``; a resumed second turn
+Each host and route gets its own temporary HOME (with CODEX_HOME / CLAUDE_CONFIG_DIR / .gemini below it) and project
+folder, and no data-root variable: route "installer" runs ``intentloop install codex|claude|gemini``, route "plugin"
+installs this repository as a Codex plugin (``codex plugin marketplace add`` + ``codex plugin add``), loads it as a
+Claude Code plugin (``--plugin-dir``) or links its ``gemini-extension/`` as a Gemini CLI extension (``gemini
+extensions link``). The model calls ``intent_start_task`` and ``intent_add_explicit``; a resumed second turn
 shows whether the hooks linked the session; in the installer route a third turn runs on the ledger padded past the
 hooks' background threshold with its checkpoint removed and the lock held by another process, whose prompt must be
 recorded in the background once the lock is free. Claude Code also runs one interactive session on a terminal that
@@ -41,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from claude_host import run_claude
 from codex_host import run_codex
 from e2e_common import Report, enter_netns
+from gemini_host import run_gemini
 
 
 def _version(argv: list[str]) -> str:
@@ -54,6 +57,9 @@ def _version(argv: list[str]) -> str:
 def _run_one(report: Report, args: argparse.Namespace, host: str, route: str, base: Path, intentloop: str) -> None:
     if route not in ("installer", "plugin", "commands"):
         report.check(f"{host}/{route}", "known route", False, "expected installer, plugin or commands")
+    elif host == "gemini":
+        print(f"gemini/{route}: {_version([args.gemini, '--version'])}", flush=True)
+        run_gemini(report, base, args.gemini, intentloop, route, args.project_root_arg)
     elif route == "commands":  # the user's /intent commands, handled by the prompt hook while the model calls no tool
         from intent_commands import run_claude_commands, run_codex_commands
 
@@ -85,16 +91,17 @@ def _run_one(report: Report, args: argparse.Namespace, host: str, route: str, ba
             not args.claude_default_mcp_connect,
         )
     else:
-        report.check(host, "known host", False, "expected codex or claude")
+        report.check(host, "known host", False, "expected codex, claude or gemini")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     here = Path(__file__).resolve().parent
-    parser.add_argument("--hosts", default="codex,claude")
+    parser.add_argument("--hosts", default="codex,claude,gemini")
     parser.add_argument("--routes", default="installer,plugin,commands")
     parser.add_argument("--codex", default=str(here / "node_modules" / ".bin" / "codex"))
     parser.add_argument("--claude", default=str(here / "node_modules" / ".bin" / "claude"))
+    parser.add_argument("--gemini", default=str(here / "node_modules" / ".bin" / "gemini"))
     parser.add_argument("--intentloop", default=str(Path(sys.executable).parent / "intentloop"))
     parser.add_argument("--project-root-arg", action="store_true", help="pass project_root in every tool call")
     parser.add_argument("--no-trust", action="store_true", help="Codex: do not review/trust the hooks")

@@ -1,4 +1,4 @@
-"""Hook payload reading: bounds, lenient typing, both hosts' field variants."""
+"""Hook payload reading: bounds, lenient typing, the hosts' field variants (Gemini CLI's own events included)."""
 
 from __future__ import annotations
 
@@ -127,15 +127,39 @@ def test_empty_payload_is_refused(data: bytes) -> None:
         read_payload_bytes(io.BytesIO(data))
 
 
-def test_forced_event_table_matches_the_five_events() -> None:
-    assert (
-        set(FORCED_EVENTS.values())
-        == EVENT_NAMES
-        == {
-            "SessionStart",
-            "UserPromptSubmit",
-            "PostCompact",
-            "Stop",
-            "SessionEnd",
-        }
+def test_forced_event_table_matches_the_five_events_and_geminis_own() -> None:
+    assert {"SessionStart", "UserPromptSubmit", "PostCompact", "Stop", "SessionEnd"} == EVENT_NAMES
+    assert set(FORCED_EVENTS.values()) == EVENT_NAMES | {"BeforeAgent", "AfterAgent"}
+    assert FORCED_EVENTS["before-agent"] == "BeforeAgent" and FORCED_EVENTS["after-agent"] == "AfterAgent"
+
+
+GEMINI_BASE = {"session_id": "g-1", "cwd": "/work/project", "transcript_path": "/t.json", "timestamp": "t"}
+
+
+def test_gemini_before_agent_is_a_prompt_answered_as_before_agent() -> None:
+    raw = {**GEMINI_BASE, "hook_event_name": "BeforeAgent", "prompt": "<hook_context>ctx</hook_context>\n\nfix it"}
+    payload = parse_payload(json.dumps(raw).encode(), None)
+    assert (payload.event, payload.answer_as, payload.text, payload.turn_id) == (
+        "UserPromptSubmit",
+        "BeforeAgent",
+        "fix it",
+        None,
     )
+
+
+def test_gemini_after_agent_reads_prompt_response_as_stop() -> None:
+    raw = {**GEMINI_BASE, "hook_event_name": "AfterAgent", "prompt": "fix it", "prompt_response": "fixed"}
+    payload = parse_payload(json.dumps(raw).encode(), "AfterAgent")
+    assert (payload.event, payload.answer_as, payload.text) == ("Stop", "AfterAgent", "fixed")
+
+
+def test_gemini_session_events_are_read_as_claude_codes() -> None:
+    raw = {**GEMINI_BASE, "hook_event_name": "SessionEnd", "reason": "exit"}
+    payload = parse_payload(json.dumps(raw).encode(), None)
+    assert (payload.event, payload.answer_as, payload.text) == ("SessionEnd", None, None)
+
+
+def test_gemini_events_it_does_not_use_are_refused() -> None:
+    for event in ("PreCompress", "BeforeTool", "Notification"):
+        with pytest.raises(PayloadError, match="hook_event_name"):
+            parse_payload(json.dumps({**GEMINI_BASE, "hook_event_name": event}).encode(), None)

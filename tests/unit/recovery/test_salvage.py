@@ -7,7 +7,7 @@ import json
 
 from intentloop.model import EventDraft, canonical_bytes, new_uuid
 from intentloop.recovery import count_suffix, quarantine_damaged_suffix, salvage
-from intentloop.recovery.salvage import SALVAGE_PREFIX
+from intentloop.recovery.salvaging import SALVAGE_PREFIX
 from intentloop.store import verify_ledger_bytes
 
 

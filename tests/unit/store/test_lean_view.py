@@ -12,6 +12,7 @@ import pytest
 
 from intentloop.errors import CorruptLedgerError
 from intentloop.model import EventDraft, event_line, project, project_id_for, seal
+from intentloop.model.events import Event, compute_event_hash
 from intentloop.store import LedgerView, LineEvents, LockConfig, ProjectStore, _lines, _project
 from intentloop.store._verify import verify_ledger_bytes
 
@@ -126,6 +127,35 @@ def test_bytes_changed_after_verification_are_corrupt_ledger(whole: ProjectStore
     assert again.value.code == "CORRUPT_LEDGER"
     with pytest.raises(CorruptLedgerError):  # and a fresh read verifies the file again
         lean.read()
+
+
+@pytest.mark.parametrize("edit", ["resealed", "hash_tail"])
+def test_a_line_replaced_by_another_valid_line_or_with_its_hash_edited_past_what_is_kept_is_corrupt(
+    whole: ProjectStore, lean: ProjectStore, edit: str
+) -> None:
+    """A view keeps only the first half of each event_hash: a line re-read must still hash to the event_hash it
+    records, and that must start with what the view kept, so neither a self-consistent replacement (another request id,
+    resealed) nor an edit of the recorded hash's second half gets through."""
+    view = lean.read()
+    old = view.by_task(TASKS[1])[3]
+    line = event_line(old)
+    if edit == "resealed":
+        body = old.to_dict()
+        body["request_id"] = new_request = old.request_id[:-1] + ("8" if old.request_id[-1] != "8" else "9")
+        del body["event_hash"]
+        replacement = event_line(Event(event_hash=compute_event_hash(body), **body))
+        assert new_request != old.request_id and len(replacement) == len(line) and replacement != line
+    else:
+        cut = line.index(b'"event_hash":"') + len(b'"event_hash":"') + 63
+        replacement = line[:cut] + (b"0" if line[cut : cut + 1] != b"0" else b"1") + line[cut + 1 :]
+    data = whole.ledger_path.read_bytes()
+    with open(whole.ledger_path, "r+b") as fh:  # same size, in place: the verified inode itself
+        fh.seek(data.index(line))
+        fh.write(replacement)
+    assert [e.request_id for e in view.by_task(TASKS[0])][-1] == "r-39"  # control: untouched lines still read
+    with pytest.raises(CorruptLedgerError) as caught:
+        view.by_task(TASKS[1])
+    assert caught.value.code == "CORRUPT_LEDGER"
 
 
 def test_a_view_reads_the_inode_it_verified(whole: ProjectStore, lean: ProjectStore, data_root: Path) -> None:
