@@ -104,6 +104,7 @@ ErrorCode = Literal[
     "AMBIGUOUS_ID",
     "RELINK_TARGET_EXISTS",
     "INSTALL_ENTRY_EXISTS",  # an installer found a host entry it did not write where its own would go
+    "INSTALL_TABLE_CONFLICT",  # config.toml has its own [mcp_servers.intent_loop] table, which no edit may take over
     "OUTPUT_INSIDE_DATA_ROOT",  # an export's destination is inside the data root (it would outlive a forget)
 ]
 #: The codes whose failures may succeed when retried unchanged.

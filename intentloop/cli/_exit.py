@@ -34,6 +34,7 @@ _USAGE_CODES: Final = frozenset(
         "OUTPUT_EXISTS",
         "RELINK_TARGET_EXISTS",
         "INSTALL_ENTRY_EXISTS",
+        "INSTALL_TABLE_CONFLICT",
         "OUTPUT_INSIDE_DATA_ROOT",
     }
 )
@@ -44,7 +45,7 @@ _ENVIRONMENT_CODES: Final = frozenset(
 _BUSY_CODES: Final = frozenset({"LOCK_TIMEOUT", "LOCK_COMPROMISED", "LOCK_RELEASE_TIMEOUT", "TRANSIENT_FILE_RACE"})
 
 _REMEDIES: Final[dict[str, str]] = {
-    "INVALID_ARGUMENTS": "check the options with `intentloop <command> --help`",
+    "INVALID_ARGUMENTS": "check the options with `{help}`",
     "INVALID_PROJECT_ID": "a project id is 64 lowercase hex characters; `intentloop status` lists them",
     "PROJECT_NOT_FOUND": (
         "`intentloop projects` lists the projects under this data root; `intentloop status` shows the root and why "
@@ -56,9 +57,11 @@ _REMEDIES: Final[dict[str, str]] = {
     "AMBIGUOUS_ID": "the prefix matches more than one id: type more of it (the error lists the candidates)",
     "RELINK_TARGET_EXISTS": "the new root already has memory: pass --merge to import the old tasks into it",
     "INSTALL_ENTRY_EXISTS": "nothing was written; pass --replace to replace that entry (the backup keeps it)",
-    "MODE_OFF": "the task is off: turn it on with intent_set_mode (or `/intent on` in the host) to read it",
+    "INSTALL_TABLE_CONFLICT": "nothing was written; remove or rename that [mcp_servers.intent_loop] table in "
+    "config.toml by hand (--replace cannot take over a table), then install again",
+    "MODE_OFF": "the task is off: turn it on with `intentloop mode TASK on` (or `/intent on` in the host)",
     "PRIVATE_SESSION_ACTIVE": "the task is private in a session: end private mode there, or `intentloop forget task`",
-    "PROJECT_ROOT_INVALID": "pass --project-root as an absolute path to an existing local directory",
+    "PROJECT_ROOT_INVALID": "name an existing local directory (absolute, or relative to the working directory)",
     "PROJECT_ROOT_REQUIRED": "pass --project-root P or --project-id ID",
     "CONFIRMATION_REQUIRED": "run it in a terminal to confirm, or pass --yes once you have read what it will do",
     "OUTPUT_EXISTS": "choose another --out path, or pass --overwrite to replace the file",
@@ -108,9 +111,11 @@ def exit_code_for(code: str) -> int:
     return DAMAGED
 
 
-def remedy_for(code: str) -> str:
-    """The one-line remedy printed beside the stable error ``code``."""
-    return _REMEDIES.get(code, _DEFAULT_REMEDY)
+def remedy_for(code: str, command: str | None = None) -> str:
+    """The one-line remedy printed beside the stable error ``code``; ``command`` (``"recover export"``) names the help
+    it points to (``intentloop recover export --help``; without it ``intentloop --help``)."""
+    words = " ".join(["intentloop", *([command] if command else []), "--help"])
+    return _REMEDIES.get(code, _DEFAULT_REMEDY).replace("{help}", words)
 
 
 __all__ = ["BUSY", "DAMAGED", "ENVIRONMENT", "NOT_FOUND", "OK", "USAGE", "exit_code_for", "remedy_for"]

@@ -40,7 +40,8 @@ _HOOK_ARGUMENTS: Final = frozenset(HOOK_ARGS.values()) | frozenset(GEMINI_EVENT_
 
 class HostConfigError(IntentLoopError):
     """A host configuration file cannot be edited safely: unparsable (``INVALID_ARGUMENTS``), or an entry that
-    intentloop's installer did not write is where intentloop's would go (``INSTALL_ENTRY_EXISTS``)."""
+    intentloop's installer did not write is where intentloop's would go (``INSTALL_ENTRY_EXISTS``), or a
+    ``[mcp_servers.intent_loop]`` table of the user's own in ``config.toml`` (``INSTALL_TABLE_CONFLICT``)."""
 
     def __init__(self, message: str, code: ErrorCode = "INVALID_ARGUMENTS") -> None:
         super().__init__(message, code=code)
@@ -331,7 +332,8 @@ def toml_install(text: str, server: Mapping[str, Any], *, what: str = "config.to
         if SERVER_KEY in (before.get("mcp_servers") or {}):
             raise HostConfigError(
                 f"{what} already defines [mcp_servers.{SERVER_KEY}] outside intentloop's marked block; "
-                "remove that table (or rename it) and run the installer again"
+                "remove that table (or rename it) and run the installer again",
+                code="INSTALL_TABLE_CONFLICT",
             )
     else:
         lines = _remove_block(lines, *block)

@@ -11,7 +11,7 @@ ProjectRootOption = Annotated[
     typer.Option(
         "--project-root",
         metavar="P",
-        help="The project's folder (an absolute path to an existing directory; default: the current directory).",
+        help="The project's folder (an existing directory, absolute or relative; default: the current directory).",
         show_default=False,
     ),
 ]

@@ -22,7 +22,9 @@ if TYPE_CHECKING:
     from rich.console import Console, RenderableType
     from rich.table import Table
 
-_PIPE_WIDTH = 160
+#: The width of piped output when ``COLUMNS`` does not give one: wide enough that nothing is ever folded (a diff, a
+#: path, an id); tables are as wide as their contents, not as this.
+_UNWRAPPED_WIDTH = 100_000
 
 
 class Output:
@@ -50,7 +52,7 @@ class Output:
         }
         body = {**head, **fields}
         if error is not None:
-            body["error"] = error_dict(error)
+            body["error"] = error_dict(error, self.command)
         sys.stdout.write(json.dumps(body, ensure_ascii=False, indent=2, sort_keys=False) + "\n")
         sys.stdout.flush()
 
@@ -62,9 +64,7 @@ class Output:
         if self._stdout is None:
             from rich.console import Console
 
-            # Piped output has no width to respect: make it wide enough that ids and hashes are never folded.
-            width = None if _is_terminal(sys.stdout) else _PIPE_WIDTH
-            self._stdout = Console(highlight=False, soft_wrap=False, width=width)
+            self._stdout = Console(highlight=False, soft_wrap=True, width=_width())
         return self._stdout
 
     def show(self, *renderables: RenderableType) -> None:
@@ -90,7 +90,7 @@ class Output:
         if self.json_mode:
             self.json_object(fields or {}, exit_code=code, error=error)
         else:
-            print_error(error)
+            print_error(error, self.command)
         return code
 
     @contextmanager
@@ -101,15 +101,20 @@ class Output:
             yield tick
 
 
-def error_dict(error: IntentLoopError) -> dict[str, Any]:
-    """``{code, message, retryable, remedy}``: the MCP envelope's error plus the CLI's remedy."""
-    return {**error.to_dict(), "remedy": remedy_for(error.code)}
+def error_dict(error: IntentLoopError, command: str | None = None) -> dict[str, Any]:
+    """``{code, message, retryable, remedy}``: the MCP envelope's error plus the CLI's remedy (for ``command``)."""
+    return {**error.to_dict(), "remedy": remedy_for(error.code, _known(command))}
 
 
-def print_error(error: IntentLoopError) -> None:
+def print_error(error: IntentLoopError, command: str | None = None) -> None:
     """``error[CODE]: message`` and ``remedy: ...`` on stderr (plain text, so it is cheap and greppable)."""
-    sys.stderr.write(f"error[{error.code}]: {error.message}\n  remedy: {remedy_for(error.code)}\n")
+    sys.stderr.write(f"error[{error.code}]: {error.message}\n  remedy: {remedy_for(error.code, _known(command))}\n")
     sys.stderr.flush()
+
+
+def _known(command: str | None) -> str | None:
+    """``command`` when it is one (``"intentloop"`` names the program itself, not a command)."""
+    return command if command and command != "intentloop" else None
 
 
 def key_value_table(title: str, rows: Sequence[tuple[str, str]]) -> Table:
@@ -123,6 +128,14 @@ def key_value_table(title: str, rows: Sequence[tuple[str, str]]) -> Table:
     for key, value in rows:
         table.add_row(Text(key), Text(value))
     return table
+
+
+def _width() -> int | None:
+    """``None`` (rich then uses ``COLUMNS``, else the terminal's width) on a terminal or with ``COLUMNS`` set; piped
+    output without ``COLUMNS`` has no width to respect and is never hard-wrapped."""
+    if _is_terminal(sys.stdout) or os.environ.get("COLUMNS", "").strip().isdigit():
+        return None
+    return _UNWRAPPED_WIDTH
 
 
 def _is_terminal(stream: Any) -> bool:

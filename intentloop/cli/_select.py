@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from intentloop.cli._target import Target
+from intentloop.cli._target import Target, locate_option
 from intentloop.errors import CorruptLedgerError, ErrorCode, IntentLoopError, InvalidInputError, StorageError
 
 if TYPE_CHECKING:
@@ -49,12 +49,34 @@ def unique_match(kind: str, prefix: str, known: Iterable[str], *, not_found: Err
     return matches[0]
 
 
+#: Destructive commands take no id prefix shorter than this (``/intent forget`` in a prompt asks the same): one typed
+#: character would name whichever single claim happens to start with it.
+MIN_DESTRUCTIVE_PREFIX = 4
+
+
+def destructive_prefix(kind: str, prefix: str) -> str:
+    """``prefix`` unchanged when it has at least :data:`MIN_DESTRUCTIVE_PREFIX` characters.
+
+    Raises:
+        InvalidInputError: ``INVALID_ID`` for a shorter one.
+    """
+    if len(prefix.strip()) < MIN_DESTRUCTIVE_PREFIX:
+        raise InvalidInputError(
+            f"{prefix.strip()!r} is too short to name the {kind} to delete: give at least {MIN_DESTRUCTIVE_PREFIX} "
+            f"characters of its id",
+            code="INVALID_ID",
+        )
+    return prefix
+
+
 def plural(count: int, noun: str, plural_form: str | None = None) -> str:
     """``1 event``, ``2 events``, ``0 events`` (``plural_form`` for irregular nouns)."""
     return f"{count} {noun if count == 1 else (plural_form or noun + 's')}"
 
 
-def select_project(project_root: str | None, project_id: str | None, *, must_exist: bool = True) -> Target:
+def select_project(
+    project_root: str | None, project_id: str | None, *, must_exist: bool = True, option: str = "--project-root"
+) -> Target:
     """The project named by ``--project-root`` or ``--project-id`` (a unique prefix), else the current directory's.
 
     Raises:
@@ -81,7 +103,11 @@ def select_project(project_root: str | None, project_id: str | None, *, must_exi
         return Target(data_root=data_root, project_id=pid, project_root=None, store=ProjectStore(data_root, pid))
     named = project_root is not None
     data_root = resolve_data_root()
-    located = locate_project(project_root if named else os.getcwd(), data_root)
+    located = (
+        locate_option(project_root, data_root, option)
+        if project_root is not None
+        else locate_project(os.getcwd(), data_root)
+    )
     store = ProjectStore(data_root, located.project_id)
     if must_exist and not store.exists():
         hint = "" if named else " (the current directory; name another with --project-root P or --project-id ID)"
@@ -129,12 +155,20 @@ def select_claim(state: ProjectState, prefix: str) -> tuple[str, str]:
     return owner[claim_id], claim_id
 
 
-def short(identifier: str, length: int = 12) -> str:
+#: How many characters of a project id every human output prints (``--json`` always carries the whole id): enough
+#: to be a unique prefix for ``--project-id`` among any realistic number of projects.
+PROJECT_ID_WIDTH = 12
+
+
+def short(identifier: str, length: int = PROJECT_ID_WIDTH) -> str:
     """The first ``length`` characters of an id, as tables show it (``--json`` always carries the full id)."""
     return identifier[:length]
 
 
 __all__ = [
+    "MIN_DESTRUCTIVE_PREFIX",
+    "PROJECT_ID_WIDTH",
+    "destructive_prefix",
     "plural",
     "project_state",
     "select_claim",

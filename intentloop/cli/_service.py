@@ -16,10 +16,11 @@ if TYPE_CHECKING:
     from intentloop.cli._target import Target
 
 
-def call_tool(target: Target, tool: str, arguments: dict[str, Any]) -> Any:
+def call_tool(target: Target, tool: str, arguments: dict[str, Any], *, reads_off: bool = False) -> Any:
     """Dispatch ``tool`` with ``arguments`` for ``target``'s project and return its result.
 
     The project root is never stored; a project named by id alone passes an empty root (the service does not read it).
+    ``reads_off``: a read answers for a task that is off (``show`` and ``export``: a person's own view of the memory).
 
     Raises:
         IntentLoopError: every code the tool defines.
@@ -28,7 +29,14 @@ def call_tool(target: Target, tool: str, arguments: dict[str, Any]) -> Any:
 
     root = target.project_root or ""
     if answers_inline(tool):  # a read needs neither trio nor the trio service (docs/BENCHMARK.md, "CLI reads")
-        return read_inline(lambda: target.data_root, tool, arguments, project_root=root, project_id=target.project_id)
+        return read_inline(
+            lambda: target.data_root,
+            tool,
+            arguments,
+            project_root=root,
+            project_id=target.project_id,
+            reads_off=reads_off,
+        )
     import trio
 
     from intentloop.service import IntentService

@@ -6,14 +6,38 @@ directly by the id that ``intentloop status`` lists. Usage errors are raised bef
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from intentloop.errors import InvalidInputError
+from intentloop.errors import IntentLoopError, InvalidInputError
 
 if TYPE_CHECKING:
     from intentloop.store import ProjectRoot, ProjectStore
+
+
+def option_path(value: str) -> str:
+    """A folder given on the command line, absolute: ``~`` expanded, a relative path taken from the working directory
+    (as every shell tool takes it; the MCP tools still require absolute roots)."""
+    return os.path.abspath(os.path.expanduser(value))
+
+
+def locate_option(value: str, data_root: Path, option: str) -> ProjectRoot:
+    """The project the folder given as ``option`` (``--project-root``, ``--to``) belongs to.
+
+    Raises:
+        IntentLoopError: ``PROJECT_ROOT_INVALID`` naming ``option`` and what was typed; storage errors.
+    """
+    from intentloop.store import locate_project
+
+    try:
+        return locate_project(option_path(value), data_root)
+    except IntentLoopError as exc:
+        if exc.code != "PROJECT_ROOT_INVALID":
+            raise
+        reason = exc.message.removeprefix("project_root ")
+        raise InvalidInputError(f"{option} {value}: the folder {reason}", code=exc.code) from None
 
 
 @dataclass(frozen=True)
@@ -51,12 +75,12 @@ def project_id_of(project_root: str | None, project_id: str | None) -> tuple[str
         InvalidInputError: ``INVALID_ARGUMENTS`` (neither or both given), ``PROJECT_ROOT_INVALID``.
         StorageError: ``INVALID_PROJECT_ID``.
     """
-    from intentloop.store import locate_project, resolve_data_root, validate_project_id
+    from intentloop.store import resolve_data_root, validate_project_id
 
     if project_root is not None and project_id is not None:
         raise InvalidInputError("pass either --project-root or --project-id, not both")
     if project_root is not None:
-        located = locate_project(project_root, resolve_data_root())
+        located = locate_option(project_root, resolve_data_root(), "--project-root")
         return located.project_id, located.root
     if project_id is not None:
         return validate_project_id(project_id), None
@@ -79,4 +103,4 @@ def resolve_target(project_root: str | None, project_id: str | None, *, must_exi
     return select_project(project_root, project_id, must_exist=must_exist)
 
 
-__all__ = ["Target", "project_id_of", "resolve_target"]
+__all__ = ["Target", "locate_option", "option_path", "project_id_of", "resolve_target"]

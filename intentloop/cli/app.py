@@ -6,6 +6,7 @@ through one place (:func:`run_app`) that prints the stable code, a one-line reme
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import traceback
@@ -21,6 +22,7 @@ from intentloop.cli import (
     hook,
     install_cmd,
     keys,
+    mode,
     recover_export,
     recover_quarantine,
     recover_salvage,
@@ -33,7 +35,7 @@ from intentloop.cli import (
 from intentloop.cli._exit import USAGE
 from intentloop.cli._output import Output
 from intentloop.cli._progress import showing_progress
-from intentloop.errors import IntentLoopError, InvalidInputError
+from intentloop.errors import IntentLoopError, InvalidInputError, StorageError
 
 HELP = (
     "intentloop's admin CLI: see, export and forget what the memory holds, verify and repair the local intent "
@@ -45,6 +47,8 @@ HELP = (
     "4 busy (the ledger lock is held; retry), 5 not found (no such project, task or claim)."
 )
 DEBUG_ENV = "INTENT_LOOP_DEBUG"
+#: ``-h`` works as ``--help`` for every command and group (``hook -h`` always did).
+HELP_OPTIONS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
 
 
 def _version(value: bool) -> None:
@@ -73,17 +77,20 @@ def build_app() -> typer.Typer:
         add_completion=True,
         pretty_exceptions_enable=False,
         rich_markup_mode=None,
+        context_settings=HELP_OPTIONS,
     )
     app.callback(help=HELP)(_root)
     app.command("projects", short_help="Every project: id, last activity, tasks, claims, damage.")(views.projects)
     app.command("tasks", short_help="A project's tasks: id, label, mode, started, claims by status.")(views.tasks)
     app.command("show", short_help="One task's current snapshot as a table (or --json).")(views.show)
     app.command("export", short_help="One task as readable Markdown or the portable JSON graph.")(export_task.export)
+    app.command("mode", short_help="Turn a task off (nothing recorded or injected) or back on.")(mode.mode)
     forget_app = typer.Typer(
         name="forget",
         help="Physically delete a claim or a whole task, verified as intent_delete does (see docs/CLI.md).",
         no_args_is_help=True,
         rich_markup_mode=None,
+        context_settings=HELP_OPTIONS,
     )
     forget_app.command("claim", short_help="Delete one claim; verify no byte of it remains.")(forget.forget_claim)
     forget_app.command("task", short_help="Delete a task and everything of it; verify no byte remains.")(
@@ -98,6 +105,7 @@ def build_app() -> typer.Typer:
         help="The installation's signing key: its fingerprint, and replacing a missing one (see docs/STORAGE.md).",
         no_args_is_help=True,
         rich_markup_mode=None,
+        context_settings=HELP_OPTIONS,
     )
     keys_app.command("show", short_help="The key's fingerprint (key id), public key and file.")(keys.show)
     keys_app.command("rotate", short_help="Replace a missing key; re-sign what the old one vouches for.")(keys.rotate)
@@ -107,6 +115,7 @@ def build_app() -> typer.Typer:
         help="Save or set aside the damaged part of a ledger (see docs/CLI.md, recovery runbook).",
         no_args_is_help=True,
         rich_markup_mode=None,
+        context_settings=HELP_OPTIONS,
     )
     recover.command("export", short_help="Write the verified prefix to a file; change nothing.")(recover_export.export)
     recover.command("quarantine", short_help="Set the damaged suffix aside; keep the verified prefix.")(
@@ -159,19 +168,36 @@ def _run(argv: Sequence[str], command: Any) -> int:
         exc.show()  # the help text, on stderr: a bare `intentloop` is a usage error (exit 2)
         return USAGE
     except click_exc.UsageError as exc:
-        return _report(InvalidInputError(exc.format_message()), json_mode, _command_name(argv))
+        return _report(InvalidInputError(exc.format_message()), json_mode, _command_name(argv, command))
     except typer.Abort:
         sys.stderr.write("cancelled\n")
         return 130
     except IntentLoopError as exc:
-        return _report(exc, json_mode, _command_name(argv))
+        return _report(exc, json_mode, _command_name(argv, command))
+    except OSError as exc:
+        if exc.errno not in _OUT_OF_FILES:
+            return _unexpected(exc, json_mode, _command_name(argv, command))
+        # not a bug: the process may open no more files (a low `ulimit -n`), wherever that struck
+        error = StorageError(
+            f"the process may open no more files ({errno.errorcode[exc.errno]}): raise the limit (`ulimit -n`)",
+            code="STORAGE_READ_FAILED",
+        )
+        return _report(error, json_mode, _command_name(argv, command))
     except Exception as exc:  # a bug: still print a stable code and a remedy, not a bare traceback
-        if os.environ.get(DEBUG_ENV):
-            sys.stderr.write(debug_line(exc) + "\n")
-        return _report(IntentLoopError(f"{type(exc).__name__}: {exc}"), json_mode, _command_name(argv))
+        return _unexpected(exc, json_mode, _command_name(argv, command))
     if isinstance(result, int):
         return result
     return 0
+
+
+_OUT_OF_FILES = frozenset({errno.EMFILE, errno.ENFILE})
+
+
+def _unexpected(exc: Exception, json_mode: bool, command: str | None) -> int:
+    """``INTERNAL_ERROR`` for a bug, with ``INTENT_LOOP_DEBUG=1``'s one line saying where it happened."""
+    if os.environ.get(DEBUG_ENV):
+        sys.stderr.write(debug_line(exc) + "\n")
+    return _report(IntentLoopError(f"{type(exc).__name__}: {exc}"), json_mode, command)
 
 
 def debug_line(exc: BaseException) -> str:
@@ -188,9 +214,16 @@ def debug_line(exc: BaseException) -> str:
     return f"intentloop: debug: {type(exc).__name__} at {place}:{where.lineno} in {where.name}"
 
 
-def _command_name(argv: Sequence[str]) -> str | None:
+def _command_name(argv: Sequence[str], group: Any = None) -> str | None:
+    """The command ``argv`` names (``"recover export"``); with the click ``group``, ``None`` for a word that is no
+    command of it (a remedy must never point to the help of a command that does not exist)."""
     words = [a for a in argv[:2] if not a.startswith("-")]
-    if words[:1] in (["recover"], ["forget"]):
+    if group is not None and words and words[0] not in group.commands:
+        return None
+    if words[:1] in (["recover"], ["forget"], ["keys"]):
+        sub = group.commands[words[0]] if group is not None else None
+        if sub is not None and words[1:] and words[1] not in sub.commands:
+            return words[0]
         return " ".join(words)
     return words[0] if words else None
 

@@ -27,7 +27,10 @@ from intentloop.errors import IntentLoopError
 if TYPE_CHECKING:
     from intentloop.cli._demo_client import DemoSession
 
-KeepOption = Annotated[bool, typer.Option("--keep", help="Keep the temporary folder afterwards and print its path.")]
+KeepOption = Annotated[
+    bool,
+    typer.Option("--keep", help="Keep the temporary folder afterwards; print its path and how to point the CLI at it."),
+]
 
 USER_OUTCOME = "Add a CSV export of invoices to the reports page."
 USER_CONSTRAINT = "Do not change the public API of the billing module."
@@ -85,6 +88,12 @@ def _run(out: Output, *, keep: bool) -> int:
     where = f"kept in {work}" if keep else "removed (use --keep to inspect it)"
     out.line("")
     out.line(f"All steps held, in {elapsed:.1f} s. The temporary folder was {where}.", style="bold green")
+    if keep:
+        import shlex
+
+        out.line("To look at what it kept with the CLI, point it at the demo's data root and project:")
+        out.line(f"  export INTENT_LOOP_DATA_DIR={shlex.quote(str(setup.data_root))}")
+        out.line(f"  cd {shlex.quote(str(setup.project))} && intentloop tasks")
     return OK
 
 

@@ -1,9 +1,10 @@
 """``intentloop export TASK --format markdown|json [--out FILE]``: a readable record of a task, or its portable graph.
 
-Both come from ``intent_export`` run through the service (so an off or private task is refused as the tool refuses
-it): ``json`` is the portable graph exactly as the tool returns it (``intent_import`` takes it back); ``markdown`` is
-the same graph written for people — every claim with its status (active, superseded, invalidated), provenance and
-times, then the unconfirmed candidates. FILE is created 0600 and never overwritten unless ``--overwrite``.
+Both come from ``intent_export`` run through the service (so a private task is refused as the tool refuses it; a
+task that is off is exported: a person's own copy is not an agent's semantic use): ``json`` is the portable graph
+exactly as the tool returns it (``intent_import`` takes it back); ``markdown`` is the same graph written for people —
+every claim with its status (active, superseded, invalidated), provenance and times, then the unconfirmed
+candidates. FILE is created 0600 and never overwritten unless ``--overwrite`` (``--out -`` is stdout).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
+from intentloop.cli._complete import formats
 from intentloop.cli._exit import OK
 from intentloop.cli._options import JsonOption, ProjectIdOption, ProjectRootOption
 from intentloop.cli._output import Output, key_value_table
@@ -26,11 +28,22 @@ if TYPE_CHECKING:
 
 Format = Literal["markdown", "json"]
 FormatOption = Annotated[
-    str, typer.Option("--format", metavar="markdown|json", help="markdown (for people) or json (the portable graph).")
+    str,
+    typer.Option(
+        "--format",
+        metavar="markdown|json",
+        help="markdown (for people) or json (the portable graph), in any case.",
+        autocompletion=formats,
+    ),
 ]
 OutOption = Annotated[
     str | None,
-    typer.Option("--out", metavar="FILE", help="Write to FILE (new, mode 0600) instead of stdout.", show_default=False),
+    typer.Option(
+        "--out",
+        metavar="FILE",
+        help="Write to FILE (new, mode 0600) instead of stdout; - is stdout.",
+        show_default=False,
+    ),
 ]
 OverwriteOption = Annotated[bool, typer.Option("--overwrite", help="Replace FILE if it exists (atomically).")]
 FORMATS: tuple[Format, ...] = ("markdown", "json")
@@ -70,11 +83,14 @@ def _run(
     from intentloop.errors import InvalidInputError
     from intentloop.recovery import refuse_inside_data_root, write_private_file
 
+    format_name = format_name.strip().lower()
     if format_name not in FORMATS:
         raise InvalidInputError(f"--format must be markdown or json, not {format_name!r}")
+    if out == "-":
+        out = None
     target = select_project(project_root, project_id)
     task_id, _summary = resolve_task(target, prefix)
-    graph = call_tool(target, "intent_export", {"task_id": task_id, "detail": "portable"})
+    graph = call_tool(target, "intent_export", {"task_id": task_id, "detail": "portable"}, reads_off=True)
     if format_name == "json":
         text = json.dumps(graph, ensure_ascii=False, indent=2) + "\n"
     else:

@@ -1,9 +1,11 @@
 """``intentloop forget claim CLAIM`` and ``forget task TASK``: physical deletion, exactly as ``intent_delete``.
 
 The deletion is the service's own operation (the CLI only names the target and passes the tool's confirmation text),
-so the ledger rewrite, the removal of private controls and quarantine records, and the byte scan that proves no copy
-of the id remains are the tool's, not a second implementation. On a terminal the user types the confirmation text
-(``DELETE CLAIM <id>`` / ``DELETE TASK <id>``); without one ``--yes`` is required.
+so the ledger rewrite, the removal of private controls and of the quarantine lines that hold the target, and the byte
+scan that proves no copy of the id remains are the tool's, not a second implementation. An id needs at least 4
+characters here (one character would name whichever claim starts with it). On a terminal the claim's text is shown
+and the user types the confirmation text (``DELETE CLAIM <id>`` / ``DELETE TASK <id>``, the id or the prefix as
+typed); without one ``--yes`` is required.
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ def forget_claim(
 ) -> int:
     """Delete one claim for good: its record, its invalidation and every reference to it; verify no byte remains.
 
-    Asks you to type `DELETE CLAIM <id>` unless --yes. Exit 0 deleted, 1 declined or failed, 5 no such claim.
+    CLAIM needs at least 4 characters of the id. Shows the claim's text, then asks you to type `DELETE CLAIM <id>`
+    (the id, or the prefix as you typed it) unless --yes. Exit 0 deleted, 1 declined or failed, 5 no such claim.
     """
     out = Output("forget claim", json_mode=json_output)
     return out.guard(lambda: _run(out, "claim", claim, project_root, project_id, yes=yes))
@@ -53,9 +56,11 @@ def forget_task(
     yes: YesOption = False,
     json_output: JsonOption = False,
 ) -> int:
-    """Delete a task for good: all its events, its private controls and the project's quarantine records; verify that
-    no byte of its id remains. Asks you to type `DELETE TASK <id>` unless --yes. Exit 0 deleted, 1 declined or
-    failed, 5 no such task.
+    """Delete a task for good: all its events, its private controls and the lines of the project's quarantine records
+    that hold it (other lines stay); verify that no byte of its id remains.
+
+    TASK needs at least 4 characters of the id. Asks you to type `DELETE TASK <id>` (the id, or the prefix as you
+    typed it) unless --yes. Exit 0 deleted, 1 declined or failed, 5 no such task.
     """
     out = Output("forget task", json_mode=json_output)
     return out.guard(lambda: _run(out, "task", task, project_root, project_id, yes=yes))
@@ -111,16 +116,22 @@ def _started(target: Target) -> ProjectState:
 
 def _run(out: Output, kind: str, prefix: str, project_root: str | None, project_id: str | None, *, yes: bool) -> int:
     from intentloop.cli._confirm import ask
-    from intentloop.cli._select import select_claim, select_project, select_task
+    from intentloop.cli._select import destructive_prefix, select_claim, select_project, select_task
     from intentloop.cli._service import call_tool
+    from intentloop.model.printable import escape_controls
 
+    destructive_prefix(kind, prefix)
+    if project_id is not None:
+        destructive_prefix("project", project_id)
     target = select_project(project_root, project_id)
     arguments: dict[str, Any]
     if kind == "claim":
-        task_id, claim_id = select_claim(_claim_owners(target, prefix), prefix)
+        owners = _claim_owners(target, prefix)
+        task_id, claim_id = select_claim(owners, prefix)
         expected = f"DELETE CLAIM {claim_id}"
         arguments = {"task_id": task_id, "target": "claim", "claim_id": claim_id, "confirmation": expected}
-        rows = [("claim", claim_id), ("task", task_id)]
+        claim = owners.tasks[task_id].claims[claim_id]
+        rows = [("claim", claim_id), ("task", task_id), ("statement", escape_controls(claim.statement))]
     else:
         private = {c.task_id for c in target.store.read_controls()}
         task_id = select_task(_started(target), prefix, extra=private)
@@ -143,8 +154,10 @@ def _run(out: Output, kind: str, prefix: str, project_root: str | None, project_
     if not yes:
         if not out.json_mode:
             out.show(key_value_table(f"About to delete this {kind} physically (it cannot be undone)", rows))
-        answer = ask(f"Type {expected} to confirm: ", what=f"forget {kind} deletes data")
-        if answer != expected:
+        typed = f"DELETE {kind.upper()} {prefix.strip()}"
+        question = expected if typed == expected else f"{typed} (or {expected})"
+        answer = ask(f"Type {question} to confirm: ", what=f"forget {kind} deletes data")
+        if answer not in (expected, typed):
             declined = InvalidInputError("not confirmed: nothing was deleted", code="CONFIRMATION_REQUIRED")
             if out.json_mode:
                 out.json_object({**fields, "action": "cancelled"}, exit_code=DAMAGED, error=declined)

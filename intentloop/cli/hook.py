@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from intentloop.cli._complete import hook_events
 from intentloop.model.gemini_events import GEMINI_EVENT_BY_ARGUMENT
 from intentloop.model.hook_events import EVENT_BY_ARGUMENT
 
@@ -18,6 +19,15 @@ def hook(
             metavar="[EVENT]",
             help=f"one of {', '.join(EVENT_BY_ARGUMENT)}, or for Gemini CLI {', '.join(GEMINI_EVENT_BY_ARGUMENT)} "
             "(default: the payload's own).",
+            autocompletion=hook_events,
+        ),
+    ] = None,
+    data_dir: Annotated[
+        str | None,
+        typer.Option(
+            "--data-dir",
+            metavar="DIR",
+            help="The data root to use instead of the one every process resolves (what `intentloop install` writes).",
         ),
     ] = None,
 ) -> int:
@@ -27,7 +37,8 @@ def hook(
     """
     from intentloop.hooks import run_hook
 
-    argv = ([event] if event is not None else []) + list(ctx.args)
+    argv = (["--data-dir", data_dir] if data_dir is not None else []) + ([event] if event is not None else [])
+    argv += list(ctx.args)
     return run_hook(argv)
 
 

@@ -6,11 +6,14 @@ from typing import Annotated
 
 import typer
 
+from intentloop.cli._complete import hosts
 from intentloop.cli._exit import OK
 from intentloop.cli._options import JsonOption
 from intentloop.cli._output import Output
 
-HostArgument = Annotated[str, typer.Argument(metavar="codex|claude|gemini", help="The host to wire intentloop into.")]
+HostArgument = Annotated[
+    str, typer.Argument(metavar="codex|claude|gemini", help="The host to wire intentloop into.", autocompletion=hosts)
+]
 DryRunOption = Annotated[bool, typer.Option("--dry-run", help="Show the change as a diff; write nothing.")]
 UninstallOption = Annotated[bool, typer.Option("--uninstall", help="Remove exactly what an install added.")]
 ReplaceOption = Annotated[

@@ -19,7 +19,7 @@ import typer
 from intentloop.cli._exit import DAMAGED, OK
 from intentloop.cli._options import JsonOption
 from intentloop.cli._output import Output, key_value_table
-from intentloop.cli._select import plural
+from intentloop.cli._select import plural, short
 from intentloop.cli.recover_quarantine import WaitOption, YesOption
 from intentloop.errors import ConflictError, IntentLoopError, InvalidInputError
 
@@ -58,22 +58,29 @@ def relink(
 
 
 def old_project_id(value: str) -> str:
-    """The id an OLD_ROOT_OR_ID names: a path (absolute, or starting with ``~`` or ``.``) is hashed as the folder was,
-    even if it no longer exists; anything else is a unique id prefix of the projects under the data root.
+    """The id an OLD_ROOT_OR_ID names: a path is hashed as the folder was, even if it no longer exists; anything else
+    is a unique id prefix of the projects under the data root. A path is what has a ``/`` or starts with ``~`` or
+    ``.``, an existing folder (relative to the working directory, like ``--to``), or a word no id can start with.
 
     Raises:
-        IntentLoopError: ``PROJECT_NOT_FOUND``, ``AMBIGUOUS_ID``, ``INVALID_PROJECT_ID``.
+        IntentLoopError: ``PROJECT_NOT_FOUND``, ``AMBIGUOUS_ID``, ``INVALID_PROJECT_ID`` (each naming ``--from``).
     """
-    from intentloop.cli._select import unique_match
+    from intentloop.cli._select import _PREFIX_RE, unique_match
+    from intentloop.cli._target import option_path
     from intentloop.model import project_id_for
     from intentloop.recovery import list_project_ids
     from intentloop.store import resolve_data_root
 
-    if os.sep in value or value.startswith(("~", ".")):
-        path = os.path.realpath(os.path.abspath(os.path.expanduser(value)))
+    looks_like_id = bool(_PREFIX_RE.match(value.strip().lower()))
+    if os.sep in value or value.startswith(("~", ".")) or os.path.isdir(value) or not looks_like_id:
+        path = os.path.realpath(option_path(value))
         return project_id_for(path.casefold() if os.name == "nt" else path)
     ids = list_project_ids(resolve_data_root())
-    return unique_match("project", value, ids, not_found="PROJECT_NOT_FOUND", invalid="INVALID_PROJECT_ID")
+    try:
+        return unique_match("project", value, ids, not_found="PROJECT_NOT_FOUND", invalid="INVALID_PROJECT_ID")
+    except IntentLoopError as exc:
+        hint = " (a folder that no longer exists: write ./NAME)" if exc.code == "PROJECT_NOT_FOUND" else ""
+        raise IntentLoopError(f"--from {value}: {exc.message}{hint}", code=exc.code) from None
 
 
 def _summary(store: Any) -> tuple[int, str | None, list[str]]:
@@ -100,12 +107,14 @@ def _run(out: Output, from_: str, to: str, *, merge: bool, yes: bool, wait: floa
     from intentloop.errors import StorageError
     from intentloop.store import ProjectStore, resolve_data_root
 
-    new = select_project(to, None, must_exist=False)
+    new = select_project(to, None, must_exist=False, option="--to")
     data_root = resolve_data_root()
     old_id = old_project_id(from_)
     old_store = ProjectStore(data_root, old_id)
     if not old_store.exists():
-        raise StorageError(f"the old project {old_id} has no data under {data_root}", code="PROJECT_NOT_FOUND")
+        raise StorageError(
+            f"--from {from_}: the old project {short(old_id)} has no data under {data_root}", code="PROJECT_NOT_FOUND"
+        )
     if old_id == new.project_id:
         raise InvalidInputError("--from and --to name the same project", code="INVALID_ARGUMENTS")
     old = Target(data_root=data_root, project_id=old_id, project_root=None, store=old_store)
@@ -135,8 +144,8 @@ def _run(out: Output, from_: str, to: str, *, merge: bool, yes: bool, wait: floa
             key_value_table(
                 "Relink",
                 [
-                    ("from", old_id),
-                    ("to", f"{new.project_id} ({new.project_root})"),
+                    ("from", short(old_id)),
+                    ("to", f"{short(new.project_id)} ({new.project_root})"),
                     ("holds", f"{plural(old_events, 'event')}, {plural(len(task_ids), 'task')}"),
                     ("how", how),
                 ],

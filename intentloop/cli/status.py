@@ -16,7 +16,7 @@ from intentloop import SCHEMA_VERSION, SERVER_NAME, __version__
 from intentloop.cli._exit import OK
 from intentloop.cli._options import JsonOption, ProjectRootOption
 from intentloop.cli._output import Output, key_value_table
-from intentloop.cli._select import plural
+from intentloop.cli._select import plural, short
 from intentloop.errors import StorageError
 
 if TYPE_CHECKING:
@@ -87,7 +87,10 @@ def _run(out: Output, project_root: str | None) -> int:
         "reason": located.reason,
     }
     fields["project"] = _this_project(project_root, data_root)
-    fields["projects"] = [s.to_dict() for s in summaries]
+    moved = _moved(data_root, summaries)
+    fields["projects"] = [{**s.to_dict(), "moved_to": moved.get(s.project_id)} for s in summaries]
+    if fields["last_hook_problem"] is not None:
+        fields["last_hook_problem"]["resolved"] = _resolved(fields["last_hook_problem"], summaries, exists)
     fields["totals"] = {
         "projects": sum(1 for s in summaries if s.project_exists),
         "events": sum(s.events for s in summaries),
@@ -99,8 +102,22 @@ def _run(out: Output, project_root: str | None) -> int:
     if out.json_mode:
         out.json_object(fields, exit_code=OK)
         return OK
-    _show(out, fields, summaries)
+    _show(out, fields, summaries, moved)
     return OK
+
+
+def _moved(data_root: Path, summaries: list[ProjectSummary]) -> dict[str, str]:
+    """project id → the project ``relink`` moved its memory to, for the projects whose ledgers it emptied."""
+    from intentloop.recovery import moved_to
+    from intentloop.store import ProjectStore
+
+    found: dict[str, str] = {}
+    for s in summaries:
+        if s.project_exists and s.events == 0:
+            target = moved_to(ProjectStore(data_root, s.project_id))
+            if target is not None:
+                found[s.project_id] = target
+    return found
 
 
 def _this_project(project_root: str | None, data_root: Path) -> dict[str, Any] | None:
@@ -108,12 +125,17 @@ def _this_project(project_root: str | None, data_root: Path) -> dict[str, Any] |
     root (``None``: the working directory is gone or not a local directory)."""
     import os
 
+    from intentloop.cli._target import locate_option
     from intentloop.errors import IntentLoopError
     from intentloop.store import locate_project
     from intentloop.store._roots import REASONS
 
     try:
-        located = locate_project(project_root if project_root is not None else os.getcwd(), data_root)
+        located = (
+            locate_option(project_root, data_root, "--project-root")
+            if project_root is not None
+            else locate_project(os.getcwd(), data_root)
+        )
     except (IntentLoopError, OSError):
         return None
     return {
@@ -144,12 +166,31 @@ def _last_hook_problem() -> dict[str, Any] | None:
     return {**found, "remedy": remedy}
 
 
+#: Problems of the data root itself: gone once the root is a usable folder.
+_ROOT_PROBLEMS = frozenset({"DATA_DIR_REQUIRED", "INVALID_DATA_DIR"})
+
+
+def _resolved(problem: dict[str, Any], summaries: list[ProjectSummary], root_exists: bool) -> bool | None:
+    """Whether what the logged problem was about holds no more: its project (named by the line) now verifies with a
+    valid or absent signature, or the data root it lacked now exists. ``None``: this cannot be told (a broken
+    installation, a line without a project)."""
+    code = problem.get("code")
+    if code in _ROOT_PROBLEMS:
+        return root_exists
+    project_id = problem.get("project_id")
+    for summary in summaries:
+        if project_id is not None and summary.project_id == project_id and summary.project_exists:
+            return summary.intact and summary.signature != "invalid"
+    return None
+
+
 def _problem_text(problem: dict[str, Any]) -> str:
     event = f" {problem['event']}" if problem.get("event") else ""
-    return (
-        f"last hook problem ({problem['at']}{event}): {problem['code']}: {problem.get('message', '')}\n"
-        f"  remedy: {problem['remedy']}\n  log: {problem['log']}"
-    )
+    project = f" project {short(problem['project_id'])}" if problem.get("project_id") else ""
+    head = f"last hook problem ({problem['at']}{event}{project}): {problem['code']}: {problem.get('message', '')}"
+    if problem.get("resolved"):
+        return f"{head}\n  resolved since: what it was about is fine now\n  log: {problem['log']}"
+    return f"{head}\n  remedy: {problem['remedy']}\n  log: {problem['log']}"
 
 
 def _no_root(out: Output, fields: dict[str, Any], exc: StorageError, root: str | None = None) -> int:
@@ -167,7 +208,7 @@ def _versions_table(found: dict[str, Any], *, data_root: str, chosen: str | None
     return key_value_table("intentloop status", rows)
 
 
-def _show(out: Output, fields: dict[str, Any], summaries: list[ProjectSummary]) -> None:
+def _show(out: Output, fields: dict[str, Any], summaries: list[ProjectSummary], moved: dict[str, str]) -> None:
     from rich import box
     from rich.table import Table
     from rich.text import Text
@@ -177,15 +218,14 @@ def _show(out: Output, fields: dict[str, Any], summaries: list[ProjectSummary]) 
     out.show(_versions_table(fields["versions"], data_root=where, chosen=root["reason"]))
     here = fields.get("project")
     if here is not None:
-        out.line(f"project of {here['directory']}: {here['root']} ({here['project_id'][:12]}), {here['why']}")
+        out.line(f"project of {here['directory']}: {here['root']} ({short(here['project_id'])}), {here['why']}")
     if fields.get("last_hook_problem"):
         out.line(_problem_text(fields["last_hook_problem"]))
     if not summaries:
         out.line("No projects yet.")
         return
     table = Table(title="Projects", title_justify="left", box=box.SIMPLE_HEAD)
-    wide = out.console.width >= 120  # room for whole ids (piped output is always wide)
-    table.add_column("project id", overflow="fold", min_width=64 if wide else 22)
+    table.add_column("project id", no_wrap=True)
     table.add_column("status", overflow="fold", min_width=7, max_width=44)
     for name in ("events", "tasks", "cand.", "priv.", "quar."):
         table.add_column(name, justify="right", no_wrap=True)
@@ -201,8 +241,10 @@ def _show(out: Output, fields: dict[str, Any], summaries: list[ProjectSummary]) 
             state += f"; {s.adopted_events} adopted unsigned (last {s.adopted_at})"
         if s.lock_held:
             state += " (lock held)"
+        if s.project_id in moved:
+            state = f"moved to {short(moved[s.project_id])} by relink"
         table.add_row(
-            s.project_id,
+            short(s.project_id),
             Text(state, style="" if (s.intact and s.signature != "invalid") or not s.project_exists else "bold red"),
             str(s.events),
             str(s.tasks),

@@ -13,6 +13,7 @@ import typer
 from intentloop.cli._exit import DAMAGED, OK
 from intentloop.cli._options import JsonOption, ProjectIdOption, ProjectRootOption
 from intentloop.cli._output import Output, key_value_table, print_error
+from intentloop.cli._select import plural, short
 from intentloop.errors import CorruptLedgerError, IntentLoopError
 
 if TYPE_CHECKING:
@@ -149,12 +150,12 @@ def damage_error(report: VerifyReport) -> IntentLoopError | None:
 def report_table(report: VerifyReport, target: Target | None = None) -> Table:
     """The human table of a :class:`recovery.VerifyReport`."""
     verdict = "intact" if report.intact else f"DAMAGED ({report.status})"
-    rows: list[tuple[str, str]] = [("project", report.project_id)]
+    rows: list[tuple[str, str]] = [("project", short(report.project_id))]
     if target is not None and target.project_root:
         rows.append(("project root", target.project_root))
     signature = report.signature
     if report.signed_events is not None:
-        signature += f" ({report.signed_events} events signed)"
+        signature += f" ({plural(report.signed_events, 'event')} signed)"
     if report.signature_problem:
         signature += f": {report.signature_problem}"
     rows += [

@@ -3,8 +3,9 @@
 All three only read (lock-free; nothing is created, not even for a missing data root). ``projects`` and ``tasks`` ask
 the store for its task listing (the per-task summaries of the task index when the checkpoint vouches for the ledger,
 else the fold of its verified prefix, so a damaged ledger still shows what can be trusted and says that it is
-damaged); ``show`` is ``intent_get_snapshot`` run through the service, so it refuses exactly what the tool refuses
-(an ``off`` or private task, a damaged ledger). Tables shorten ids; ``--json`` always carries full ids.
+damaged); ``show`` is ``intent_get_snapshot`` run through the service, so it refuses what the tool refuses (a private
+task, a damaged ledger) but a task that is ``off``: ``off`` stops an agent's semantic use, and a person reading their
+own memory is not that. Tables shorten ids; ``--json`` always carries full ids.
 """
 
 from __future__ import annotations
@@ -41,13 +42,14 @@ def projects(project_root: ProjectRootOption = None, json_output: JsonOption = F
 
 
 def _projects(out: Output, project_root: str | None) -> int:
-    from intentloop.recovery import list_project_ids
+    from intentloop.cli._target import locate_option
+    from intentloop.recovery import list_project_ids, moved_to
     from intentloop.store import ProjectStore, locate_project, resolve_data_root
 
     data_root = resolve_data_root()
     roots: dict[str, str] = {}
     if project_root is not None:
-        located = locate_project(project_root, data_root)
+        located = locate_option(project_root, data_root, "--project-root")
         roots[located.project_id] = located.root
         ids = list(roots)
     else:
@@ -58,15 +60,23 @@ def _projects(out: Output, project_root: str | None) -> int:
         except (IntentLoopError, OSError):  # a deleted or non-local working directory simply has no project
             pass
     rows: list[dict[str, Any]] = []
+    moved: list[dict[str, str]] = []
     with out.progress("Reading projects", total=len(ids)) as tick:
         for pid in ids:
-            rows.append(_project_row(ProjectStore(data_root, pid), roots.get(pid)))
+            store = ProjectStore(data_root, pid)
+            row = _project_row(store, roots.get(pid))
+            target = moved_to(store) if row["events"] == 0 and project_root is None else None
+            if target is not None:  # emptied by relink: its memory is a project of its own now
+                moved.append({"project_id": pid, "to_project_id": target})
+            else:
+                rows.append(row)
             tick.advance()
     if out.json_mode:
-        out.json_object({"data_root": str(data_root), "projects": rows}, exit_code=OK)
+        out.json_object({"data_root": str(data_root), "projects": rows, "moved": moved}, exit_code=OK)
         return OK
     if not rows:
         out.line(f"No projects under {data_root}.")
+        _say_moved(out, moved)
         return OK
     from rich import box
     from rich.table import Table
@@ -91,7 +101,17 @@ def _projects(out: Output, project_root: str | None) -> int:
         )
     out.show(table)
     out.line(f"{plural(len(rows), 'project')}. `intentloop tasks --project-id ID` lists a project's tasks.")
+    _say_moved(out, moved)
     return OK
+
+
+def _say_moved(out: Output, moved: list[dict[str, str]]) -> None:
+    if moved:
+        out.line(
+            f"Not listed: {plural(len(moved), 'project')} whose memory `relink` moved to another folder ("
+            + ", ".join(f"{short(m['project_id'])} → {short(m['to_project_id'])}" for m in moved)
+            + ")."
+        )
 
 
 def _project_row(store: ProjectStore, root: str | None) -> dict[str, Any]:
@@ -154,7 +174,8 @@ def task_row(task: TaskSummary, private: bool) -> dict[str, Any]:
         "last_event_at": task.last_event_at,
         "claims": lifecycle,
         "active_by_status": by_status,
-        "candidates": task.candidates,
+        "candidates": task.candidates - task.observations,
+        "observations": task.observations,
     }
 
 
@@ -194,7 +215,7 @@ def _tasks(out: Output, project_root: str | None, project_id: str | None) -> int
     table = Table(title=f"Tasks of project {short(target.project_id)}", title_justify="left", box=box.SIMPLE_HEAD)
     for name in ("task", "label", "mode", "started"):
         table.add_column(name, overflow="fold")
-    for name in ("active", "superseded", "invalidated", "candidates"):
+    for name in ("active", "superseded", "invalidated", "candidates", "observed"):
         table.add_column(name, justify="right")
     for row in rows:
         claims = row["claims"]
@@ -207,6 +228,7 @@ def _tasks(out: Output, project_root: str | None, project_id: str | None) -> int
             str(claims["superseded"]),
             str(claims["invalidated"]),
             str(row["candidates"]),
+            str(row["observations"]),
         )
     out.show(table)
     out.line(f"{plural(len(rows), 'task')}. `intentloop show TASK` shows one (a unique prefix of its id is enough).")
@@ -223,6 +245,7 @@ def _private_only(task_id: str) -> dict[str, Any]:
         "claims": {"active": 0, "superseded": 0, "invalidated": 0},
         "active_by_status": {},
         "candidates": 0,
+        "observations": 0,
     }
 
 
@@ -249,15 +272,17 @@ def show(
         typer.Option(
             "--as-of",
             metavar="TIME",
-            help="The task as recorded at that instant (RFC 3339 UTC, e.g. 2026-12-01T10:00:00Z).",
+            help="The task as recorded at that instant: a date (2026-12-01, local midnight), a local time "
+            "(2026-12-01 10:00) or an RFC 3339 time (2026-12-01T10:00:00Z, …+01:00); shown converted to UTC.",
         ),
     ] = None,
     json_output: JsonOption = False,
 ) -> int:
     """A task's snapshot (intent_get_snapshot): active claims, unknowns, disagreements, stale long-term.
 
-    TASK is a task id or a unique prefix of one. An off or private task is refused as the tool refuses it. --history
-    adds the claims that were superseded or invalidated; --as-of shows the task as it was recorded at an instant.
+    TASK is a task id or a unique prefix of one. A private task is refused as the tool refuses it; a task that is off
+    is shown (`intentloop mode TASK on` turns it back on). --history adds the claims that were superseded or
+    invalidated; --as-of shows the task as it was recorded at an instant.
     """
     out = Output("show", json_mode=json_output)
     return out.guard(lambda: _show(out, task, project_root, project_id, history=history, as_of=as_of))
@@ -285,6 +310,7 @@ def _show(
 ) -> int:
     from intentloop.cli._select import select_project
     from intentloop.cli._service import call_tool
+    from intentloop.cli._time import instant
 
     target = select_project(project_root, project_id)
     task_id, task = resolve_task(target, prefix)
@@ -292,11 +318,23 @@ def _show(
     if history:
         arguments["include_history"] = True
     if as_of is not None:
-        arguments["as_of"] = as_of
-    snapshot = call_tool(target, "intent_get_snapshot", arguments)
+        arguments["as_of"] = instant(as_of)
+    try:
+        snapshot = call_tool(target, "intent_get_snapshot", arguments, reads_off=True)
+    except IntentLoopError as exc:
+        started = task.started_at if task is not None else None
+        if exc.code == "TASK_NOT_FOUND" and as_of is not None and started and started > arguments["as_of"]:
+            raise IntentLoopError(
+                f"task {task_id} did not exist yet at {arguments['as_of']}: it was started at {started}",
+                code="TASK_NOT_FOUND",
+            ) from None
+        raise
     if out.json_mode:
         label = task.label if task is not None else None
-        out.json_object({**target.fields(), "label": label, "snapshot": snapshot}, exit_code=OK)
+        fields = {**target.fields(), "label": label, "snapshot": snapshot}
+        if as_of is not None:
+            fields["as_of"] = arguments["as_of"]
+        out.json_object(fields, exit_code=OK)
         return OK
     from rich import box
     from rich.table import Table
@@ -304,6 +342,8 @@ def _show(
 
     title = f"Task {task_id}" + (f" — {escape_controls(task.label)}" if task is not None and task.label else "")
     out.line(title, style="bold")
+    if as_of is not None:
+        out.line(f"as recorded at {arguments['as_of']} (UTC; --as-of {as_of})")
     out.line(f"mode {snapshot['mode']}, {plural(snapshot['candidate_count'], 'unconfirmed candidate')}")
     for key, heading in (
         ("active_claims", "Active claims"),

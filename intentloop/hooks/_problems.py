@@ -94,15 +94,18 @@ def classify(exc: BaseException) -> str | None:
     return None
 
 
-def problem_line(event: str | None, code: str, exc: BaseException, data_root: Path | None) -> bytes:
+def problem_line(
+    event: str | None, code: str, exc: BaseException, data_root: Path | None, project_id: str | None = None
+) -> bytes:
     """One JSON line. The message is the error's own (paths, codes, line numbers), never payload text; an import
-    error names the missing module."""
+    error names the missing module. ``project_id`` is the project of the payload's ``cwd`` when it could be told."""
     message = str(exc) if getattr(exc, "code", None) or isinstance(exc, ImportError) else type(exc).__name__
     if code == BROKEN_INSTALLATION and not isinstance(exc, ImportError):
         message = f"the hook command line is wrong: {exc}"
     record: dict[str, Any] = {
         "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "event": event,
+        "project_id": project_id,
         "code": code,
         "message": message[:MAX_MESSAGE_CHARS],
         "data_root": None if data_root is None else str(data_root),
@@ -134,9 +137,17 @@ def _append(path: Path, line: bytes) -> bool:
 
 
 def record_problem(
-    exc: BaseException, *, event: str | None, env: Mapping[str, str], data_dir: str | None = None
+    exc: BaseException,
+    *,
+    event: str | None,
+    env: Mapping[str, str],
+    data_dir: str | None = None,
+    payload: bytes | None = None,
 ) -> Path | None:
     """Log ``exc`` if the user can fix it; returns the log written (``None``: not a problem, or nowhere to write).
+
+    ``payload`` (the host's JSON) names the event when the command line does not, and the project, by its ``cwd``;
+    nothing else of it is read and no text of it is logged.
 
     The data root is used only when it already exists as a directory (a hook never creates it for a log line); the
     state directory is created (0700) when needed. Never raises.
@@ -148,7 +159,8 @@ def record_problem(
         if data_dir:
             env = {**env, "INTENT_LOOP_DATA_DIR": data_dir}
         root = _data_root(env)
-        line = problem_line(event, code, exc, root)
+        named, project_id = _payload_names(payload, root)
+        line = problem_line(event or named, code, exc, root, project_id)
         if root is not None and os.path.isdir(root) and _append(root / LOG_NAME, line):
             return root / LOG_NAME
         state = state_dir(env)
@@ -159,6 +171,30 @@ def record_problem(
         return state / LOG_NAME if _append(state / LOG_NAME, line) else None
     except Exception:  # a log line must never cost the host its answer
         return None
+
+
+def _payload_names(payload: bytes | None, root: Path | None) -> tuple[str | None, str | None]:
+    """``(hook_event_name, project id of cwd)`` of a payload, each ``None`` when it cannot be told; never raises."""
+    if not payload:
+        return None, None
+    try:
+        data = json.loads(payload)
+    except ValueError:
+        return None, None
+    if not isinstance(data, dict):
+        return None, None
+    event = data.get("hook_event_name")
+    event = event[:64] if isinstance(event, str) and event.isascii() and event.isalnum() else None
+    project_id = None
+    cwd = data.get("cwd")
+    if isinstance(cwd, str) and os.path.isabs(cwd):
+        try:
+            from intentloop.store import locate_project
+
+            project_id = locate_project(cwd, root).project_id
+        except Exception:  # a broken installation or an unusable cwd: the line still names the event
+            project_id = None
+    return event, project_id
 
 
 def last_problem(env: Mapping[str, str]) -> dict[str, Any] | None:

@@ -174,7 +174,7 @@ def _run(argv: list[str], started: float) -> int:
     def after_answer() -> None:
         # After the answer has left: logging a problem (a hung disk, say) cannot cost the host anything.
         if problems:
-            _log_problem(problems[0], argv, env, debug)
+            _log_problem(problems[0], argv, env, debug, payload)
 
     def late() -> None:
         # The child was killed at the deadline, perhaps before it decided anything (starved of CPU on a loaded
@@ -226,7 +226,9 @@ def _handled(
         return FAIL_OPEN_LINE, exc
 
 
-def _log_problem(problem: Exception, argv: Sequence[str], env: Mapping[str, str], debug: bool) -> None:
+def _log_problem(
+    problem: Exception, argv: Sequence[str], env: Mapping[str, str], debug: bool, payload: bytes | None = None
+) -> None:
     """Write a problem the user can fix to the hook problem log (``hooks/_problems.py``); never raises."""
     try:
         from intentloop.hooks._problems import event_of, record_problem
@@ -234,7 +236,7 @@ def _log_problem(problem: Exception, argv: Sequence[str], env: Mapping[str, str]
         data_dir = None
         with contextlib.suppress(UsageError):
             data_dir = parse_args(argv)[1]
-        where = record_problem(problem, event=event_of(argv), env=env, data_dir=data_dir)
+        where = record_problem(problem, event=event_of(argv), env=env, data_dir=data_dir, payload=payload)
         if where is not None:
             debug_log(debug, f"problem logged to {where}")
     except Exception:  # the log is best effort; the answer has been sent

@@ -59,6 +59,8 @@ class IntentCommand(msgspec.Struct, frozen=True, kw_only=True):
         target: ``forget``/``correct``: a lowercase claim-id prefix, or ``"last"`` (``forget`` only).
         feedback_class: ``feedback``'s class.
         problem: why the command cannot run (a syntax error); ``None`` when it can.
+        word: the command word as typed (``/intent`` or ``$intent``, lower case): every text that names a command
+            back to the user spells it this way.
     """
 
     verb: str
@@ -67,6 +69,7 @@ class IntentCommand(msgspec.Struct, frozen=True, kw_only=True):
     target: str | None = None
     feedback_class: str | None = None
     problem: str | None = None
+    word: str = "/intent"
 
 
 def _usage(verb: str) -> str:
@@ -107,7 +110,10 @@ def parse_intent_command(prompt: str) -> IntentCommand | None:
     verb = word.group(1).lower()
     if verb not in COMMAND_VERBS or not word.group(1).isascii():  # the Kelvin sign lowers to an ASCII k
         return None
-    args = rest[word.end() :]
+    return as_typed(_parsed(verb, rest[word.end() :]), head.group(0).lower())
+
+
+def _parsed(verb: str, args: str) -> IntentCommand:
     if verb == "remember":
         return _remember(args)
     if verb in ("forget", "correct"):
@@ -117,6 +123,19 @@ def parse_intent_command(prompt: str) -> IntentCommand | None:
     if args.strip():
         return IntentCommand(verb=verb, problem=f"{_usage(verb)} takes no arguments")
     return IntentCommand(verb=verb)
+
+
+def as_typed(command: IntentCommand, word: str) -> IntentCommand:
+    """``command`` with the command word the user typed, its usage text (never the user's words) spelled the same."""
+    if word == command.word:
+        return command
+    problem = None if command.problem is None else spelled(command.problem, word)
+    return msgspec.structs.replace(command, word=word, problem=problem)
+
+
+def spelled(text: str, word: str) -> str:
+    """intentloop's own ``text`` naming commands as ``word`` (``$intent remember …``) instead of ``/intent``."""
+    return text.replace("/intent ", f"{word} ")
 
 
 def _remember(args: str) -> IntentCommand:
@@ -167,5 +186,7 @@ __all__ = [
     "RECEIPT_HEAD",
     "REMEMBER_FACETS",
     "IntentCommand",
+    "as_typed",
     "parse_intent_command",
+    "spelled",
 ]

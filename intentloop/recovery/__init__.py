@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # what mypy checks: `X as X` re-exports each name, so a missp
     )
     from intentloop.recovery.relink import (
         RelinkResult as RelinkResult,
+        moved_to as moved_to,
         relink_project as relink_project,
         retire_after_merge as retire_after_merge,
     )
@@ -67,7 +68,7 @@ else:  # the same names, each loaded from its submodule on first use (PEP 562)
             "export": ["ExportResult", "export_verified_prefix"],
             "inventory": ["ProjectSummary", "list_project_ids", "summarize_all", "summarize_project"],
             "quarantine": ["RECORD_PREFIX", "QuarantineResult", "quarantine_damaged_suffix", "refusal"],
-            "relink": ["RelinkResult", "relink_project", "retire_after_merge"],
+            "relink": ["RelinkResult", "moved_to", "relink_project", "retire_after_merge"],
             "report": ["LedgerCheck", "VerifyReport", "check_bytes", "check_ledger", "verify_project"],
             "salvaging": ["SalvageResult", "SuffixContents", "count_suffix", "salvage"],
             "signatures": ["RotationPlan", "accept_chain", "plan_rotation", "rotate_key"],

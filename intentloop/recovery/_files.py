@@ -111,6 +111,7 @@ def write_private_file(path: Path, data: bytes | Callable[[int], None], *, overw
     Raises:
         StorageError: ``OUTPUT_EXISTS`` (exists and not ``overwrite``), ``STORAGE_WRITE_FAILED`` (I/O failure), or
             what the writing function raises.
+        InvalidInputError: ``INVALID_ARGUMENTS`` when the file's folder does not exist.
     """
     target = path if not overwrite else path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC
@@ -118,6 +119,8 @@ def write_private_file(path: Path, data: bytes | Callable[[int], None], *, overw
         fd = os.open(target, flags, 0o600)
     except FileExistsError as exc:
         raise StorageError(f"{path} already exists", code="OUTPUT_EXISTS") from exc
+    except (FileNotFoundError, NotADirectoryError) as exc:  # a mistyped folder is not a full disk
+        raise InvalidInputError(f"the folder of --out does not exist: {path.parent}") from exc
     except OSError as exc:
         raise StorageError(f"cannot create {path}: {exc.strerror}", code="STORAGE_WRITE_FAILED") from exc
     try:

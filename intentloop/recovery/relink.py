@@ -12,6 +12,9 @@ interrupted between the two writes is finished by running it again.
 
 from __future__ import annotations
 
+import json
+import os
+import stat
 import time
 import uuid
 from collections.abc import Iterator
@@ -172,4 +175,35 @@ def retire_after_merge(
     return str(old.quarantine_dir / name)
 
 
-__all__ = ["RELINK_PREFIX", "RelinkResult", "relink_project", "retire_after_merge"]
+_MAX_RECORD_BYTES = 64 * 1024
+
+
+def moved_to(store: ProjectStore) -> str | None:
+    """The project a relink moved this one's memory to (its newest ``relinked-*.json`` record), or ``None``.
+
+    Read only for a project whose ledger holds nothing any more (a relinked project used again is a project again):
+    listings leave such a project out instead of showing an empty one forever. Never raises; a record that is a
+    symlink, not a regular file, too large or garbled counts as no record.
+    """
+    directory = store.quarantine_dir
+    try:
+        if not stat.S_ISDIR(os.lstat(directory).st_mode):
+            return None
+        names = sorted(n for n in os.listdir(directory) if n.startswith(RELINK_PREFIX) and n.endswith(".json"))
+        if not names:
+            return None
+        fd = os.open(directory / names[-1], os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            data = os.read(fd, _MAX_RECORD_BYTES + 1)
+        finally:
+            os.close(fd)
+        record = json.loads(data) if len(data) <= _MAX_RECORD_BYTES else None
+    except (OSError, ValueError):
+        return None
+    target = record.get("to_project_id") if isinstance(record, dict) else None
+    return target if isinstance(target, str) and len(target) == 64 and target.isalnum() else None
+
+
+__all__ = ["RELINK_PREFIX", "RelinkResult", "moved_to", "relink_project", "retire_after_merge"]

@@ -74,10 +74,12 @@ class Engine:
         *,
         lock_deadline: float | None = None,
         resident: bool = True,
+        reads_off: bool = False,
     ) -> None:
         self._resolver = data_root_resolver
         self._lock_deadline = lock_deadline
         self._resident = resident
+        self._reads_off = reads_off
         self._stores: dict[tuple[str, str], ProjectStore] = {}
         self.private = PrivateLedgers()
 
@@ -154,7 +156,8 @@ class Engine:
 
     # ----------------------------------------------------------------------------------------------- reads
     def semantic_task(self, ctx: Ctx, task_id: str) -> TaskState:
-        """A started task for a semantic read (private in this process, or durable with no control).
+        """A started task for a semantic read (private in this process, or durable with no control); a task that is
+        off only for a service that reads off tasks (the admin CLI's own views).
 
         Raises:
             IntentLoopError: ``TASK_NOT_FOUND``, ``PRIVATE_SESSION_ACTIVE``, ``PRIVATE_CONTROL_MISSING``,
@@ -168,7 +171,7 @@ class Engine:
                 raise private_active()
         if task is None or not task.started:
             raise task_not_found()
-        if task.mode == "off":
+        if task.mode == "off" and not self._reads_off:
             raise mode_off(read=True)
         return task
 

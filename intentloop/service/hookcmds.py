@@ -35,7 +35,7 @@ import msgspec
 
 from intentloop.errors import ConflictError, IntentLoopError, InvalidInputError, StorageError
 from intentloop.model import Claim, TaskState, session_hash, sha256_hex
-from intentloop.model.commands import LAST, RECEIPT_HEAD, IntentCommand
+from intentloop.model.commands import LAST, RECEIPT_HEAD, IntentCommand, spelled
 from intentloop.service.hookops import (
     SLOW_READ_BYTES,
     Identity,
@@ -64,9 +64,9 @@ _BUSY_POLL_S: Final = 0.05
 _PROMPT_EVENT: Final = "UserPromptSubmit"
 _PLACEHOLDER_TASK: Final = "00000000-0000-4000-8000-000000000000"
 _REASONS: Final[dict[str, str]] = {
-    "RAW_PROMPT_REJECTED": "a statement must be one line of at most 4000 characters",
+    "RAW_PROMPT_REJECTED": "a statement must be one line of 1–500 characters",
     "INVALID_STATEMENT": "a statement must be 1–500 characters after trimming and redaction",
-    "INVALID_ARGUMENTS": "the statement is too long (at most 4000 characters)",
+    "INVALID_ARGUMENTS": "the statement is too long (at most 500 characters)",
     "MODE_OFF": "Intent Loop is off for this task; '/intent on' turns it back on",
     "PRIVATE_SESSION_ACTIVE": "this session or task is in private mode; the hook records and reads nothing for it",
     "LOCK_TIMEOUT": "the ledger was busy until the hook's deadline; try again",
@@ -212,14 +212,25 @@ class _Run:
         )
 
     def task_for_write(self, mode: str = "on") -> tuple[str, bool]:
-        """(the session's bound task, whether it was started now), starting it as ``intent_start_task`` would."""
+        """(the session's bound task, whether it was started now), starting it as ``intent_start_task`` would.
+
+        A task started here is labelled with the minute it was started (``Session task of 2026-12-02 18:25 UTC``), so
+        a person recognises it in ``intentloop tasks``; never with prompt text. An ``off`` task keeps no label.
+        """
         task = self.bound_task()
         if task is not None:
             return task.task_id, False
-        snapshot = self.call(
-            "intent_start_task",
-            {"request_id": self.request_id("start"), "host_session_id": self.session_id, "mode": mode},
-        )
+        arguments = {"request_id": self.request_id("start"), "host_session_id": self.session_id, "mode": mode}
+        if mode != "off":
+            arguments["label"] = "Session task of " + time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        try:
+            snapshot = self.call("intent_start_task", arguments)
+        except IntentLoopError as exc:
+            # the same prompt delivered twice across a minute's turn: the other delivery started the task
+            started = self.bound_task() if exc.code == "REQUEST_ID_REUSED" else None
+            if started is None:
+                raise
+            return started.task_id, False
         return str(snapshot["task_id"]), True
 
 
@@ -370,7 +381,8 @@ def _mode(run: _Run, cmd: IntentCommand) -> str:
     if not started:
         run.call("intent_set_mode", {"task_id": task_id, "request_id": run.request_id(mode), "mode": mode})
     if mode == "off":
-        return run.done("Intent Loop is off for this task: nothing more is recorded or injected until '/intent on'")
+        text = "Intent Loop is off for this task: nothing more is recorded or injected until '/intent on'"
+        return run.done(spelled(text, cmd.word))
     return run.done("Intent Loop is on for this task: durable local memory is enabled")
 
 
@@ -381,7 +393,8 @@ def _show(run: _Run, _cmd: IntentCommand) -> str:
     snapshot = run.call("intent_get_snapshot", {"task_id": task.task_id})
     claims = [Claim.from_wire(c) for c in snapshot["active_claims"]]
     explicit = [c for c in claims if c.is_direct_user_explicit]
-    lines = [f"show: {len(explicit)} user-explicit claim(s) of this task"]
+    count = len(explicit)
+    lines = [f"show: {count} user-explicit {'claim' if count == 1 else 'claims'} of this task"]
     lines += [f"- {_short(c.claim_id)} [{c.scope}; {','.join(c.facets)}] {c.statement}" for c in explicit]
     others = len(claims) - len(explicit)
     if others or snapshot["candidate_count"]:
@@ -438,10 +451,13 @@ def run_command(
             raise StorageError("the hook's time ran out before the command could run", code="LOCK_TIMEOUT")
         receipt = _HANDLERS[command.verb](run, command)
     except IntentLoopError as exc:
-        return _with_context(env, cwd, session_id, turn_id, prompt, deadline, refusal(_reason(exc)), False)
+        reason = spelled(_reason(exc), command.word)
+        return _with_context(env, cwd, session_id, turn_id, prompt, deadline, refusal(reason), False)
     except Exception as exc:  # a defect: the user still learns that the command did not report success
         reason = f"an internal error stopped the command ({type(exc).__name__}); '/intent show' tells what is stored"
-        return _with_context(env, cwd, session_id, turn_id, prompt, deadline, refusal(reason), False)
+        return _with_context(
+            env, cwd, session_id, turn_id, prompt, deadline, refusal(spelled(reason, command.word)), False
+        )
     return _with_context(env, cwd, session_id, turn_id, prompt, deadline, receipt, True, data_root)
 
 

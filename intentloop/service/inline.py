@@ -49,8 +49,13 @@ def read_inline(
     *,
     project_root: str,
     project_id: str,
+    reads_off: bool = False,
 ) -> Any:
     """Decode ``arguments`` strictly and answer the read-only ``tool`` as the non-resident service would.
+
+    ``reads_off``: answer for a task that is ``off`` instead of refusing it with ``MODE_OFF`` — the admin CLI's
+    ``show`` and ``export`` are a person looking at their own memory, not an agent's semantic use, which ``off`` is
+    there to stop. Writes to an off task stay refused either way (they never come here).
 
     Raises:
         ValueError: ``tool`` is not one :func:`answers_inline` accepts (a programming error).
@@ -63,7 +68,7 @@ def read_inline(
         raise ValueError(f"{tool} is not a read-only tool with a plain function")
     row = TOOLS[tool]
     args = decode_arguments(tool, arguments)
-    engine = Engine(data_root_resolver, resident=False)
+    engine = Engine(data_root_resolver, resident=False, reads_off=reads_off)
     ctx = engine.context(project_root, project_id)
     result = tool_function(row)(engine, ctx, args)
     return mark_evidence_stale_inline(ctx.project_root, result, ctx.store.paths) if row.marks_evidence else result

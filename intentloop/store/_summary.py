@@ -20,6 +20,7 @@ import msgspec
 from intentloop.errors import StorageError
 from intentloop.model.claims import EPISTEMIC_STATUSES
 from intentloop.model.events import Event
+from intentloop.model.hook_events import HOOK_EVENTS
 from intentloop.model.projection import CLAIM_BEARING_EVENTS, ProjectState, TaskState, apply_event
 from intentloop.store._fs import create_exclusive, open_regular, read_regular, unlink_quietly
 from intentloop.store._paths import ProjectPaths
@@ -39,6 +40,10 @@ SPILL_CLAIMS = 65_536
 _MAX_FILE_BYTES = 64 * 1024 * 1024
 
 
+#: The candidate types the hooks record for their observations (one per prompt, result and compaction).
+OBSERVATION_TYPES: frozenset[str] = frozenset(e.records.candidate_type for e in HOOK_EVENTS if e.records is not None)
+
+
 class TaskSummary(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One task as the listings see it: counts from the fold of its first ``events`` events.
 
@@ -48,7 +53,9 @@ class TaskSummary(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
         first: where the task's first line starts in the ledger (byte offset): listings keep ledger order.
         started_at, label, mode, host_session_hash, recovered_from_private, last_event_at: as in ``TaskState``.
         latest: the greatest ``occurred_at`` of its events (a project's last activity).
-        candidates: unconfirmed candidates.
+        candidates: unconfirmed candidates (every kind: ``intent_status``'s and the snapshot's ``candidate_count``).
+        observations: how many of them are the hooks' own observations (prompts, results, compactions), which grow
+            with every turn: ``intentloop tasks`` counts them apart.
         malformed: records the fold skipped.
         claims: claims recorded (active, superseded and invalidated).
         active, superseded, invalidated: the claims by lifecycle (the order the projection applies).
@@ -67,6 +74,7 @@ class TaskSummary(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     last_event_at: str | None
     latest: str | None
     candidates: int
+    observations: int
     malformed: int
     claims: int
     active: int
@@ -120,6 +128,7 @@ class _Fold:
         "latest",
         "malformed",
         "marks_at",
+        "observations",
         "task",
     )
 
@@ -133,6 +142,7 @@ class _Fold:
         self.events = 0
         self.latest: str | None = None
         self.candidates = 0
+        self.observations = 0
         self.malformed = 0
         self.marks_at = 0
         # The claim marks (``None``: not held; only events that cannot change claims may then be added).
@@ -146,6 +156,7 @@ class _Fold:
             task.recovered_from_private = summary.recovered_from_private
             self.first, self.events, self.latest = summary.first, summary.events, summary.latest
             self.candidates, self.malformed, self.marks_at = summary.candidates, summary.malformed, summary.marks_at
+            self.observations = summary.observations
             self.counts = (
                 summary.claims,
                 summary.active,
@@ -181,6 +192,7 @@ class _Fold:
             task.invalidations.clear()
         if task.candidates:
             self.candidates += len(task.candidates)
+            self.observations += sum(1 for c in task.candidates if c.candidate_type in OBSERVATION_TYPES)
             task.candidates.clear()
         self.malformed += task.malformed
         task.malformed = 0
@@ -217,6 +229,7 @@ class _Fold:
             last_event_at=task.last_event_at,
             latest=self.latest,
             candidates=self.candidates,
+            observations=self.observations,
             malformed=self.malformed,
             claims=claims,
             active=active,

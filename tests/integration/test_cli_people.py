@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 import trio
 
+from intentloop.errors import IntentLoopError
 from intentloop.model import project_id_for
 from intentloop.service import IntentService
 
@@ -246,14 +247,40 @@ def test_ids_are_unique_prefixes_ambiguity_and_absence_have_their_own_codes(memo
     assert memory.run("tasks", "--bogus").returncode == 2  # a usage error is not "not found"
 
 
-def test_show_refuses_an_off_task_as_the_tool_does(memory: Memory) -> None:
+def test_show_and_export_read_an_off_task_that_the_tools_refuse(memory: Memory) -> None:
     ids = memory.populate()
     memory.call("intent_set_mode", {"task_id": ids["b"], "request_id": "off", "mode": "off"})
     code, body = memory.json("show", ids["b"])
-    assert code == 1 and body["error"]["code"] == "MODE_OFF" and "intent_set_mode" in body["error"]["remedy"]
+    assert code == 0 and body["snapshot"]["mode"] == "off"
+    assert [c["statement"] for c in body["snapshot"]["active_claims"]] == ["Nothing else"]
+    code, body = memory.json("export", ids["b"], "--format", "json")
+    assert code == 0 and [c["statement"] for c in body["document"]["claims"]] == ["Nothing else"]
     code, body = memory.json("tasks")
     assert {row["task_id"]: row["mode"] for row in body["tasks"]}[ids["b"]] == "off"
-    assert memory.json("show", ids["a"])[0] == 0
+    # control: an agent's semantic read through the tool is still refused
+    with pytest.raises(IntentLoopError) as refused:
+        memory.call("intent_get_snapshot", {"task_id": ids["b"]})
+    assert refused.value.code == "MODE_OFF"
+
+
+def test_mode_turns_a_task_off_and_on_through_the_tools_event(memory: Memory) -> None:
+    ids = memory.populate()
+    code, body = memory.json("mode", ids["a"][:8], "off")
+    assert code == 0 and body["mode"] == "off" and body["previous_mode"] == "on" and body["changed"]
+    with pytest.raises(IntentLoopError) as refused:
+        memory.call("intent_get_snapshot", {"task_id": ids["a"]})
+    assert refused.value.code == "MODE_OFF"
+    ledger = (memory.dir / "ledger.jsonl").read_bytes()
+    again = memory.run("mode", ids["a"][:8], "OFF")
+    assert again.returncode == 0 and "it already was" in again.stdout
+    assert (memory.dir / "ledger.jsonl").read_bytes() == ledger  # the same mode writes nothing
+    code, body = memory.json("mode", ids["a"][:8], "on")
+    assert code == 0 and body["mode"] == "on"
+    assert memory.call("intent_get_snapshot", {"task_id": ids["a"]})["mode"] == "on"
+    # private needs a running server; any other word is a usage error
+    for word in ("private", "maybe"):
+        code, body = memory.json("mode", ids["a"][:8], word)
+        assert code == 2 and body["error"]["code"] == "INVALID_ARGUMENTS"
 
 
 def test_show_history_and_as_of(memory: Memory) -> None:

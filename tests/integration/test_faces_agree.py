@@ -31,6 +31,7 @@ from intentloop.model import (
 from intentloop.service import IntentService
 from intentloop.service.hookops import Observation, record_observation, session_context
 from intentloop.store import CHECKPOINT_NAME, INDEX_DIR_RE, verify_ledger_bytes
+from intentloop.store._summary import OBSERVATION_TYPES
 
 from _support.tool_args import evidence, explicit, inference
 
@@ -222,7 +223,8 @@ def test_every_face_answers_what_a_fresh_fold_answers(ops: list[tuple[str, int, 
             row = listed_tasks[tid]
             assert (row["label"], row["mode"], row["started_at"]) == (task.label, task.mode, task.started_at)
             assert row["claims"] == _lifecycle(task)
-            assert row["candidates"] == len(task.candidates)
+            observed = sum(1 for c in task.candidates if c.candidate_type in OBSERVATION_TYPES)
+            assert (row["candidates"], row["observations"]) == (len(task.candidates) - observed, observed)
         projects = {p["project_id"]: p for p in _cli(data, "projects")["projects"]}
         assert projects[pid]["events"] == len(verified.events)
         assert projects[pid]["tasks"] == len(started)

@@ -371,7 +371,7 @@ def test_forgetting_a_correction_never_brings_back_what_it_corrected(hosts: Host
     assert new.claim_id.encode() not in ledger and b"3.12" not in ledger
     context = hosts.session_start()
     assert "3.11" not in context and "3.12" not in context
-    assert "show: 0 user-explicit claim(s)" in _receipt(hosts.prompt("/intent show"))[1]
+    assert "show: 0 user-explicit claims" in _receipt(hosts.prompt("/intent show"))[1]
     assert "no active user-explicit claim" in _refusal(hosts.prompt("/intent forget last"))
     # the corrected claim itself can still be forgotten, and then no byte of it (nor of its invalidation) remains
     _receipt(hosts.prompt(f"/intent forget {old.claim_id[:8]}"))

@@ -18,7 +18,7 @@ def test_every_documented_command_is_registered() -> None:
     group = get_command(build_app())
     assert set(group.commands) == {  # type: ignore[attr-defined]
         *("status", "verify", "recover", "serve", "hook", "install", "demo"),
-        *("projects", "tasks", "show", "export", "forget", "relink", "keys"),
+        *("projects", "tasks", "show", "export", "forget", "relink", "keys", "mode"),
     }
     assert set(group.commands["keys"].commands) == {"show", "rotate"}  # type: ignore[attr-defined]
     assert set(group.commands["recover"].commands) == {"export", "quarantine", "salvage"}  # type: ignore[attr-defined]
