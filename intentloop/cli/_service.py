@@ -29,9 +29,14 @@ def call_tool(target: Target, tool: str, arguments: dict[str, Any]) -> Any:
     root = target.project_root or ""
     if answers_inline(tool):  # a read needs neither trio nor the trio service (docs/BENCHMARK.md, "CLI reads")
         return read_inline(lambda: target.data_root, tool, arguments, project_root=root, project_id=target.project_id)
+    import os
+
     import trio
 
     from intentloop.service import IntentService
+    from intentloop.store.catalog import load_catalog
+
+    load_catalog(os.environ, cold_ok=True)  # a tool that may store text: both layers (the CLI may compile the cache)
 
     service = IntentService(lambda: target.data_root, resident=False)
     run = partial(service.dispatch, tool, arguments, project_root=root, project_id=target.project_id)
