@@ -28,6 +28,10 @@ credential-named key (``DB_PASS``, ``MYSQL_PWD``, ``X-Auth-Token``, ``--password
 value looks like a secret, ``credential-joined`` a secret joined to its key word in one name (``dd-apikey-<hex>``), and
 ``basic-auth`` a ``Basic`` token that is base64 of ``user:password``.
 
+A second layer, the maintained rule catalog, runs after all of them when a process has put it in place
+(:func:`use_catalog`, called only by :mod:`intentloop.store.catalog`, which decides who may load it): its findings in
+what the own rules left become ``[REDACTED:catalog]``.
+
 Every rule runs in linear time: a start position never scans text another start scans again (patterns start where
 a run starts, skip possessively, and a value that began always matches); ``tests/unit/model/test_redaction_linear.py``
 times each rule on 1 MiB built against it.
