@@ -16,7 +16,6 @@ reported by ``intentloop status`` without importing the library (:func:`catalog_
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -26,8 +25,6 @@ import msgspec
 
 if TYPE_CHECKING:
     from kingfisher_sdk import Scanner
-
-logger = logging.getLogger(__name__)
 
 ENV_CATALOG: Final = "INTENT_LOOP_CATALOG"
 ENV_CATALOG_CACHE: Final = "INTENT_LOOP_CATALOG_CACHE"
@@ -140,7 +137,7 @@ def load_catalog(env: Mapping[str, str], *, cold_ok: bool) -> Outcome:
         return _decided("off")
     version = _installed_version()
     if version is None:
-        logger.warning("%s=on but %s is not installed: redacting with the own rules", ENV_CATALOG, DISTRIBUTION)
+        _warn(f"{ENV_CATALOG}=on but {DISTRIBUTION} is not installed: redacting with the own rules")
         return _decided("unavailable")
     folder = cache_dir(env, version)
     if not cold_ok and not _is_warm(folder):
@@ -149,7 +146,7 @@ def load_catalog(env: Mapping[str, str], *, cold_ok: bool) -> Outcome:
     try:
         scanner = _open(folder)
     except Exception as exc:  # a broken wheel, an ABI mismatch, a bad cache: the own rules go on, loudly
-        logger.warning("%s failed to load: redacting with the own rules", DISTRIBUTION, exc_info=True)
+        _warn(f"{DISTRIBUTION} failed to load: redacting with the own rules", exc)
         with contextlib.suppress(OSError):
             (folder / FAILED_NAME).write_text(f"{type(exc).__name__}: {exc}"[:200], encoding="utf-8")
         return _decided("failed")
@@ -159,6 +156,12 @@ def load_catalog(env: Mapping[str, str], *, cold_ok: bool) -> Outcome:
 
     use_catalog(lambda text: _spans(scanner, text))
     return _decided("loaded")
+
+
+def _warn(message: str, exc: BaseException | None = None) -> None:
+    import logging  # here: ~4 ms a default hook does not pay
+
+    logging.getLogger(__name__).warning(message, exc_info=exc)
 
 
 def _decided(outcome: Outcome) -> Outcome:
