@@ -145,7 +145,9 @@ def load_catalog(env: Mapping[str, str], *, cold_ok: bool) -> Outcome:
         return "cold"  # not decided: the next call may find the cache warm
     try:
         scanner = _open(folder)
-    except Exception as exc:  # a broken wheel, an ABI mismatch, a bad cache: the own rules go on, loudly
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # a broken wheel, an ABI mismatch, a Rust panic (a BaseException): own rules, loudly
         _warn(f"{DISTRIBUTION} failed to load: redacting with the own rules", exc)
         with contextlib.suppress(OSError):
             (folder / FAILED_NAME).write_text(f"{type(exc).__name__}: {exc}"[:200], encoding="utf-8")
@@ -182,7 +184,9 @@ def warm_cache(env: Mapping[str, str]) -> None:
     folder = cache_dir(env, version)
     try:
         _open(folder)
-    except Exception as exc:
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             (folder / FAILED_NAME).write_text(f"{type(exc).__name__}: {exc}"[:200], encoding="utf-8")
         return
