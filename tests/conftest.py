@@ -18,6 +18,8 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     monkeypatch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
     for name in ("INTENT_LOOP_DATA_DIR", "XDG_DATA_HOME", "XDG_STATE_HOME", "CODEX_HOME", "PLUGIN_DATA"):
         monkeypatch.delenv(name, raising=False)
+    for name in ("INTENT_LOOP_CATALOG", "INTENT_LOOP_CATALOG_CACHE", "XDG_CACHE_HOME"):  # the catalog: see catalog_env
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture
@@ -35,6 +37,18 @@ def data_env(data_root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         monkeypatch.delenv(f"INTENT_LOOP_LOCK_{name}_S", raising=False)
     monkeypatch.setenv("INTENT_LOOP_DATA_DIR", str(data_root))
     return data_root
+
+
+@pytest.fixture(scope="session")
+def catalog_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The rule catalog on, its cache compiled once per test session (~6 s of CPU): only the tests that exercise the
+    second layer of redaction ask for it; every other test redacts with the own rules alone, as by default."""
+    from intentloop.store.catalog import ENV_CATALOG, ENV_CATALOG_CACHE, catalog_state, warm_cache
+
+    env = {ENV_CATALOG: "on", ENV_CATALOG_CACHE: str(tmp_path_factory.mktemp("rule-cache"))}
+    warm_cache(env)
+    assert catalog_state(env).warm
+    return env
 
 
 @pytest.fixture(scope="session")

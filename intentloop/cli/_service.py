@@ -37,9 +37,14 @@ def call_tool(target: Target, tool: str, arguments: dict[str, Any], *, reads_off
             project_id=target.project_id,
             reads_off=reads_off,
         )
+    import os
+
     import trio
 
     from intentloop.service import IntentService
+    from intentloop.store.catalog import load_catalog
+
+    load_catalog(os.environ, cold_ok=True)  # a tool that may store text: both layers (the CLI may compile the cache)
 
     service = IntentService(lambda: target.data_root, resident=False)
     run = partial(service.dispatch, tool, arguments, project_root=root, project_id=target.project_id)

@@ -63,6 +63,7 @@ def _run(out: Output, project_root: str | None) -> int:
         only, _ = project_id_of(project_root, None)
         fields["project_root"] = project_root
     fields["last_hook_problem"] = _last_hook_problem()
+    fields["redaction"] = _redaction()
     try:
         located = locate_data_root()
     except StorageError as exc:
@@ -118,6 +119,23 @@ def _moved(data_root: Path, summaries: list[ProjectSummary]) -> dict[str, str]:
             if target is not None:
                 found[s.project_id] = target
     return found
+
+
+def _redaction() -> dict[str, Any]:
+    """Which layers redact, found out without importing the rule catalog (intentloop/store/catalog.py)."""
+    import os
+
+    from intentloop.store.catalog import catalog_state
+
+    state = catalog_state(os.environ)
+    return {
+        "catalog": "on" if state.enabled else "off",
+        "catalog_version": state.version,
+        "rule_cache": state.cache_dir,
+        "rule_cache_warm": state.warm,
+        "catalog_failure": state.failure,
+        "summary": state.describe(),
+    }
 
 
 def _this_project(project_root: str | None, data_root: Path) -> dict[str, Any] | None:
@@ -219,6 +237,7 @@ def _show(out: Output, fields: dict[str, Any], summaries: list[ProjectSummary], 
     here = fields.get("project")
     if here is not None:
         out.line(f"project of {here['directory']}: {here['root']} ({short(here['project_id'])}), {here['why']}")
+    out.line(f"redaction: {fields['redaction']['summary']}")
     if fields.get("last_hook_problem"):
         out.line(_problem_text(fields["last_hook_problem"]))
     if not summaries:

@@ -23,6 +23,7 @@ from intentloop.hooks._guard import (
     Answer,
     Detach,
     Watchdog,
+    _in_background,
     answer_in_child,
     deadline_seconds,
     debug_enabled,
@@ -175,6 +176,7 @@ def _run(argv: list[str], started: float) -> int:
         # After the answer has left: logging a problem (a hung disk, say) cannot cost the host anything.
         if problems:
             _log_problem(problems[0], argv, env, debug, payload)
+        _warm_catalog(env)
 
     def late() -> None:
         # The child was killed at the deadline, perhaps before it decided anything (starved of CPU on a loaded
@@ -190,6 +192,14 @@ def _run(argv: list[str], started: float) -> int:
         watchdog.cancel()
     debug_log(debug, f"answered in {1000 * (time.monotonic() - started):.1f} ms")
     return 0
+
+
+def _warm_catalog(env: Mapping[str, str]) -> None:
+    """An ``/intent`` command that found the catalog's rule cache cold redacted with the own rules; a process that
+    goes on alone compiles the cache, so the next one uses both layers (intentloop/store/catalog.py)."""
+    catalog = sys.modules.get("intentloop.store.catalog")  # loaded only by a command that stores text
+    if catalog is not None and catalog.wants_warming():
+        _in_background(lambda: catalog.warm_cache(env))
 
 
 def _spool_late(argv: Sequence[str], payload: bytes, env: Mapping[str, str]) -> None:

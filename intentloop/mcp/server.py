@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -108,6 +109,7 @@ class McpServer:
         self.warm_root = warm_root
         self._loading: trio.Event | None = None
         self._load_error: BaseException | None = None
+        self._catalog: trio.Event | None = None
 
     @staticmethod
     def server_info(revision: Revision) -> dict[str, str]:
@@ -125,6 +127,23 @@ class McpServer:
             return
         self._loading = trio.Event()
         trio.lowlevel.spawn_system_task(self._load)
+        self._catalog = trio.Event()
+        trio.lowlevel.spawn_system_task(self._load_catalog, self._catalog)
+
+    @staticmethod
+    async def _load_catalog(done: trio.Event) -> None:
+        """The rule catalog, when it is on, in its own worker thread (a cold cache compiles for seconds): every tool
+        call waits for it, so no text is stored before both layers are in place (intentloop/store/catalog.py)."""
+        try:
+            import os
+
+            from intentloop.store.catalog import load_catalog
+
+            await trio.to_thread.run_sync(partial(load_catalog, dict(os.environ), cold_ok=True), abandon_on_cancel=True)
+        except Exception:  # load_catalog never raises; an import failure leaves the own rules, loudly
+            logger.exception("loading the rule catalog failed: redacting with the own rules")
+        finally:
+            done.set()
 
     async def _load(self) -> None:
         assert self._loading is not None
@@ -171,6 +190,8 @@ class McpServer:
             self.start_loading()
             assert self._loading is not None
             await self._loading.wait()
+        if self._catalog is not None:
+            await self._catalog.wait()
         if self._service is None or self._decode is None:
             raise IntentLoopError(env.INTERNAL_MESSAGE) from self._load_error
         return self._service, self._decode

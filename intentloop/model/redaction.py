@@ -28,6 +28,10 @@ credential-named key (``DB_PASS``, ``MYSQL_PWD``, ``X-Auth-Token``, ``--password
 value looks like a secret, ``credential-joined`` a secret joined to its key word in one name (``dd-apikey-<hex>``), and
 ``basic-auth`` a ``Basic`` token that is base64 of ``user:password``.
 
+A second layer, the maintained rule catalog, runs after all of them when a process has put it in place
+(:func:`use_catalog`, called only by :mod:`intentloop.store.catalog`, which decides who may load it): its findings in
+what the own rules left become ``[REDACTED:catalog]``.
+
 Every rule runs in linear time: a start position never scans text another start scans again (patterns start where
 a run starts, skip possessively, and a value that began always matches); ``tests/unit/model/test_redaction_linear.py``
 times each rule on 1 MiB built against it.
@@ -279,9 +283,15 @@ _CREDENTIAL_RULES: tuple[_Rule, ...] = (
 _JSON_CREDENTIAL_KEY = LazyPattern(rf"{_KEY_PREFIX}{_KEY}", _AI)
 
 HIGH_ENTROPY = "high-entropy-token"
+#: The kind of what the maintained rule catalog (the second layer, :mod:`intentloop.store.catalog`) finds.
+CATALOG = "catalog"
+#: The second layer, when one is in use in this process (:func:`use_catalog`): the sorted, disjoint secret spans
+#: ``(start, end)`` of a text the project's own rules have already redacted.
+_second_layer: list[Callable[[str], list[tuple[int, int]]]] = []
 KINDS: tuple[str, ...] = (
     "aws-key",
     "bearer",
+    CATALOG,
     "credential",
     "github-token",
     HIGH_ENTROPY,
@@ -380,7 +390,10 @@ def _apply_rules(text: str, counter: _Counter, *, credential_rules: bool, prefil
         text = rule.pattern.sub(counter.replacer(rule.kind, rule.judge, rule.splitter), text)
         if counter.count != before:  # the text changed: the next folded prefilter reads it anew
             lowered = None
-    return _apply_high_entropy(text, counter)
+    text = _apply_high_entropy(text, counter)
+    if _second_layer:  # the catalog reads what the own rules left, so a marker is never scanned again
+        text = _replace_spans(text, _second_layer[0](text), CATALOG, counter)
+    return text
 
 
 def _replace_spans(text: str, spans: list[tuple[int, int]], kind: str, counter: _Counter) -> str:
@@ -400,6 +413,22 @@ def _replace_spans(text: str, spans: list[tuple[int, int]], kind: str, counter: 
 
 def _apply_high_entropy(text: str, counter: _Counter) -> str:
     return _replace_spans(text, high_entropy_spans(text), HIGH_ENTROPY, counter)
+
+
+def use_catalog(spans: Callable[[str], list[tuple[int, int]]] | None) -> None:
+    """Make ``spans`` the second layer of every later :func:`redact` in this process (``None``: own rules only).
+
+    Only :mod:`intentloop.store.catalog` calls it, once the catalog has loaded: a process that never loads it (the
+    plain prompt hook) never pays for it.
+    """
+    _second_layer.clear()
+    if spans is not None:
+        _second_layer.append(spans)
+
+
+def catalog_in_use() -> bool:
+    """Whether :func:`redact` runs the second layer in this process."""
+    return bool(_second_layer)
 
 
 def _reject_constant(name: str) -> Any:
@@ -539,12 +568,14 @@ def sanitize_label(label: str | None) -> str | None:
 
 
 __all__ = [
+    "CATALOG",
     "HIGH_ENTROPY",
     "JS_WHITESPACE",
     "KINDS",
     "RULE_NAMES",
     "Redaction",
     "atomic_statement",
+    "catalog_in_use",
     "js_trim",
     "known_credential_kinds",
     "minimal_excerpt",
@@ -552,4 +583,5 @@ __all__ = [
     "run_rule",
     "sanitize_label",
     "secret_kinds",
+    "use_catalog",
 ]

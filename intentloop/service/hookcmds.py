@@ -449,6 +449,10 @@ def run_command(
             )
         if deadline is not None and deadline - time.monotonic() < MIN_COMMAND_BUDGET_S:
             raise StorageError("the hook's time ran out before the command could run", code="LOCK_TIMEOUT")
+        if command.statement is not None:  # the catalog only when its cache is warm (intentloop/store/catalog.py)
+            from intentloop.store.catalog import load_catalog
+
+            load_catalog(env, cold_ok=False)
         receipt = _HANDLERS[command.verb](run, command)
     except IntentLoopError as exc:
         reason = spelled(_reason(exc), command.word)

@@ -231,8 +231,11 @@ def test_status_shows_each_project_health_and_counts(world: World) -> None:
     _tampered(world, bad, bad_ledger)
     code, body = world.json("status")
     assert code == 0 and body["ok"] is True and body["command"] == "status"
-    assert set(body) == HEAD_FIELDS | {"versions", "data_root", "project", "projects", "totals", "last_hook_problem"}
+    fields = {"versions", "data_root", "project", "projects", "totals", "last_hook_problem", "redaction"}
+    assert set(body) == HEAD_FIELDS | fields
     assert body["versions"]["intentloop"] and body["versions"]["ledger_schema"] == 1
+    assert body["redaction"]["catalog"] == "off" and body["redaction"]["catalog_version"] == "1.5.0"
+    assert body["redaction"]["summary"].startswith("own rules only (catalog off")
     assert body["data_root"] == {
         "path": str(world.data_root),
         "exists": True,

@@ -3,12 +3,15 @@
 Run: ``python tools/bench/redaction.py [--old PATH]`` — ``--old`` times another version of
 ``intentloop/model/redaction.py`` (e.g. ``git show REV:intentloop/model/redaction.py > /tmp/old.py``) on the same
 inputs, where it has the same rule names (versions before the rule names existed: by kind, credential rules by order).
+``--statement`` instead times ``redact`` on a 500-character statement, median of 200 runs, with the own rules and then
+with the rule catalog as the second layer (``--catalog-cache DIR``: its rule cache; compiled there first when cold).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -45,11 +48,48 @@ def _time(fn: Any, text: str, limit: float) -> float | None:
     return elapsed if elapsed <= limit else None
 
 
+#: 500 characters of what an agent stores: prose with paths, an id, a digest and one credential-like assignment.
+STATEMENT = (
+    "The user wants the deploy script in scripts/deploy.sh to read DATABASE_URL from the environment instead of "
+    "config/prod.yaml, keep the retry budget at three attempts, and log each failure with its request id "
+    "3f2a9c1e-7b4d-4e8a-9c2f-1a2b3c4d5e6f; the build pinned by sha256 9b74c9897bac770ffc029102a200c5de0d6e1c5f "
+    "must stay, the staging token is API_TOKEN=placeholder until rotation, and the README section on rollbacks "
+    "should say that v2.14.0-rc.1 is the last release with the old migration order, per the review on Tuesday."
+)
+
+
+def _statement(cache: str | None) -> None:
+    from intentloop.model import redact
+
+    text = STATEMENT[:500]
+
+    def median_ms() -> float:
+        times = []
+        for _ in range(200):
+            started = time.perf_counter()
+            redact(text)
+            times.append(time.perf_counter() - started)
+        return statistics.median(times) * 1000
+
+    print(f"500-character statement, own rules:             {median_ms():.3f} ms median")
+    if cache is None:
+        return
+    from intentloop.store.catalog import load_catalog
+
+    outcome = load_catalog({"INTENT_LOOP_CATALOG": "on", "INTENT_LOOP_CATALOG_CACHE": cache}, cold_ok=True)
+    print(f"500-character statement, own rules + catalog:   {median_ms():.3f} ms median (catalog {outcome})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
+    parser.add_argument("--statement", action="store_true", help="time redact() on a 500-character statement")
+    parser.add_argument("--catalog-cache", help="with --statement: also time it with the rule catalog on")
     parser.add_argument("--old", help="another redaction.py to time on the same inputs")
     parser.add_argument("--limit", type=float, default=120.0, help="skip the 1 MiB run when 256 KiB took longer")
     args = parser.parse_args()
+    if args.statement:
+        _statement(args.catalog_cache)
+        return
     old = _old_rules(args.old) if args.old else {}
     for rule, motifs in ADVERSARIAL.items():
         worst: tuple[float, float, str] = (0.0, 0.0, "")

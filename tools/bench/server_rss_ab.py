@@ -5,9 +5,10 @@ ledger and answers what ``run.py``'s size figures ask of a server: ``intent_star
 ``intent_add_inference``, three ``intent_get_snapshot``. ``--prime`` gives each copy of the ledger its checkpoint and
 task index first (as every ledger intentloop wrote has; a checkpoint names its file's inode, so priming before copying
 left the server to rebuild the index on its first write: 72-75 MB against 48 MB at 100,000 events). The floor is the
-same run at 200 events.
+same run at 200 events. ``--catalog-cache DIR`` runs each checkout twice more with the rule catalog on
+(``INTENT_LOOP_CATALOG=on``, its rule cache in DIR, compiled first): its memory beside the same run without it.
 
-    python tools/bench/server_rss_ab.py --sizes 200,100000 CHECKOUT [CHECKOUT ...]
+    python tools/bench/server_rss_ab.py --prime --sizes 200,100000 [--catalog-cache DIR] CHECKOUT [CHECKOUT ...]
 """
 
 from __future__ import annotations
@@ -29,8 +30,10 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 
-async def _serve(data_root: Path, root: str, checkout: str) -> float:
+async def _serve(data_root: Path, root: str, checkout: str, catalog: str | None) -> float:
     env = {"INTENT_LOOP_DATA_DIR": str(data_root), "PYTHONPATH": checkout, "PATH": os.environ["PATH"]}
+    if catalog is not None:
+        env |= {"INTENT_LOOP_CATALOG": "on", "INTENT_LOOP_CATALOG_CACHE": catalog}
     params = StdioServerParameters(command=sys.executable, args=["-m", "intentloop.mcp"], env=env, cwd="/tmp")
     async with Client(params, mode="legacy") as client:
         call = client.call_tool
@@ -59,16 +62,21 @@ async def main(args: argparse.Namespace) -> None:
         project.mkdir()
         seed.mkdir(mode=0o700)
         pid, tasks = bench.seed_ledger(seed, project, n)
+        catalogs = [None] if args.catalog_cache is None else [None, args.catalog_cache]
         for checkout in args.checkouts:
             for run in range(2):
-                data_root = work / f"data-{run}"
-                shutil.copytree(seed, data_root)
-                if args.prime:  # after the copy: a checkpoint names its file's inode (a copied one vouches for nothing)
-                    bench._prime(data_root, pid, tasks[0])
-                peak = await _serve(data_root, str(project), checkout)
-                rows.append({"events": n, "checkout": checkout, "run": run, "peak_rss_mb": round(peak, 1)})
-                print(json.dumps(rows[-1]), flush=True)
-                shutil.rmtree(data_root)
+                for catalog in catalogs:
+                    data_root = work / f"data-{run}"
+                    shutil.copytree(seed, data_root)
+                    if (
+                        args.prime
+                    ):  # after the copy: a checkpoint names its file's inode (a copied one vouches for nothing)
+                        bench._prime(data_root, pid, tasks[0])
+                    peak = await _serve(data_root, str(project), checkout, catalog)
+                    row = {"events": n, "checkout": checkout, "run": run, "peak_rss_mb": round(peak, 1)}
+                    rows.append(row if args.catalog_cache is None else {**row, "catalog": catalog is not None})
+                    print(json.dumps(rows[-1]), flush=True)
+                    shutil.rmtree(data_root)
         shutil.rmtree(work)
     if args.out:
         Path(args.out).write_text(json.dumps({"prime": args.prime, "rows": rows}, indent=1) + "\n")
@@ -80,4 +88,5 @@ if __name__ == "__main__":
     parser.add_argument("--sizes", default="200,100000")
     parser.add_argument("--prime", action="store_true")
     parser.add_argument("--out")
+    parser.add_argument("--catalog-cache", help="also run with the rule catalog on, its cache in this folder")
     asyncio.run(main(parser.parse_args()))

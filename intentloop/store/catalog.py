@@ -1,0 +1,248 @@
+"""The maintained rule catalog (``kingfisher-secret-scanner``) as the second layer of redaction, and its rule cache.
+
+Why the cache decides who loads it: Kingfisher compiles its 488 rules once and keeps the compiled database in a cache
+folder (``Rules(cache_dir=…)``, ``cache_status`` ``stored``/``loaded``); here a cold compile took 6–7.6 s of CPU, a
+warm load 0.66–0.72 s. So a hook (2.5 s deadline) uses the catalog only when the cache is warm, and otherwise records
+with the own rules and leaves a process that goes on alone to compile it; the server loads it in a worker thread that
+every tool call waits for, and the CLI inline (docs/REDACTION.md, "A maintained rule catalog: the second layer").
+
+Why it is off by default (``INTENT_LOOP_CATALOG=on`` turns it on): even warm, an ``/intent remember`` hook is 0.45 s
+of CPU (0.74 s wall) slower, over its 0.3 s budget, and the server's peak memory grows 46–47 MB, over its 40 MB
+(``tools/bench/catalog_hook.py``, ``tools/bench/server_rss_ab.py --catalog-cache``). A missing library or one that
+fails to load leaves the own rules in charge, loudly: logged, written next to the cache (``load-failed``), and
+reported by ``intentloop status`` without importing the library (:func:`catalog_state`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Final, Literal
+
+import msgspec
+
+if TYPE_CHECKING:
+    from kingfisher_sdk import Scanner
+
+ENV_CATALOG: Final = "INTENT_LOOP_CATALOG"
+ENV_CATALOG_CACHE: Final = "INTENT_LOOP_CATALOG_CACHE"
+DISTRIBUTION: Final = "kingfisher-secret-scanner"
+FAILED_NAME: Final = "load-failed"
+_CACHE_SUFFIX: Final = ".vscdb"  # the compiled database Kingfisher writes into its cache directory
+
+Outcome = Literal["off", "unavailable", "cold", "loaded", "failed"]
+
+
+class CatalogState(msgspec.Struct, frozen=True):
+    """What ``intentloop status`` says about the catalog, found out without importing it.
+
+    Attributes:
+        enabled: ``INTENT_LOOP_CATALOG`` is ``on``.
+        version: the installed distribution's version; ``None`` when it is not installed.
+        cache_dir: where its compiled rules are cached.
+        warm: a compiled database is in the cache.
+        failure: the last load failure recorded in the cache (``None`` after a successful load).
+    """
+
+    enabled: bool
+    version: str | None
+    cache_dir: str
+    warm: bool
+    failure: str | None
+
+    def describe(self) -> str:
+        """One line for ``intentloop status``."""
+        if not self.enabled:
+            return f"own rules only (catalog off; {ENV_CATALOG}=on adds {DISTRIBUTION})"
+        if self.version is None:
+            return f"own rules only: {DISTRIBUTION} is not installed"
+        if self.failure is not None:
+            return f"own rules only: {DISTRIBUTION} {self.version} failed to load ({self.failure})"
+        cache = "rule cache warm" if self.warm else "rule cache cold: hooks use the own rules until it is built"
+        return f"own rules + {DISTRIBUTION} {self.version} ({cache})"
+
+
+def enabled(env: Mapping[str, str]) -> bool:
+    return env.get(ENV_CATALOG, "").strip().lower() == "on"
+
+
+def cache_dir(env: Mapping[str, str], version: str) -> Path:
+    """``INTENT_LOOP_CATALOG_CACHE``, else ``$XDG_CACHE_HOME/intentloop`` (``~/.cache/intentloop``), one folder per
+    library version (a new version compiles anew)."""
+    explicit = env.get(ENV_CATALOG_CACHE)
+    if explicit:
+        base = Path(explicit)
+    else:
+        xdg = env.get("XDG_CACHE_HOME")
+        base = (Path(xdg) if xdg else Path.home() / ".cache") / "intentloop"
+    return base / f"kingfisher-{version}"
+
+
+def _installed_version() -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _is_warm(folder: Path) -> bool:
+    try:
+        return any(name.endswith(_CACHE_SUFFIX) for name in os.listdir(folder))
+    except OSError:
+        return False
+
+
+def _recorded_failure(folder: Path) -> str | None:
+    try:
+        return (folder / FAILED_NAME).read_text(encoding="utf-8", errors="replace").strip()[:200] or "unknown"
+    except OSError:
+        return None
+
+
+def catalog_state(env: Mapping[str, str]) -> CatalogState:
+    """The catalog's state from the package metadata and the cache folder (the library is not imported)."""
+    version = _installed_version()
+    folder = cache_dir(env, version or "none")
+    return CatalogState(
+        enabled=enabled(env),
+        version=version,
+        cache_dir=str(folder),
+        warm=version is not None and _is_warm(folder),
+        failure=None if version is None else _recorded_failure(folder),
+    )
+
+
+_outcome: list[Outcome] = []  # this process's outcome, once decided
+_wants_warming: list[bool] = []
+
+
+def load_catalog(env: Mapping[str, str], *, cold_ok: bool) -> Outcome:
+    """Make the catalog the second layer of :func:`intentloop.model.redaction.redact` in this process, when it is on.
+
+    Args:
+        cold_ok: whether this caller may compile a cold cache (seconds of CPU): the server's worker thread and the
+            CLI may; a hook may not, and gets ``"cold"`` (own rules only) and :func:`wants_warming` instead.
+
+    Returns:
+        ``"loaded"`` (in use), ``"off"``, ``"unavailable"`` (not installed), ``"cold"`` or ``"failed"`` (logged, and
+        recorded for ``intentloop status``); in every case but ``"loaded"`` redaction uses the own rules. Never raises.
+    """
+    if _outcome:
+        return _outcome[0]
+    if not enabled(env):
+        return _decided("off")
+    version = _installed_version()
+    if version is None:
+        _warn(f"{ENV_CATALOG}=on but {DISTRIBUTION} is not installed: redacting with the own rules")
+        return _decided("unavailable")
+    folder = cache_dir(env, version)
+    if not cold_ok and not _is_warm(folder):
+        _wants_warming.append(True)
+        return "cold"  # not decided: the next call may find the cache warm
+    try:
+        scanner = _open(folder)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # a broken wheel, an ABI mismatch, a Rust panic (a BaseException): own rules, loudly
+        _warn(f"{DISTRIBUTION} failed to load: redacting with the own rules", exc)
+        with contextlib.suppress(OSError):
+            (folder / FAILED_NAME).write_text(f"{type(exc).__name__}: {exc}"[:200], encoding="utf-8")
+        return _decided("failed")
+    with contextlib.suppress(OSError):
+        (folder / FAILED_NAME).unlink(missing_ok=True)
+    from intentloop.model.redaction import use_catalog
+
+    use_catalog(lambda text: _spans(scanner, text))
+    return _decided("loaded")
+
+
+def _warn(message: str, exc: BaseException | None = None) -> None:
+    import logging  # here: ~4 ms a default hook does not pay
+
+    logging.getLogger(__name__).warning(message, exc_info=exc)
+
+
+def _decided(outcome: Outcome) -> Outcome:
+    _outcome.append(outcome)
+    return outcome
+
+
+def wants_warming() -> bool:
+    """Whether a hook in this process found the cache cold (its answer sent, it starts :func:`warm_cache`)."""
+    return bool(_wants_warming)
+
+
+def warm_cache(env: Mapping[str, str]) -> None:
+    """Compile the catalog into its cache (a hook's background process, ``intentloop status``). Never raises."""
+    version = _installed_version()
+    if version is None:
+        return
+    folder = cache_dir(env, version)
+    try:
+        _open(folder)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            (folder / FAILED_NAME).write_text(f"{type(exc).__name__}: {exc}"[:200], encoding="utf-8")
+        return
+    with contextlib.suppress(OSError):
+        (folder / FAILED_NAME).unlink(missing_ok=True)
+
+
+def _open(folder: Path) -> Scanner:
+    """Kingfisher's built-in rules (``medium`` confidence, its default), cached in ``folder`` (owner-only: Kingfisher
+    does not cache in a folder others can write), and a scanner without Base64 decoding (a base64 image stays)."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    import kingfisher_sdk
+
+    rules = kingfisher_sdk.Rules(cache_dir=folder)
+    return kingfisher_sdk.Scanner(rules, base64=False)
+
+
+def _spans(scanner: Scanner, text: str) -> list[tuple[int, int]]:
+    """The catalog's visible findings in ``text`` as sorted, merged character spans of their secret part."""
+    data = text.encode("utf-8", "surrogatepass")
+    findings = scanner.scan(data)
+    if not findings:
+        return []
+    narrow = len(data) == len(text)
+    spans: list[tuple[int, int]] = []
+    for finding in findings:
+        if not finding.visible:  # a helper another rule depends on (an id beside its secret), not a secret
+            continue
+        location = finding.location
+        start, end = location["start_offset"], location["end_offset"]
+        secret = finding.secret.encode("utf-8", "surrogatepass")
+        at = data.find(secret, start, end) if secret else -1
+        if at >= 0:
+            start, end = at, at + len(secret)
+        if not narrow:
+            start = len(data[:start].decode("utf-8", "ignore"))
+            end = len(data[:end].decode("utf-8", "ignore"))
+        if end > start:
+            spans.append((start, end))
+    spans.sort()
+    merged: list[tuple[int, int]] = []
+    for start, end in spans:
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+__all__ = [
+    "DISTRIBUTION",
+    "ENV_CATALOG",
+    "ENV_CATALOG_CACHE",
+    "CatalogState",
+    "catalog_state",
+    "load_catalog",
+    "wants_warming",
+    "warm_cache",
+]
