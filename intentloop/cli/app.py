@@ -26,6 +26,7 @@ from intentloop.cli import (
     recover_salvage,
     relink,
     serve,
+    share,
     status,
     verify,
     views,
@@ -127,6 +128,7 @@ def build_app() -> typer.Typer:
     )(hook.hook)
     app.command("install", short_help="Wire intentloop into Codex or Claude Code.")(install_cmd.install)
     app.command("demo", short_help="A guided tour in a throwaway data root (real server, hook, CLI).")(demo.demo)
+    share.register(app)
     return app
 
 
@@ -189,7 +191,7 @@ def debug_line(exc: BaseException) -> str:
 
 def _command_name(argv: Sequence[str]) -> str | None:
     words = [a for a in argv[:2] if not a.startswith("-")]
-    if words[:1] in (["recover"], ["forget"]):
+    if words[:1] in (["recover"], ["forget"], ["share"]):
         return " ".join(words)
     return words[0] if words else None
 

@@ -1,0 +1,165 @@
+"""The combined view of a shared project's peers: written by ``intentloop sync``, read by snapshots and hooks offline.
+
+``R/share/projects/<shared>/view.json`` holds the live items of every trusted writer's accepted stream, with the
+writer's key id and the principal this installation trusts it as, sealed by an HMAC under the installation's cache
+key (a program without the key cannot make the view say something a stream did not). Reading it needs neither git
+nor the network, so ``intent_get_snapshot`` with ``include_peers`` and the SessionStart hook stay as fast as a file
+read.
+
+The fold is the local ledger's (:func:`intentloop.model.projection.apply_event`): each writer's claims and
+invalidations become ``claim_added`` / ``claim_invalidated`` events, folded per principal (writers sorted by key id,
+records by sequence number; no wall clock orders anything), so supersessions and invalidations by the same principal
+apply across that principal's machines and never across principals.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from intentloop.model.claims import Claim
+from intentloop.model.events import Event
+from intentloop.model.projection import ProjectState, apply_event
+from intentloop.store._keyfile import CACHE_KEY, load_key, load_or_create_key
+from intentloop.store._share import project_dir, read_json, write_json
+
+_VIEW_FILE = "view.json"
+_FOLD_TASK = "00000000-0000-4000-8000-000000000000"
+_DOMAIN = b"intentloop-share-view-v1\0"
+
+
+class ViewWriter(msgspec.Struct, kw_only=True):
+    key_id: str
+    principal: str
+    seq: int
+    items: list[dict[str, Any]]
+
+
+class View(msgspec.Struct, kw_only=True):
+    shared: str
+    writers: list[ViewWriter]
+    unknown: list[dict[str, Any]]
+    problems: list[dict[str, Any]]
+
+
+class _Sealed(msgspec.Struct, kw_only=True):
+    view: View
+    mac: str
+
+
+class PeerClaim(msgspec.Struct, frozen=True, kw_only=True):
+    """An active peer claim and where it comes from."""
+
+    claim: Claim
+    writer: str
+    principal: str
+    task_id: str | None
+    task_label: str | None
+
+
+def _mac(key: bytes, view: View) -> str:
+    return hmac.new(key, _DOMAIN + msgspec.json.encode(view), hashlib.sha256).hexdigest()
+
+
+def write_view(data_root: Path, view: View) -> None:
+    key = load_or_create_key(data_root, CACHE_KEY)
+    write_json(project_dir(data_root, view.shared) / _VIEW_FILE, _Sealed(view=view, mac=_mac(key, view)))
+
+
+def read_view(data_root: Path, shared: str) -> View | None:
+    """The view the last sync wrote; ``None`` without one, or when its seal does not verify (then it is not used)."""
+    found: _Sealed | None = read_json(project_dir(data_root, shared) / _VIEW_FILE, _Sealed)
+    if found is None:
+        return None
+    key = load_key(data_root, CACHE_KEY)
+    if key is None or not hmac.compare_digest(_mac(key, found.view), found.mac):
+        return None
+    return found.view
+
+
+def _event(kind: str, payload: dict[str, Any], seq: int, writer: str, at: str) -> Event:
+    return Event(
+        actor="user",
+        event_hash=f"{writer}:{seq}",
+        event_id=f"{writer}:{seq}",
+        event_type=kind,
+        occurred_at=at,
+        payload=payload,
+        prev_hash=None,
+        project_id=writer,
+        request_id=f"{writer}:{seq}",
+        schema_version=1,
+        task_id=_FOLD_TASK,
+    )
+
+
+def peer_claims(view: View, *, principals: set[str] | None = None) -> list[PeerClaim]:
+    """The active claims of the view, each with its origin; only those of ``principals`` when given."""
+    groups: dict[str, list[ViewWriter]] = {}
+    for writer in view.writers:
+        if principals is None or writer.principal in principals:
+            groups.setdefault(writer.principal, []).append(writer)
+    found: list[PeerClaim] = []
+    for principal, writers in sorted(groups.items()):
+        state = ProjectState()
+        origin: dict[str, tuple[str, str | None]] = {}
+        labels: dict[str, str | None] = {}
+        for writer in sorted(writers, key=lambda w: w.key_id):
+            for entry in writer.items:
+                body = entry["body"]
+                if body.get("type") == "task":
+                    labels[str(body.get("task"))] = body.get("label")
+        for writer in sorted(writers, key=lambda w: w.key_id):
+            for entry in writer.items:
+                body, seq = entry["body"], entry["seq"]
+                if body.get("type") == "claim" and isinstance(body.get("claim"), dict):
+                    claim = body["claim"]
+                    origin[str(claim.get("claim_id"))] = (writer.key_id, body.get("task"))
+                    apply_event(
+                        state, _event("claim_added", {"claim": claim}, seq, writer.key_id, str(claim.get("valid_from")))
+                    )
+                elif body.get("type") == "invalidation":
+                    payload = {
+                        "claim_id": body.get("claim_id"),
+                        "invalidated_at": body.get("invalidated_at"),
+                        "reason": body.get("reason"),
+                        "source_ref": {"kind": body.get("source_kind") or "user_event"},
+                    }
+                    apply_event(
+                        state, _event("claim_invalidated", payload, seq, writer.key_id, str(body.get("invalidated_at")))
+                    )
+        task = state.task(_FOLD_TASK)
+        if task is None:
+            continue
+        for claim in task.active_claims():
+            writer_id, task_id = origin[claim.claim_id]
+            found.append(
+                PeerClaim(
+                    claim=claim,
+                    writer=writer_id,
+                    principal=principal,
+                    task_id=task_id,
+                    task_label=labels.get(task_id) if task_id is not None else None,
+                )
+            )
+    return found
+
+
+def peer_wire(peer: PeerClaim, own_principal: str | None) -> dict[str, Any]:
+    """A peer claim as ``intent_get_snapshot`` shows it: the claim's fields plus ``origin``."""
+    origin: dict[str, Any] = {
+        "writer": peer.writer,
+        "principal": peer.principal,
+        "own": own_principal is not None and peer.principal == own_principal,
+        "task_id": peer.task_id,
+    }
+    if peer.task_label is not None:
+        origin["task_label"] = peer.task_label
+    return {**peer.claim.to_wire(), "origin": origin}
+
+
+__all__ = ["PeerClaim", "View", "ViewWriter", "peer_claims", "peer_wire", "read_view", "write_view"]
