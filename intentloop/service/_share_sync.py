@@ -207,7 +207,9 @@ def _freeze(
     entry.update(status="frozen", problem=why, problem_seq=seq)
 
 
-def build_view(mirror: Mirror, shared: str, trusted: dict[str, TrustedKey], report: list[dict[str, Any]]) -> View:
+def build_view(
+    mirror: Mirror, shared: str, principal: str | None, trusted: dict[str, TrustedKey], report: list[dict[str, Any]]
+) -> View:
     """The combined view of the accepted streams of trusted writers (unknown writers are listed, never shown)."""
     writers: list[ViewWriter] = []
     for writer, commit in sorted(mirror.refs(f"{ACCEPTED}/{shared}").items()):
@@ -228,7 +230,7 @@ def build_view(mirror: Mirror, shared: str, trusted: dict[str, TrustedKey], repo
         if e["status"] == "unknown"
     ]
     problems = [e for e in report if e["status"] in ("tampered", "rollback", "frozen")]
-    return View(shared=shared, writers=writers, unknown=unknown, problems=problems)
+    return View(shared=shared, principal=principal, writers=writers, unknown=unknown, problems=problems)
 
 
 def sync(data_root: Path, shared: str, principal: str | None) -> dict[str, Any]:
@@ -264,7 +266,7 @@ def sync(data_root: Path, shared: str, principal: str | None) -> dict[str, Any]:
             pushed = True
         trusted = {k.key_id: k for k in trusted_keys(data_root)}
         report = judge_writers(data_root, mirror, shared, key.key_id, trusted)
-        view = build_view(mirror, shared, trusted, report)
+        view = build_view(mirror, shared, principal, trusted, report)
         write_view(data_root, view)
     return {
         "shared_id": shared,

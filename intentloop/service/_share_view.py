@@ -40,7 +40,11 @@ class ViewWriter(msgspec.Struct, kw_only=True):
 
 
 class View(msgspec.Struct, kw_only=True):
+    """What one sync accepted: the trusted writers' live items, the unknown writers, the problems, and the principal
+    this installation synced as (its own words are that principal's)."""
+
     shared: str
+    principal: str | None
     writers: list[ViewWriter]
     unknown: list[dict[str, Any]]
     problems: list[dict[str, Any]]
@@ -149,6 +153,27 @@ def peer_claims(view: View, *, principals: set[str] | None = None) -> list[PeerC
     return found
 
 
+def own_hook_claims(data_root: Path, root: str, project_id: str) -> list[Claim]:
+    """The active direct user-explicit claims of scope project or long-term from this installation's own principal's
+    other machines, as SessionStart injects them beside the linked task's; none when the project is not shared, never
+    synced, or anything is unreadable (a hook never fails over peers)."""
+    from intentloop.errors import IntentLoopError
+    from intentloop.store._share import shared_identity
+
+    try:
+        identity = shared_identity(data_root, root, project_id)
+        view = None if identity is None else read_view(data_root, identity.shared_id)
+    except IntentLoopError:
+        return []
+    if view is None or view.principal is None:
+        return []
+    return [
+        p.claim
+        for p in peer_claims(view, principals={view.principal})
+        if p.claim.is_direct_user_explicit and p.claim.scope in ("project", "long_term")
+    ]
+
+
 def peer_wire(peer: PeerClaim, own_principal: str | None) -> dict[str, Any]:
     """A peer claim as ``intent_get_snapshot`` shows it: the claim's fields plus ``origin``."""
     origin: dict[str, Any] = {
@@ -162,4 +187,4 @@ def peer_wire(peer: PeerClaim, own_principal: str | None) -> dict[str, Any]:
     return {**peer.claim.to_wire(), "origin": origin}
 
 
-__all__ = ["PeerClaim", "View", "ViewWriter", "peer_claims", "peer_wire", "read_view", "write_view"]
+__all__ = ["PeerClaim", "View", "ViewWriter", "own_hook_claims", "peer_claims", "peer_wire", "read_view", "write_view"]

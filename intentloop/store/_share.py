@@ -23,12 +23,13 @@ from typing import Any, Final
 import msgspec
 
 from intentloop.errors import InvalidInputError, StorageError
+from intentloop.model.ids import UUID_TEXT
 from intentloop.store._fs import read_regular, replace_file
 
 SHARE_DIR: Final = "share"
 PROJECT_FILE: Final = (".intentloop", "project.json")
 FORMAT: Final = 1
-_UUID_RE: Final = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+_UUID_RE: Final = re.compile(rf"^(?=.{{14}}4.{{4}}[89ab]){UUID_TEXT}\Z")
 _MAX_FILE: Final = 1 << 20
 
 
