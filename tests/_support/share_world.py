@@ -17,6 +17,7 @@ from typing import Any
 
 _SCRIPT = Path(sys.executable).with_name("intentloop")
 INTENTLOOP = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "intentloop"]
+HOOK = [*INTENTLOOP, "hook"]
 
 _TOOLS = """
 import json, sys, time
@@ -85,7 +86,9 @@ class Machine:
 
     def start(self, label: str = "work") -> str:
         task = str(uuid.uuid4())
-        self.tools(("intent_start_task", {"task_id": task, "request_id": f"start-{task}", "mode": "on", "label": label}))
+        self.tools(
+            ("intent_start_task", {"task_id": task, "request_id": f"start-{task}", "mode": "on", "label": label})
+        )
         return task
 
 
@@ -118,4 +121,4 @@ def world(base: Path, names: list[str], emails: list[str] | None = None) -> tupl
     return origin, remote, machines
 
 
-__all__ = ["INTENTLOOP", "Machine", "explicit", "git", "world"]
+__all__ = ["HOOK", "INTENTLOOP", "Machine", "explicit", "git", "world"]
