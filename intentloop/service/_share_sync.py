@@ -263,6 +263,8 @@ def sync(data_root: Path, shared: str, principal: str | None) -> dict[str, Any]:
         pushed = False
         if commit is not None and commit != remote_own:
             mirror.push(remote, shared, key.key_id, commit, remote_own)
+            # the remote now holds it: the fetched copy of the old one would keep an erased payload reachable
+            mirror.set_ref(f"{FETCHED}/{shared}/{key.key_id}", commit, remote_own)
             pushed = True
         trusted = {k.key_id: k for k in trusted_keys(data_root)}
         report = judge_writers(data_root, mirror, shared, key.key_id, trusted)

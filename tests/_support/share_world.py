@@ -1,7 +1,7 @@
 """Several installations of one shared project on one machine: N data roots, N clones, one bare ``file://`` repo.
 
 Each :class:`Machine` is a data root and a clone of the same project repository at its own path. Tools run in a real
-process (the service as the MCP server runs it, one process per batch of calls); the CLI runs as the installed
+process (the service as the MCP server runs it, one service per batch of calls: a private task lives as long as it); the CLI runs as the installed
 console script. Everything goes through real git.
 """
 
@@ -20,17 +20,18 @@ INTENTLOOP = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "int
 HOOK = [*INTENTLOOP, "hook"]
 
 _TOOLS = """
-import json, sys, time
+import json, sys
 from pathlib import Path
-from intentloop.service._blocking import call_tool_blocking
+import trio
+from intentloop.service import IntentService
 from intentloop.store import locate_project
 data_root, cwd = Path(sys.argv[1]), sys.argv[2]
 located = locate_project(cwd, data_root)
-answers = []
-for name, arguments in json.loads(sys.stdin.read()):
-    answers.append(call_tool_blocking(name, arguments, data_root=data_root, project_root=located.root,
-                                      project_id=located.project_id, lock_deadline=time.monotonic() + 30))
-print(json.dumps(answers))
+service = IntentService(lambda: data_root, resident=False)
+async def main():
+    return [await service.dispatch(name, arguments, project_root=located.root, project_id=located.project_id)
+            for name, arguments in json.loads(sys.stdin.read())]
+print(json.dumps(trio.run(main)))
 """
 
 
