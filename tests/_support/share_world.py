@@ -1,8 +1,8 @@
 """Several installations of one shared project on one machine: N data roots, N clones, one bare ``file://`` repo.
 
 Each :class:`Machine` is a data root and a clone of the same project repository at its own path. Tools run in a real
-process (the service as the MCP server runs it, one service per batch of calls: a private task lives as long as it); the CLI runs as the installed
-console script. Everything goes through real git.
+process (the service as the MCP server runs it, one service per batch of calls: a private task lives as long as the
+batch); the CLI runs as the installed console script. Everything goes through real git.
 """
 
 from __future__ import annotations

@@ -143,13 +143,15 @@ from intentloop.store._stream import make_record, payload_blob, records_bytes, s
 from intentloop.store._stream_git import Mirror
 key_root, scratch, shared, statement = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], sys.argv[4]
 key = load_signing_key(key_root)
-body = {"type": "claim", "task": "6f1f7f8e-53a4-4a2b-9d0c-2f4bb1e4c0a1", "claim": {"claim_id": "0b8f4f36-5d0e-4c55-9a8e-1b2f3c4d5e6f",
+claim_id = "0b8f4f36-5d0e-4c55-9a8e-1b2f3c4d5e6f"
+body = {"type": "claim", "task": "6f1f7f8e-53a4-4a2b-9d0c-2f4bb1e4c0a1", "claim": {"claim_id": claim_id,
         "statement": statement, "role": "user", "epistemic_status": "explicit", "source_ref": {"kind": "user_event"},
         "scope": "project", "valid_from": "2026-01-01T00:00:00.000Z", "last_confirmed": None, "supersedes": [],
         "facets": ["hard_constraint"], "related_claim_ids": []}}
 digest, blob = payload_blob(body)
 records = [make_record(1, None, "put", item="claim:" + body["claim"]["claim_id"], digest=digest)]
-point = sign_checkpoint(key.sign, shared=shared, writer=key.key_id, public_hex=key.public_hex, principal=None, records=records)
+point = sign_checkpoint(key.sign, shared=shared, writer=key.key_id, public_hex=key.public_hex, principal=None,
+                        records=records)
 mirror = Mirror(scratch)
 mirror.ensure()
 print(mirror.write_stream(msgspec.json.encode(point), records_bytes(records), {digest: blob}))
@@ -203,7 +205,7 @@ def _all_bytes(repo: Path) -> bytes:
 
 
 def test_private_and_off_tasks_hook_observations_and_session_data_leave_zero_bytes(tmp_path: Path) -> None:
-    remote, (a,), shared = _pair(tmp_path, ["a"])
+    remote, (a,), _shared = _pair(tmp_path, ["a"])
     marker = uuid.uuid4().hex
     session = f"session-{marker}"
     on = str(uuid.uuid4())
@@ -268,7 +270,7 @@ def test_an_erased_claim_leaves_no_byte_in_streams_or_mirrors_after_gc(tmp_path:
     remote, (a, b), shared = _pair(tmp_path, ["a", "b"])
     task = a.start()
     marker = uuid.uuid4().hex
-    kept, erased = a.tools(explicit(task, f"Kept rule {marker}"), explicit(task, f"Erased rule {marker}"))
+    _kept, erased = a.tools(explicit(task, f"Kept rule {marker}"), explicit(task, f"Erased rule {marker}"))
     a.cli("sync")
     b.cli("sync")
     mirrors = [a.root / "share" / "mirror.git", b.root / "share" / "mirror.git", remote]
