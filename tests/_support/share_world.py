@@ -25,7 +25,15 @@ from pathlib import Path
 import trio
 from intentloop.service import IntentService
 from intentloop.store import locate_project
-data_root, cwd = Path(sys.argv[1]), sys.argv[2]
+data_root, cwd, skew = Path(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+if skew:  # this machine's clock is off by `skew` seconds
+    import datetime as _dt
+    from intentloop.model import ids
+    class _Skewed(_dt.datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return _dt.datetime.now(tz) + _dt.timedelta(seconds=skew)
+    ids.datetime = _Skewed
 located = locate_project(cwd, data_root)
 service = IntentService(lambda: data_root, resident=False)
 async def main():
@@ -72,9 +80,10 @@ class Machine:
             assert done.returncode == 0, (args, done.stdout, done.stderr)
         return answer
 
-    def tools(self, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
+    def tools(self, *calls: tuple[str, dict[str, Any]], skew_s: float = 0) -> list[Any]:
+        """Run the tool calls in one service in a new process (whose clock is off by ``skew_s`` seconds)."""
         done = subprocess.run(
-            [sys.executable, "-c", _TOOLS, str(self.root), str(self.clone)],
+            [sys.executable, "-c", _TOOLS, str(self.root), str(self.clone), str(skew_s)],
             input=json.dumps(calls),
             env=self.env(),
             capture_output=True,

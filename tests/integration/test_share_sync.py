@@ -13,6 +13,7 @@ import json
 import subprocess
 import sys
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -310,3 +311,34 @@ def _hook(machine: Machine, session: str) -> dict[str, Any]:
     answer: dict[str, Any] = json.loads(proc.stdout)
     assert answer["continue"] is True
     return answer
+
+
+def test_clocks_skewed_by_36_hours_give_the_same_view(tmp_path: Path) -> None:
+    _remote, (a, b, c), _shared = _pair(tmp_path, ["a", "b", "c"])
+    day_and_half = 36 * 3600
+    for machine, skew in ((a, day_and_half), (b, -day_and_half)):
+        task = machine.start()
+        first, second = machine.tools(
+            explicit(task, f"kept from {machine.name}"), explicit(task, f"dropped from {machine.name}"), skew_s=skew
+        )
+        machine.tools(
+            (
+                "intent_invalidate",
+                {
+                    "task_id": task,
+                    "request_id": f"inv-{machine.name}",
+                    "claim_id": second["claim_id"],
+                    "reason": "changed my mind",
+                    "source_ref": {"kind": "user_event", "event_id": "turn-x"},
+                },
+            ),
+            skew_s=-skew,  # the correction is recorded on a clock the other way round
+        )
+        recorded = datetime.fromisoformat(first["valid_from"].replace("Z", "+00:00"))
+        assert abs((recorded - datetime.now(UTC)).total_seconds() - skew) < 600  # the skew is real
+    for machine in (a, b, c, a, b, c):
+        machine.cli("sync")
+    expected = {"kept from a", "kept from b"}
+    assert _peer_statements(c, c.start()) == expected
+    assert _peer_statements(a, a.start()) == {"kept from b"}
+    assert _peer_statements(b, b.start()) == {"kept from a"}
