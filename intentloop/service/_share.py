@@ -195,7 +195,8 @@ def sync(data_root: Path, raw: str | None) -> dict[str, Any]:
 
 def snapshot_peers(data_root: Path, root: str, project_id: str) -> list[dict[str, Any]]:
     """The active peer claims ``intent_get_snapshot`` adds with ``include_peers`` (none when the project is not
-    shared or never synced), ordered as the snapshot orders claims."""
+    shared or never synced), ordered as the snapshot orders claims; ``own`` compares with the principal the last
+    sync ran as (no git is asked on this path)."""
     from intentloop.model.compact import context_order
     from intentloop.service._share_view import peer_claims, peer_wire, read_view
 
@@ -207,8 +208,7 @@ def snapshot_peers(data_root: Path, root: str, project_id: str) -> list[dict[str
         return []
     peers = peer_claims(view)
     order = {id(c): i for i, c in enumerate(context_order([p.claim for p in peers]))}
-    own = principal_of(data_root, root)
-    return [peer_wire(p, own) for p in sorted(peers, key=lambda p: order[id(p.claim)])]
+    return [peer_wire(p, view.principal) for p in sorted(peers, key=lambda p: order[id(p.claim)])]
 
 
 __all__ = [

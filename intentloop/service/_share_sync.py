@@ -22,7 +22,7 @@ import msgspec
 
 from intentloop.errors import ConflictError, StorageError
 from intentloop.service._share_publish import publish_set
-from intentloop.service._share_view import View, ViewWriter, write_view
+from intentloop.service._share_view import View, ViewWriter, read_view, write_view
 from intentloop.store._share import (
     TrustedKey,
     project_dir,
@@ -128,7 +128,8 @@ def extend_own(
     checkpoint = sign_checkpoint(
         key.sign, shared=shared, writer=key.key_id, public_hex=key.public_hex, principal=principal, records=records
     )
-    commit = mirror.write_stream(msgspec.json.encode(checkpoint), records_bytes(records), blobs)
+    kept = mirror.payload_entries(base_commit) if base_commit else {}
+    commit = mirror.write_stream(msgspec.json.encode(checkpoint), records_bytes(records), blobs, kept)
     mirror.set_ref(f"{OWN}/{shared}/{key.key_id}", commit, mirror.ref(f"{OWN}/{shared}/{key.key_id}"))
     return commit, counts
 
@@ -149,12 +150,15 @@ def _save_peers(data_root: Path, shared: str, peers: dict[str, PeerState]) -> No
 
 def judge_writers(
     data_root: Path, mirror: Mirror, shared: str, me: str, trusted: dict[str, TrustedKey]
-) -> list[dict[str, Any]]:
-    """Judge every fetched writer's ref against the last stream accepted from it; move ``refs/accepted``."""
+) -> tuple[list[dict[str, Any]], dict[str, Stream]]:
+    """Judge every fetched writer's ref against the last stream accepted from it; move ``refs/accepted``.
+
+    Returns the report and the streams accepted now (by writer), so the view need not read them again."""
     peers = _load_peers(data_root, shared)
     fetched = mirror.refs(f"{FETCHED}/{shared}")
     accepted = mirror.refs(f"{ACCEPTED}/{shared}")
     report: list[dict[str, Any]] = []
+    parsed: dict[str, Stream] = {}
     for writer in sorted(fetched):
         if writer == me:
             continue
@@ -194,10 +198,11 @@ def judge_writers(
             _freeze(peers, writer, state, "equivocation: the stream forks from the accepted one", state.seq, entry)
             continue
         mirror.set_ref(f"{ACCEPTED}/{shared}/{writer}", commit, accepted.get(writer))
+        parsed[writer] = stream
         entry.update(status="accepted" if seq > state.seq else "unchanged", seq=seq, added=seq - state.seq)
         peers[writer] = PeerState(seq=seq, head=head)
     _save_peers(data_root, shared, peers)
-    return report
+    return report, parsed
 
 
 def _freeze(
@@ -208,21 +213,40 @@ def _freeze(
 
 
 def build_view(
-    mirror: Mirror, shared: str, principal: str | None, trusted: dict[str, TrustedKey], report: list[dict[str, Any]]
+    mirror: Mirror,
+    shared: str,
+    principal: str | None,
+    trusted: dict[str, TrustedKey],
+    report: list[dict[str, Any]],
+    parsed: dict[str, Stream],
+    previous: View | None,
 ) -> View:
-    """The combined view of the accepted streams of trusted writers (unknown writers are listed, never shown)."""
+    """The combined view of the accepted streams of trusted writers (unknown writers are listed, never shown).
+
+    A writer whose accepted commit is the one the previous view holds keeps its entry; a stream accepted now comes
+    from ``parsed``; only the rest is read from the mirror."""
+    before = {w.key_id: w for w in previous.writers} if previous is not None else {}
     writers: list[ViewWriter] = []
     for writer, commit in sorted(mirror.refs(f"{ACCEPTED}/{shared}").items()):
         if writer not in trusted:
             continue
-        stream = _read_stream(mirror, commit, shared, writer)
-        live = stream.live()
+        kept = before.get(writer)
+        if kept is not None and kept.commit == commit:
+            writers.append(msgspec.structs.replace(kept, principal=trusted[writer].principal))
+            continue
+        stream = parsed.get(writer) or _read_stream(mirror, commit, shared, writer)
         items = [
             {"seq": seq, "item": item, "body": stream.bodies[seq]}
-            for item, seq in sorted(live.items(), key=lambda kv: kv[1])
+            for item, seq in sorted(stream.live().items(), key=lambda kv: kv[1])
         ]
         writers.append(
-            ViewWriter(key_id=writer, principal=trusted[writer].principal, seq=stream.checkpoint.seq, items=items)
+            ViewWriter(
+                key_id=writer,
+                principal=trusted[writer].principal,
+                seq=stream.checkpoint.seq,
+                commit=commit,
+                items=items,
+            )
         )
     unknown = [
         {"writer": e["writer"], "seq": e["seq"], "principal_claimed": e.get("principal_claimed")}
@@ -267,8 +291,8 @@ def sync(data_root: Path, shared: str, principal: str | None) -> dict[str, Any]:
             mirror.set_ref(f"{FETCHED}/{shared}/{key.key_id}", commit, remote_own)
             pushed = True
         trusted = {k.key_id: k for k in trusted_keys(data_root)}
-        report = judge_writers(data_root, mirror, shared, key.key_id, trusted)
-        view = build_view(mirror, shared, principal, trusted, report)
+        report, parsed = judge_writers(data_root, mirror, shared, key.key_id, trusted)
+        view = build_view(mirror, shared, principal, trusted, report, parsed, read_view(data_root, shared))
         write_view(data_root, view)
     return {
         "shared_id": shared,

@@ -33,9 +33,12 @@ _DOMAIN = b"intentloop-share-view-v1\0"
 
 
 class ViewWriter(msgspec.Struct, kw_only=True):
+    """One trusted writer's accepted stream (``commit``) as the view holds it: its live items in sequence order."""
+
     key_id: str
     principal: str
     seq: int
+    commit: str
     items: list[dict[str, Any]]
 
 

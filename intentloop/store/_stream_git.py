@@ -129,12 +129,17 @@ class Mirror:
 
     # objects ------------------------------------------------------------------------------------------------------
 
-    def write_stream(self, checkpoint: bytes, records: bytes, payloads: Mapping[str, bytes]) -> str:
-        """Write one stream as a root commit; returns its id."""
+    def write_stream(
+        self, checkpoint: bytes, records: bytes, payloads: Mapping[str, bytes], kept: Mapping[str, str] | None = None
+    ) -> str:
+        """Write one stream as a root commit; returns its id. ``kept`` names payloads already in the mirror (name →
+        blob id, from :meth:`payload_entries`), which are not written again."""
+        kept = kept or {}
         staging = Path(tempfile.mkdtemp(prefix=".objects.", dir=self.path.parent))
+        fresh = {name: data for name, data in payloads.items() if name not in kept}
         try:
-            names = [CHECKPOINT_FILE, RECORDS_FILE, *payloads]
-            contents = [checkpoint, records, *payloads.values()]
+            names = [CHECKPOINT_FILE, RECORDS_FILE, *fresh]
+            contents = [checkpoint, records, *fresh.values()]
             paths = []
             for index, data in enumerate(contents):
                 path = staging / str(index)
@@ -149,7 +154,7 @@ class Mirror:
             )
         finally:
             shutil.rmtree(staging, ignore_errors=True)
-        by_name = dict(zip(names, shas, strict=True))
+        by_name = {**kept, **dict(zip(names, shas, strict=True))}
         payload_tree = self._mktree([("blob", by_name[digest], digest) for digest in sorted(payloads)])
         root = self._mktree(
             [
@@ -165,6 +170,15 @@ class Mirror:
             f"{'040000' if kind == 'tree' else '100644'} {kind} {sha}\t{name}\n" for kind, sha, name in entries
         )
         return self.git(["mktree"], stdin=lines.encode("utf-8")).decode("ascii").strip()
+
+    def payload_entries(self, commit: str) -> dict[str, str]:
+        """Payload name → blob id of a stream commit (nothing is read but the tree)."""
+        found: dict[str, str] = {}
+        for item in self.git(["ls-tree", "-z", f"{commit}:{PAYLOAD_DIR}"], check=False).split(b"\0"):
+            if item:
+                meta, _, name = item.partition(b"\t")
+                found[name.decode("utf-8", "replace")] = meta.split()[2].decode("ascii")
+        return found
 
     def read_stream(self, commit: str) -> tuple[bytes, bytes, dict[str, bytes]]:
         """``(checkpoint, records, payloads by name)`` of a stream commit; missing parts are empty.
