@@ -13,8 +13,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from intentloop.errors import ConflictError, InvalidInputError
-from intentloop.store import ProjectRoot, locate_project
+from intentloop.errors import ConflictError, IntentLoopError, InvalidInputError
+from intentloop.store import ProjectRoot, ProjectStore, locate_project
 from intentloop.store._share import (
     SharedIdentity,
     TrustedKey,
@@ -105,6 +105,9 @@ def publish(data_root: Path, raw: str | None, task_id: str | None, *, inferences
     settings = note_local(data_root, identity.shared_id, located.project_id)
     if task_id is not None:
         task = check_uuid(task_id, "task_id")
+        found = ProjectStore(data_root, located.project_id).task(task)
+        if found is None or not found.started:
+            raise IntentLoopError("no such task in this project", code="TASK_NOT_FOUND")
         if task not in settings.tasks:
             settings.tasks.append(task)
     if inferences is not None:

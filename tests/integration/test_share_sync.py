@@ -142,6 +142,8 @@ def test_preview_lists_exactly_what_travels(tmp_path: Path) -> None:
     for item in items:  # no turn id, digest, request id or fingerprint travels
         assert item["claim"]["source_ref"].keys() <= {"kind", "excerpt"}
         assert "ci-run-77" not in json.dumps(item)
+    missing = a.cli("share", "publish", str(uuid.uuid4()), check=False)
+    assert (missing["error"]["code"], missing["exit_code"]) == ("TASK_NOT_FOUND", 5)
     a.cli("share", "publish", task)
     items = a.cli("share", "preview")["items"]
     assert {i["claim"]["statement"] for i in items if i["type"] == "claim"} == statements | {"Task-only detail"}
