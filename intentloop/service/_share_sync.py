@@ -73,6 +73,18 @@ def _read_stream(mirror: Mirror, commit: str, shared: str, writer: str) -> Strea
     return parse_stream(shared=shared, writer=writer, checkpoint=checkpoint, records=records, payloads=payloads)
 
 
+def _parse(
+    content: tuple[bytes, bytes, dict[str, bytes | None], dict[str, str]],
+    shared: str,
+    writer: str,
+    known: dict[str, dict[str, Any]],
+) -> Stream:
+    checkpoint, records, payloads, _blobs = content
+    return parse_stream(
+        shared=shared, writer=writer, checkpoint=checkpoint, records=records, payloads=payloads, known=known
+    )
+
+
 def _own_base(mirror: Mirror, shared: str, key: SigningKey) -> tuple[Stream | None, str | None]:
     """This writer's stream to extend and its commit: the local ref, or the fetched one when it verifies and
     extends the local one (a data root restored from an older backup)."""
@@ -149,16 +161,37 @@ def _save_peers(data_root: Path, shared: str, peers: dict[str, PeerState]) -> No
 
 
 def judge_writers(
-    data_root: Path, mirror: Mirror, shared: str, me: str, trusted: dict[str, TrustedKey]
-) -> tuple[list[dict[str, Any]], dict[str, Stream]]:
+    data_root: Path,
+    mirror: Mirror,
+    shared: str,
+    me: str,
+    trusted: dict[str, TrustedKey],
+    previous: View | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, tuple[Stream, dict[str, str]]]]:
     """Judge every fetched writer's ref against the last stream accepted from it; move ``refs/accepted``.
 
-    Returns the report and the streams accepted now (by writer), so the view need not read them again."""
+    Every changed stream is read in one batch (two git processes, whatever the number of writers); a payload held
+    under the blob id the previous view verified is not read again. Returns the report and the streams accepted
+    now (by writer), so the view need not read them again."""
     peers = _load_peers(data_root, shared)
     fetched = mirror.refs(f"{FETCHED}/{shared}")
     accepted = mirror.refs(f"{ACCEPTED}/{shared}")
     report: list[dict[str, Any]] = []
     parsed: dict[str, Stream] = {}
+    blob_ids: dict[str, dict[str, str]] = {}
+    verified: dict[str, str] = {}
+    known: dict[str, dict[str, Any]] = {}
+    for held in previous.writers if previous is not None else ():
+        for item in held.items:
+            if "blob" in item and "digest" in item:
+                verified[item["digest"]] = item["blob"]
+                known[item["digest"]] = item["body"]
+    changed = {
+        w: c
+        for w, c in fetched.items()
+        if w != me and (w not in trusted or (peers.get(w, PeerState()).frozen is None and c != accepted.get(w)))
+    }
+    contents = mirror.read_streams(changed, verified)
     for writer in sorted(fetched):
         if writer == me:
             continue
@@ -168,8 +201,8 @@ def judge_writers(
         report.append(entry)
         if writer not in trusted:
             entry["status"] = "unknown"
-            with contextlib.suppress(StreamProblem, StorageError):
-                seen = _read_stream(mirror, commit, shared, writer)
+            with contextlib.suppress(StreamProblem):
+                seen = _parse(contents[writer], shared, writer, known)
                 entry["seq"] = seen.checkpoint.seq
                 entry["principal_claimed"] = seen.checkpoint.principal
             continue
@@ -181,7 +214,7 @@ def judge_writers(
             entry["status"] = "unchanged"
             continue
         try:
-            stream = _read_stream(mirror, commit, shared, writer)
+            stream = _parse(contents[writer], shared, writer, known)
         except StreamProblem as problem:
             entry.update(status="tampered", problem=problem.reason, problem_seq=problem.seq)
             continue
@@ -199,10 +232,11 @@ def judge_writers(
             continue
         mirror.set_ref(f"{ACCEPTED}/{shared}/{writer}", commit, accepted.get(writer))
         parsed[writer] = stream
+        blob_ids[writer] = contents[writer][3]
         entry.update(status="accepted" if seq > state.seq else "unchanged", seq=seq, added=seq - state.seq)
         peers[writer] = PeerState(seq=seq, head=head)
     _save_peers(data_root, shared, peers)
-    return report, parsed
+    return report, {w: (parsed[w], blob_ids[w]) for w in parsed}
 
 
 def _freeze(
@@ -218,7 +252,7 @@ def build_view(
     principal: str | None,
     trusted: dict[str, TrustedKey],
     report: list[dict[str, Any]],
-    parsed: dict[str, Stream],
+    parsed: dict[str, tuple[Stream, dict[str, str]]],
     previous: View | None,
 ) -> View:
     """The combined view of the accepted streams of trusted writers (unknown writers are listed, never shown).
@@ -234,11 +268,16 @@ def build_view(
         if kept is not None and kept.commit == commit:
             writers.append(msgspec.structs.replace(kept, principal=trusted[writer].principal))
             continue
-        stream = parsed.get(writer) or _read_stream(mirror, commit, shared, writer)
-        items = [
-            {"seq": seq, "item": item, "body": stream.bodies[seq]}
-            for item, seq in sorted(stream.live().items(), key=lambda kv: kv[1])
-        ]
+        if writer in parsed:
+            stream, blobs = parsed[writer]
+        else:
+            stream, blobs = _read_stream(mirror, commit, shared, writer), mirror.payload_entries(commit)
+        items = []
+        for item, seq in sorted(stream.live().items(), key=lambda kv: kv[1]):
+            digest = stream.records[seq - 1].digest or ""
+            items.append(
+                {"seq": seq, "item": item, "body": stream.bodies[seq], "digest": digest, "blob": blobs[digest]}
+            )
         writers.append(
             ViewWriter(
                 key_id=writer,
@@ -291,8 +330,9 @@ def sync(data_root: Path, shared: str, principal: str | None) -> dict[str, Any]:
             mirror.set_ref(f"{FETCHED}/{shared}/{key.key_id}", commit, remote_own)
             pushed = True
         trusted = {k.key_id: k for k in trusted_keys(data_root)}
-        report, parsed = judge_writers(data_root, mirror, shared, key.key_id, trusted)
-        view = build_view(mirror, shared, principal, trusted, report, parsed, read_view(data_root, shared))
+        previous = read_view(data_root, shared)
+        report, parsed = judge_writers(data_root, mirror, shared, key.key_id, trusted, previous)
+        view = build_view(mirror, shared, principal, trusted, report, parsed, previous)
         write_view(data_root, view)
     return {
         "shared_id": shared,

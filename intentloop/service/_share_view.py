@@ -28,6 +28,8 @@ from intentloop.store._keyfile import CACHE_KEY, load_key, load_or_create_key
 from intentloop.store._share import project_dir, read_json, write_json
 
 _VIEW_FILE = "view.json"
+_HOOK_FILE = "own-claims.json"
+_MAX_VIEW = 1 << 30  # the view of 100,000 peer events is some 40 MB
 _FOLD_TASK = "00000000-0000-4000-8000-000000000000"
 _DOMAIN = b"intentloop-share-view-v1\0"
 
@@ -68,24 +70,51 @@ class PeerClaim(msgspec.Struct, frozen=True, kw_only=True):
     task_label: str | None
 
 
-def _mac(key: bytes, view: View) -> str:
-    return hmac.new(key, _DOMAIN + msgspec.json.encode(view), hashlib.sha256).hexdigest()
+class OwnClaims(msgspec.Struct, kw_only=True):
+    """What SessionStart injects from the user's other machines, computed by the sync that wrote the view (a hook
+    reads this small file, never the whole view)."""
+
+    shared: str
+    claims: list[Claim]
+
+
+class _SealedOwn(msgspec.Struct, kw_only=True):
+    own: OwnClaims
+    mac: str
+
+
+def _mac(key: bytes, value: Any) -> str:
+    return hmac.new(key, _DOMAIN + msgspec.json.encode(value), hashlib.sha256).hexdigest()
 
 
 def write_view(data_root: Path, view: View) -> None:
+    """Write the view and the hook's extract of it, both sealed under the cache key."""
     key = load_or_create_key(data_root, CACHE_KEY)
-    write_json(project_dir(data_root, view.shared) / _VIEW_FILE, _Sealed(view=view, mac=_mac(key, view)))
+    directory = project_dir(data_root, view.shared)
+    own = OwnClaims(shared=view.shared, claims=_hook_claims(view))
+    write_json(directory / _HOOK_FILE, _SealedOwn(own=own, mac=_mac(key, own)))
+    write_json(directory / _VIEW_FILE, _Sealed(view=view, mac=_mac(key, view)))
 
 
 def read_view(data_root: Path, shared: str) -> View | None:
     """The view the last sync wrote; ``None`` without one, or when its seal does not verify (then it is not used)."""
-    found: _Sealed | None = read_json(project_dir(data_root, shared) / _VIEW_FILE, _Sealed)
+    found: _Sealed | None = read_json(project_dir(data_root, shared) / _VIEW_FILE, _Sealed, _MAX_VIEW)
     if found is None:
         return None
     key = load_key(data_root, CACHE_KEY)
     if key is None or not hmac.compare_digest(_mac(key, found.view), found.mac):
         return None
     return found.view
+
+
+def _hook_claims(view: View) -> list[Claim]:
+    if view.principal is None:
+        return []
+    return [
+        p.claim
+        for p in peer_claims(view, principals={view.principal})
+        if p.claim.is_direct_user_explicit and p.claim.scope in ("project", "long_term")
+    ]
 
 
 def _event(kind: str, payload: dict[str, Any], seq: int, writer: str, at: str) -> Event:
@@ -159,22 +188,21 @@ def peer_claims(view: View, *, principals: set[str] | None = None) -> list[PeerC
 def own_hook_claims(data_root: Path, root: str, project_id: str) -> list[Claim]:
     """The active direct user-explicit claims of scope project or long-term from this installation's own principal's
     other machines, as SessionStart injects them beside the linked task's; none when the project is not shared, never
-    synced, or anything is unreadable (a hook never fails over peers)."""
+    synced, or anything is unreadable or unsealed (a hook never fails over peers)."""
     from intentloop.errors import IntentLoopError
     from intentloop.store._share import shared_identity
 
     try:
         identity = shared_identity(data_root, root, project_id)
-        view = None if identity is None else read_view(data_root, identity.shared_id)
+        if identity is None:
+            return []
+        found: _SealedOwn | None = read_json(project_dir(data_root, identity.shared_id) / _HOOK_FILE, _SealedOwn)
+        key = load_key(data_root, CACHE_KEY) if found is not None else None
     except IntentLoopError:
         return []
-    if view is None or view.principal is None:
+    if found is None or key is None or not hmac.compare_digest(_mac(key, found.own), found.mac):
         return []
-    return [
-        p.claim
-        for p in peer_claims(view, principals={view.principal})
-        if p.claim.is_direct_user_explicit and p.claim.scope in ("project", "long_term")
-    ]
+    return found.own.claims
 
 
 def peer_wire(peer: PeerClaim, own_principal: str | None) -> dict[str, Any]:

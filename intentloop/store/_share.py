@@ -96,11 +96,16 @@ def check_shared_id(value: object) -> str:
     return value
 
 
-def read_json(path: Path, kind: type[Any]) -> Any:
+def read_json(path: Path, kind: type[Any], max_bytes: int = _MAX_FILE) -> Any:
+    """The JSON file ``path`` decoded as ``kind`` (``None`` when missing).
+
+    Raises:
+        StorageError: ``STORAGE_READ_FAILED`` (garbled, or above ``max_bytes``), and as ``read_regular``.
+    """
     opened = read_regular(path)
     if opened is None:
         return None
-    if len(opened[0]) > _MAX_FILE:
+    if len(opened[0]) > max_bytes:
         raise StorageError(f"{path.name} is too large", code="STORAGE_READ_FAILED")
     try:
         return msgspec.json.decode(opened[0], type=kind)

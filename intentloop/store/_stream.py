@@ -204,10 +204,20 @@ def sign_checkpoint(
 
 
 def parse_stream(
-    *, shared: str, writer: str, checkpoint: bytes, records: bytes, payloads: Mapping[str, bytes]
+    *,
+    shared: str,
+    writer: str,
+    checkpoint: bytes,
+    records: bytes,
+    payloads: Mapping[str, bytes | None],
+    known: Mapping[str, dict[str, Any]] | None = None,
 ) -> Stream:
     """Verify a fetched stream of ``writer`` for ``shared``: the checkpoint's shape, key and signature, the records'
     numbering, chain and hashes, the head, and every live payload against its digest.
+
+    ``payloads`` maps every payload name of the tree to its bytes, or to ``None`` when the reader did not read it
+    because git holds it under the very blob id it verified before: its body is then taken from ``known`` (digest →
+    body; such a payload carries no salt in the result).
 
     Raises:
         StreamProblem: the first thing that does not verify, with the sequence number concerned.
@@ -249,7 +259,11 @@ def parse_stream(
     erased = stream.erased()
     by_digest = {r.digest: r for r in parsed if r.kind == "put" and r.seq not in erased}
     for record in by_digest.values():
-        blob = payloads.get(record.digest or "")
+        digest = record.digest or ""
+        blob = payloads.get(digest)
+        if blob is None and digest in payloads and known is not None and digest in known:
+            stream.bodies[record.seq] = known[digest]
+            continue
         if blob is None:
             raise StreamProblem("a payload is missing", record.seq)
         if hashlib.sha256(blob).hexdigest() != record.digest:
@@ -267,8 +281,8 @@ def parse_stream(
         stream.bodies[record.seq] = data["body"]
         stream.salts[record.seq] = data["salt"]
     for seq in sorted(erased):
-        digest = parsed[seq - 1].digest
-        if digest in payloads and digest not in by_digest:
+        gone = parsed[seq - 1].digest
+        if gone in payloads and gone not in by_digest:
             raise StreamProblem("an erased payload is still carried", seq)
     return stream
 

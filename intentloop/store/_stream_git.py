@@ -207,6 +207,53 @@ class Mirror:
         payloads = {name: blobs.get(sha or "", b"") for name, sha in zip(payload_names, wanted[2:], strict=True)}
         return checkpoint, records, payloads
 
+    def read_streams(
+        self, commits: Mapping[str, str], verified: Mapping[str, str]
+    ) -> dict[str, tuple[bytes, bytes, dict[str, bytes | None], dict[str, str]]]:
+        """:meth:`read_stream` for many commits (writer → commit) in two git processes, whatever their number.
+
+        ``verified`` maps payload names to the blob ids the reader verified before: a payload held under that blob id
+        is not read again (its value is ``None``; content-addressed, it is the same bytes). Each answer is
+        ``(checkpoint, records, payloads, payload blob ids)``.
+        """
+        order = list(commits.items())
+        asks = [f"{commit}:{part}" for _w, commit in order for part in (CHECKPOINT_FILE, RECORDS_FILE, PAYLOAD_DIR)]
+        found = self._cat_in_order(asks)
+        result: dict[str, tuple[bytes, bytes, dict[str, bytes | None], dict[str, str]]] = {}
+        wanted: list[str] = []
+        trees: dict[str, dict[str, str]] = {}
+        for index, (writer, _commit) in enumerate(order):
+            checkpoint, records, tree = found[3 * index : 3 * index + 3]
+            entries = _tree_entries(tree) if tree is not None else {}
+            trees[writer] = entries
+            result[writer] = (checkpoint or b"", records or b"", {}, entries)
+            wanted.extend(sha for name, sha in entries.items() if verified.get(name) != sha)
+        blobs = dict(zip(wanted, self._cat_in_order(wanted), strict=True))
+        for writer, entries in trees.items():
+            payloads = result[writer][2]
+            for name, sha in entries.items():
+                payloads[name] = None if verified.get(name) == sha else (blobs.get(sha) or b"")
+        return result
+
+    def _cat_in_order(self, asks: Sequence[str]) -> list[bytes | None]:
+        """``git cat-file --batch`` over ``asks``: each object's bytes in order, ``None`` for a missing one."""
+        if not asks:
+            return []
+        out = self.git(["cat-file", "--batch"], stdin="".join(f"{ask}\n" for ask in asks).encode("utf-8"))
+        found: list[bytes | None] = []
+        at = 0
+        for _ask in asks:
+            end = out.index(b"\n", at)
+            header = out[at:end].split()
+            at = end + 1
+            if len(header) < 3 or header[-1] == b"missing":
+                found.append(None)
+                continue
+            size = int(header[2])
+            found.append(out[at : at + size])
+            at += size + 1
+        return found
+
     def _cat(self, shas: Sequence[str]) -> dict[str, bytes]:
         if not shas:
             return {}
@@ -254,6 +301,18 @@ class Mirror:
                 f"{commit}:{ref}",
             ]
         )
+
+
+def _tree_entries(tree: bytes) -> dict[str, str]:
+    """Name → object id of a raw tree object (``<mode> <name>\\0<20-byte id>`` repeated)."""
+    entries: dict[str, str] = {}
+    at = 0
+    while at < len(tree):
+        nul = tree.index(b"\0", at)
+        _mode, _, name = tree[at:nul].partition(b" ")
+        entries[name.decode("utf-8", "replace")] = tree[nul + 1 : nul + 21].hex()
+        at = nul + 21
+    return entries
 
 
 _KEPT_GIT_ENV: Final = frozenset(
