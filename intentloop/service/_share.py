@@ -200,18 +200,13 @@ def snapshot_peers(data_root: Path, root: str, project_id: str) -> list[dict[str
     """The active peer claims ``intent_get_snapshot`` adds with ``include_peers`` (none when the project is not
     shared or never synced), ordered as the snapshot orders claims; ``own`` compares with the principal the last
     sync ran as (no git is asked on this path)."""
-    from intentloop.model.compact import context_order
-    from intentloop.service._share_view import peer_claims, peer_wire, read_view
+    from intentloop.service._share_view import folded_view
 
     identity = shared_identity(data_root, root, project_id)
     if identity is None:
         return []
-    view = read_view(data_root, identity.shared_id)
-    if view is None:
-        return []
-    peers = peer_claims(view)
-    order = {id(c): i for i, c in enumerate(context_order([p.claim for p in peers]))}
-    return [peer_wire(p, view.principal) for p in sorted(peers, key=lambda p: order[id(p.claim)])]
+    found = folded_view(data_root, identity.shared_id)
+    return [] if found is None else found[1]
 
 
 __all__ = [

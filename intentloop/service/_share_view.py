@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import os
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +106,35 @@ def read_view(data_root: Path, shared: str) -> View | None:
     if key is None or not hmac.compare_digest(_mac(key, found.view), found.mac):
         return None
     return found.view
+
+
+#: view file → (its stat, the view, its active peer claims as snapshots show them): a resident server folds and
+#: orders a view once per sync.
+_FOLDED: dict[Path, tuple[tuple[int, int, int, int], View, list[dict[str, Any]]]] = {}
+
+
+def folded_view(data_root: Path, shared: str) -> tuple[View, list[dict[str, Any]]] | None:
+    """:func:`read_view` and its active peer claims (:func:`peer_wire`, in the snapshot's claim order), kept in this
+    process while the file is unchanged (device, inode, size and mtime); ``None`` without a usable view. The dicts
+    are the caller's to change (each is a fresh shallow copy)."""
+    path = project_dir(data_root, shared) / _VIEW_FILE
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    held = _FOLDED.get(path)
+    if held is None or held[0] != key:
+        from intentloop.model.compact import context_order
+
+        view = read_view(data_root, shared)
+        if view is None:
+            return None
+        peers = peer_claims(view)
+        order = {id(c): i for i, c in enumerate(context_order([p.claim for p in peers]))}
+        wire = [peer_wire(p, view.principal) for p in sorted(peers, key=lambda p: order[id(p.claim)])]
+        held = _FOLDED[path] = (key, view, wire)
+    return held[1], [dict(claim) for claim in held[2]]
 
 
 def _hook_claims(view: View) -> list[Claim]:
@@ -218,4 +248,14 @@ def peer_wire(peer: PeerClaim, own_principal: str | None) -> dict[str, Any]:
     return {**peer.claim.to_wire(), "origin": origin}
 
 
-__all__ = ["PeerClaim", "View", "ViewWriter", "own_hook_claims", "peer_claims", "peer_wire", "read_view", "write_view"]
+__all__ = [
+    "PeerClaim",
+    "View",
+    "ViewWriter",
+    "folded_view",
+    "own_hook_claims",
+    "peer_claims",
+    "peer_wire",
+    "read_view",
+    "write_view",
+]

@@ -344,3 +344,25 @@ def test_clocks_skewed_by_36_hours_give_the_same_view(tmp_path: Path) -> None:
     assert _peer_statements(c, c.start()) == expected
     assert _peer_statements(a, a.start()) == {"kept from b"}
     assert _peer_statements(b, b.start()) == {"kept from a"}
+
+
+async def test_a_running_server_shows_what_each_sync_accepted(tmp_path: Path) -> None:
+    from _support.mcp_client import Surface, server
+
+    _remote, (a, b), _shared = _pair(tmp_path, ["a", "b"])
+    origin_task = a.start()
+    a.tools(explicit(origin_task, "first peer rule"))
+    a.cli("sync")
+    b.cli("sync")
+    async with server(b.root, cwd=b.clone) as client:
+        surface = Surface(client, b.clone)
+        task = (await surface.ok("intent_start_task", {"request_id": "server-start"}))["task_id"]
+        snap = await surface.ok("intent_get_snapshot", {"task_id": task, "include_peers": True})
+        assert [c["statement"] for c in snap["peer_claims"]] == ["first peer rule"]
+        a.tools(explicit(origin_task, "second peer rule"))
+        a.cli("sync")
+        b.cli("sync")
+        snap = await surface.ok("intent_get_snapshot", {"task_id": task, "include_peers": True})
+        assert sorted(c["statement"] for c in snap["peer_claims"]) == ["first peer rule", "second peer rule"]
+        plain = await surface.ok("intent_get_snapshot", {"task_id": task})
+        assert "peer_claims" not in plain and plain["active_claims"] == []
