@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -222,6 +223,8 @@ def main() -> int:
         )
     _publish(writers, base / "scratch", remote, shared)
     figures["cold_pull_s"], _ = _timed(lambda: _cli(roots[1], clones[1], "sync"))
+    # the largest child so far (the cold pull is by far the largest; git's own children are counted too)
+    figures["cold_pull_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     more = [FakeWriter(shared) for _ in range(args.writers)]
     for writer in more:
         writer.add(1)
