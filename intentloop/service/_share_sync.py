@@ -22,7 +22,7 @@ import msgspec
 
 from intentloop.errors import ConflictError, StorageError
 from intentloop.service._share_publish import publish_set
-from intentloop.service._share_view import View, ViewWriter, read_view, write_view
+from intentloop.service._share_view import View, ViewWriter, read_view, write_view, writer_items
 from intentloop.store._share import (
     TrustedKey,
     project_dir,
@@ -181,16 +181,16 @@ def judge_writers(
     blob_ids: dict[str, dict[str, str]] = {}
     verified: dict[str, str] = {}
     known: dict[str, dict[str, Any]] = {}
-    for held in previous.writers if previous is not None else ():
-        for item in held.items:
-            if "blob" in item and "digest" in item:
-                verified[item["digest"]] = item["blob"]
-                known[item["digest"]] = item["body"]
     changed = {
         w: c
         for w, c in fetched.items()
         if w != me and (w not in trusted or (peers.get(w, PeerState()).frozen is None and c != accepted.get(w)))
     }
+    for held in previous.writers if previous is not None else ():
+        full = writer_items(data_root, shared, held) if held.key_id in changed else None
+        for item in full.items if full is not None else ():
+            verified[item["digest"]] = item["blob"]
+            known[item["digest"]] = item["body"]
     contents = mirror.read_streams(changed, verified)
     for writer in sorted(fetched):
         if writer == me:
@@ -254,13 +254,15 @@ def build_view(
     report: list[dict[str, Any]],
     parsed: dict[str, tuple[Stream, dict[str, str]]],
     previous: View | None,
-) -> View:
+) -> tuple[View, set[str]]:
     """The combined view of the accepted streams of trusted writers (unknown writers are listed, never shown).
 
-    A writer whose accepted commit is the one the previous view holds keeps its entry; a stream accepted now comes
-    from ``parsed``; only the rest is read from the mirror."""
+    A writer whose accepted commit is the one the previous view holds keeps its index entry (its items stay in its
+    file); a stream accepted now comes from ``parsed``; only the rest is read from the mirror. Returns the view and
+    the writers whose items it holds (to be written)."""
     before = {w.key_id: w for w in previous.writers} if previous is not None else {}
     writers: list[ViewWriter] = []
+    fresh: set[str] = set()
     for writer, commit in sorted(mirror.refs(f"{ACCEPTED}/{shared}").items()):
         if writer not in trusted:
             continue
@@ -278,6 +280,7 @@ def build_view(
             items.append(
                 {"seq": seq, "item": item, "body": stream.bodies[seq], "digest": digest, "blob": blobs[digest]}
             )
+        fresh.add(writer)
         writers.append(
             ViewWriter(
                 key_id=writer,
@@ -293,7 +296,7 @@ def build_view(
         if e["status"] == "unknown"
     ]
     problems = [e for e in report if e["status"] in ("tampered", "rollback", "frozen")]
-    return View(shared=shared, principal=principal, writers=writers, unknown=unknown, problems=problems)
+    return View(shared=shared, principal=principal, writers=writers, unknown=unknown, problems=problems), fresh
 
 
 def sync(data_root: Path, shared: str, principal: str | None) -> dict[str, Any]:
@@ -330,10 +333,10 @@ def sync(data_root: Path, shared: str, principal: str | None) -> dict[str, Any]:
             mirror.set_ref(f"{FETCHED}/{shared}/{key.key_id}", commit, remote_own)
             pushed = True
         trusted = {k.key_id: k for k in trusted_keys(data_root)}
-        previous = read_view(data_root, shared)
+        previous = read_view(data_root, shared, items=False)
         report, parsed = judge_writers(data_root, mirror, shared, key.key_id, trusted, previous)
-        view = build_view(mirror, shared, principal, trusted, report, parsed, previous)
-        write_view(data_root, view)
+        view, fresh = build_view(mirror, shared, principal, trusted, report, parsed, previous)
+        write_view(data_root, view, fresh)
     return {
         "shared_id": shared,
         "remote": remote,
@@ -344,7 +347,7 @@ def sync(data_root: Path, shared: str, principal: str | None) -> dict[str, Any]:
             "healed": pushed and remote_own is not None and counts["added"] + counts["erased"] == 0,
         },
         "writers": report,
-        "view": {"writers": len(view.writers), "items": sum(len(w.items) for w in view.writers)},
+        "view": {"writers": len(view.writers), "items": sum(len(w.items) or w.count for w in view.writers)},
     }
 
 

@@ -14,6 +14,7 @@ apply across that principal's machines and never across principals.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import os
@@ -29,6 +30,7 @@ from intentloop.store._keyfile import CACHE_KEY, load_key, load_or_create_key
 from intentloop.store._share import project_dir, read_json, write_json
 
 _VIEW_FILE = "view.json"
+_WRITERS_DIR = "writers"
 _HOOK_FILE = "own-claims.json"
 _MAX_VIEW = 1 << 30  # the view of 100,000 peer events is some 40 MB
 _FOLD_TASK = "00000000-0000-4000-8000-000000000000"
@@ -36,13 +38,15 @@ _DOMAIN = b"intentloop-share-view-v1\0"
 
 
 class ViewWriter(msgspec.Struct, kw_only=True):
-    """One trusted writer's accepted stream (``commit``) as the view holds it: its live items in sequence order."""
+    """One trusted writer's accepted stream (``commit``) as the view holds it: its live items in sequence order
+    (``count`` of them; the index file holds the writer without its items, its own file holds them)."""
 
     key_id: str
     principal: str
     seq: int
     commit: str
-    items: list[dict[str, Any]]
+    count: int = 0
+    items: list[dict[str, Any]] = msgspec.field(default_factory=list)
 
 
 class View(msgspec.Struct, kw_only=True):
@@ -88,24 +92,67 @@ def _mac(key: bytes, value: Any) -> str:
     return hmac.new(key, _DOMAIN + msgspec.json.encode(value), hashlib.sha256).hexdigest()
 
 
-def write_view(data_root: Path, view: View) -> None:
-    """Write the view and the hook's extract of it, both sealed under the cache key."""
+class _SealedWriter(msgspec.Struct, kw_only=True):
+    writer: ViewWriter
+    mac: str
+
+
+def _writer_path(data_root: Path, shared: str, key_id: str) -> Path:
+    return project_dir(data_root, shared) / _WRITERS_DIR / f"{key_id}.json"
+
+
+def write_view(data_root: Path, view: View, fresh: set[str]) -> None:
+    """Write the view: each writer in ``fresh`` (read from git by this sync; its items are in ``view``) to its own
+    file, the index of every writer, and the hook's extract; all sealed under the cache key. The files of writers the
+    view no longer holds are removed."""
     key = load_or_create_key(data_root, CACHE_KEY)
     directory = project_dir(data_root, view.shared)
-    own = OwnClaims(shared=view.shared, claims=_hook_claims(view))
+    for writer in view.writers:
+        if writer.key_id in fresh:
+            writer.count = len(writer.items)
+            write_json(
+                _writer_path(data_root, view.shared, writer.key_id), _SealedWriter(writer=writer, mac=_mac(key, writer))
+            )
+    keep = {f"{w.key_id}.json" for w in view.writers}
+    with contextlib.suppress(FileNotFoundError):
+        for name in os.listdir(directory / _WRITERS_DIR):
+            if name.endswith(".json") and name not in keep:
+                os.unlink(directory / _WRITERS_DIR / name)
+    own = OwnClaims(shared=view.shared, claims=_hook_claims(data_root, view))
     write_json(directory / _HOOK_FILE, _SealedOwn(own=own, mac=_mac(key, own)))
-    write_json(directory / _VIEW_FILE, _Sealed(view=view, mac=_mac(key, view)))
+    index = msgspec.structs.replace(view, writers=[msgspec.structs.replace(w, items=[]) for w in view.writers])
+    write_json(directory / _VIEW_FILE, _Sealed(view=index, mac=_mac(key, index)))
 
 
-def read_view(data_root: Path, shared: str) -> View | None:
-    """The view the last sync wrote; ``None`` without one, or when its seal does not verify (then it is not used)."""
-    found: _Sealed | None = read_json(project_dir(data_root, shared) / _VIEW_FILE, _Sealed, _MAX_VIEW)
+def read_view(data_root: Path, shared: str, *, items: bool = True) -> View | None:
+    """The view the last sync wrote (with every writer's items, or only the index); ``None`` without one, or when a
+    seal does not verify or a writer's file is not the one the index names (then it is not used)."""
+    found: _Sealed | None = read_json(project_dir(data_root, shared) / _VIEW_FILE, _Sealed)
     if found is None:
         return None
     key = load_key(data_root, CACHE_KEY)
     if key is None or not hmac.compare_digest(_mac(key, found.view), found.mac):
         return None
-    return found.view
+    view = found.view
+    if items:
+        for index, writer in enumerate(view.writers):
+            full = writer_items(data_root, shared, writer, key)
+            if full is None:
+                return None
+            view.writers[index] = full
+    return view
+
+
+def writer_items(data_root: Path, shared: str, writer: ViewWriter, key: bytes | None = None) -> ViewWriter | None:
+    """``writer`` (an index entry) with its items, from its sealed file; ``None`` when the file is missing, unsealed,
+    or holds another commit than the index names."""
+    key = key if key is not None else load_key(data_root, CACHE_KEY)
+    found: _SealedWriter | None = read_json(_writer_path(data_root, shared, writer.key_id), _SealedWriter, _MAX_VIEW)
+    if found is None or key is None or not hmac.compare_digest(_mac(key, found.writer), found.mac):
+        return None
+    if (found.writer.commit, found.writer.seq, found.writer.key_id) != (writer.commit, writer.seq, writer.key_id):
+        return None
+    return msgspec.structs.replace(found.writer, principal=writer.principal)
 
 
 #: view file → (its stat, the view, its active peer claims as snapshots show them): a resident server folds and
@@ -137,12 +184,22 @@ def folded_view(data_root: Path, shared: str) -> tuple[View, list[dict[str, Any]
     return held[1], [dict(claim) for claim in held[2]]
 
 
-def _hook_claims(view: View) -> list[Claim]:
+def _hook_claims(data_root: Path, view: View) -> list[Claim]:
+    """The user's own direct user-explicit project and long-term claims of ``view`` (writers without their items in
+    it are read from their files)."""
     if view.principal is None:
         return []
+    own = []
+    for writer in view.writers:
+        if writer.principal != view.principal:
+            continue
+        full = writer if writer.items or not writer.count else writer_items(data_root, view.shared, writer)
+        if full is not None:
+            own.append(full)
+    mine = msgspec.structs.replace(view, writers=own)
     return [
         p.claim
-        for p in peer_claims(view, principals={view.principal})
+        for p in peer_claims(mine)
         if p.claim.is_direct_user_explicit and p.claim.scope in ("project", "long_term")
     ]
 
