@@ -22,7 +22,7 @@ import msgspec
 
 from intentloop.errors import ConflictError, StorageError
 from intentloop.service._share_publish import publish_set
-from intentloop.service._share_view import View, ViewWriter, read_view, write_view, writer_items
+from intentloop.service._share_view import View, ViewWriter, read_view, write_view, writer_file_sealed, writer_items
 from intentloop.store._share import (
     TrustedKey,
     project_dir,
@@ -267,7 +267,7 @@ def build_view(
         if writer not in trusted:
             continue
         kept = before.get(writer)
-        if kept is not None and kept.commit == commit:
+        if kept is not None and kept.commit == commit and writer_file_sealed(mirror.data_root, shared, writer):
             writers.append(msgspec.structs.replace(kept, principal=trusted[writer].principal))
             continue
         if writer in parsed:

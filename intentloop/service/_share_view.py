@@ -26,8 +26,9 @@ import msgspec
 from intentloop.model.claims import Claim
 from intentloop.model.events import Event
 from intentloop.model.projection import ProjectState, apply_event
+from intentloop.store._fs import read_regular
 from intentloop.store._keyfile import CACHE_KEY, load_key, load_or_create_key
-from intentloop.store._share import project_dir, read_json, write_json
+from intentloop.store._share import project_dir, write_bytes
 
 _VIEW_FILE = "view.json"
 _WRITERS_DIR = "writers"
@@ -60,11 +61,6 @@ class View(msgspec.Struct, kw_only=True):
     problems: list[dict[str, Any]]
 
 
-class _Sealed(msgspec.Struct, kw_only=True):
-    view: View
-    mac: str
-
-
 class PeerClaim(msgspec.Struct, frozen=True, kw_only=True):
     """An active peer claim and where it comes from."""
 
@@ -83,18 +79,32 @@ class OwnClaims(msgspec.Struct, kw_only=True):
     claims: list[Claim]
 
 
-class _SealedOwn(msgspec.Struct, kw_only=True):
-    own: OwnClaims
-    mac: str
+def _write_sealed(path: Path, key: bytes, value: Any) -> None:
+    """``<HMAC-SHA-256 hex>\\n<JSON>``: the seal covers the bytes, so it is checked without decoding them."""
+    data = msgspec.json.encode(value)
+    mac = hmac.new(key, _DOMAIN + data, hashlib.sha256).hexdigest().encode("ascii")
+    write_bytes(path, mac + b"\n" + data)
 
 
-def _mac(key: bytes, value: Any) -> str:
-    return hmac.new(key, _DOMAIN + msgspec.json.encode(value), hashlib.sha256).hexdigest()
+def _sealed_bytes(path: Path, key: bytes | None, max_bytes: int = _MAX_VIEW) -> bytes | None:
+    """The JSON of a sealed file whose seal verifies under ``key``; ``None`` when missing or not sealed by it."""
+    opened = read_regular(path)
+    if opened is None or key is None or len(opened[0]) > max_bytes:
+        return None
+    mac, _, data = opened[0].partition(b"\n")
+    if not hmac.compare_digest(mac, hmac.new(key, _DOMAIN + data, hashlib.sha256).hexdigest().encode("ascii")):
+        return None
+    return data
 
 
-class _SealedWriter(msgspec.Struct, kw_only=True):
-    writer: ViewWriter
-    mac: str
+def _read_sealed(path: Path, key: bytes | None, kind: type[Any]) -> Any:
+    data = _sealed_bytes(path, key)
+    if data is None:
+        return None
+    try:
+        return msgspec.json.decode(data, type=kind)
+    except msgspec.DecodeError:
+        return None
 
 
 def _writer_path(data_root: Path, shared: str, key_id: str) -> Path:
@@ -110,30 +120,25 @@ def write_view(data_root: Path, view: View, fresh: set[str]) -> None:
     for writer in view.writers:
         if writer.key_id in fresh:
             writer.count = len(writer.items)
-            write_json(
-                _writer_path(data_root, view.shared, writer.key_id), _SealedWriter(writer=writer, mac=_mac(key, writer))
-            )
+            _write_sealed(_writer_path(data_root, view.shared, writer.key_id), key, writer)
     keep = {f"{w.key_id}.json" for w in view.writers}
     with contextlib.suppress(FileNotFoundError):
         for name in os.listdir(directory / _WRITERS_DIR):
             if name.endswith(".json") and name not in keep:
                 os.unlink(directory / _WRITERS_DIR / name)
     own = OwnClaims(shared=view.shared, claims=_hook_claims(data_root, view))
-    write_json(directory / _HOOK_FILE, _SealedOwn(own=own, mac=_mac(key, own)))
+    _write_sealed(directory / _HOOK_FILE, key, own)
     index = msgspec.structs.replace(view, writers=[msgspec.structs.replace(w, items=[]) for w in view.writers])
-    write_json(directory / _VIEW_FILE, _Sealed(view=index, mac=_mac(key, index)))
+    _write_sealed(directory / _VIEW_FILE, key, index)
 
 
 def read_view(data_root: Path, shared: str, *, items: bool = True) -> View | None:
     """The view the last sync wrote (with every writer's items, or only the index); ``None`` without one, or when a
     seal does not verify or a writer's file is not the one the index names (then it is not used)."""
-    found: _Sealed | None = read_json(project_dir(data_root, shared) / _VIEW_FILE, _Sealed)
-    if found is None:
-        return None
     key = load_key(data_root, CACHE_KEY)
-    if key is None or not hmac.compare_digest(_mac(key, found.view), found.mac):
+    view: View | None = _read_sealed(project_dir(data_root, shared) / _VIEW_FILE, key, View)
+    if view is None:
         return None
-    view = found.view
     if items:
         for index, writer in enumerate(view.writers):
             full = writer_items(data_root, shared, writer, key)
@@ -147,12 +152,15 @@ def writer_items(data_root: Path, shared: str, writer: ViewWriter, key: bytes | 
     """``writer`` (an index entry) with its items, from its sealed file; ``None`` when the file is missing, unsealed,
     or holds another commit than the index names."""
     key = key if key is not None else load_key(data_root, CACHE_KEY)
-    found: _SealedWriter | None = read_json(_writer_path(data_root, shared, writer.key_id), _SealedWriter, _MAX_VIEW)
-    if found is None or key is None or not hmac.compare_digest(_mac(key, found.writer), found.mac):
+    found: ViewWriter | None = _read_sealed(_writer_path(data_root, shared, writer.key_id), key, ViewWriter)
+    if found is None or (found.commit, found.seq, found.key_id) != (writer.commit, writer.seq, writer.key_id):
         return None
-    if (found.writer.commit, found.writer.seq, found.writer.key_id) != (writer.commit, writer.seq, writer.key_id):
-        return None
-    return msgspec.structs.replace(found.writer, principal=writer.principal)
+    return msgspec.structs.replace(found, principal=writer.principal)
+
+
+def writer_file_sealed(data_root: Path, shared: str, key_id: str) -> bool:
+    """Whether a writer's file is there and sealed (checked over its bytes, not decoded)."""
+    return _sealed_bytes(_writer_path(data_root, shared, key_id), load_key(data_root, CACHE_KEY)) is not None
 
 
 #: view file → (its stat, the view, its active peer claims as snapshots show them): a resident server folds and
@@ -283,13 +291,11 @@ def own_hook_claims(data_root: Path, root: str, project_id: str) -> list[Claim]:
         identity = shared_identity(data_root, root, project_id)
         if identity is None:
             return []
-        found: _SealedOwn | None = read_json(project_dir(data_root, identity.shared_id) / _HOOK_FILE, _SealedOwn)
-        key = load_key(data_root, CACHE_KEY) if found is not None else None
+        path = project_dir(data_root, identity.shared_id) / _HOOK_FILE
+        found: OwnClaims | None = _read_sealed(path, load_key(data_root, CACHE_KEY), OwnClaims)
     except IntentLoopError:
         return []
-    if found is None or key is None or not hmac.compare_digest(_mac(key, found.own), found.mac):
-        return []
-    return found.own.claims
+    return [] if found is None else found.claims
 
 
 def peer_wire(peer: PeerClaim, own_principal: str | None) -> dict[str, Any]:

@@ -114,9 +114,18 @@ def read_json(path: Path, kind: type[Any], max_bytes: int = _MAX_FILE) -> Any:
 
 
 def write_json(path: Path, value: Any) -> None:
+    write_bytes(path, msgspec.json.encode(value) + b"\n")
+
+
+def write_bytes(path: Path, data: bytes) -> None:
+    """Replace ``path`` (under ``R/share/``, folders made 0700) with ``data``, durably.
+
+    Raises:
+        StorageError: ``STORAGE_WRITE_FAILED``.
+    """
     try:
         _make_dirs(path.parent)
-        replace_file(path, f".{path.name}.{uuid.uuid4().hex}.tmp", msgspec.json.encode(value) + b"\n", durable=True)
+        replace_file(path, f".{path.name}.{uuid.uuid4().hex}.tmp", data, durable=True)
     except OSError as exc:
         raise StorageError(f"writing {path.name} failed", code="STORAGE_WRITE_FAILED") from exc
 
@@ -280,6 +289,7 @@ __all__ = [
     "trust_key",
     "trusted_keys",
     "write_binding",
+    "write_bytes",
     "write_json",
     "write_principal",
     "write_project_file",

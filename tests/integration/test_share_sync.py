@@ -366,3 +366,25 @@ async def test_a_running_server_shows_what_each_sync_accepted(tmp_path: Path) ->
         assert sorted(c["statement"] for c in snap["peer_claims"]) == ["first peer rule", "second peer rule"]
         plain = await surface.ok("intent_get_snapshot", {"task_id": task})
         assert "peer_claims" not in plain and plain["active_claims"] == []
+
+
+def test_an_edited_view_is_never_shown_or_injected(tmp_path: Path) -> None:
+    _remote, (a, b), _shared = _pair(tmp_path, ["a", "b"])
+    task = a.start()
+    a.tools(explicit(task, "Genuine rule"))
+    a.cli("sync")
+    b.cli("sync")
+    session = "sess-" + uuid.uuid4().hex
+    mine = str(uuid.uuid4())
+    b.tools(("intent_start_task", {"task_id": mine, "request_id": "s-b", "mode": "on", "host_session_id": session}))
+    assert "Genuine rule" in _hook(b, session)["hookSpecificOutput"]["additionalContext"]  # the positive control
+    assert _peer_statements(b, mine) == {"Genuine rule"}
+    files = [p for p in (b.root / "share" / "projects").rglob("*.json") if "Genuine rule" in p.read_text()]
+    assert {p.name for p in files} == {"own-claims.json", f"{a.cli('share', 'keys')['key_id']}.json"}
+    for path in files:  # a program without the cache key rewrites the words
+        path.write_text(path.read_text().replace("Genuine rule", "Forged rule!"))
+    context = _hook(b, session).get("hookSpecificOutput", {}).get("additionalContext", "")
+    assert "Forged" not in context and "Genuine" not in context
+    assert _peer_statements(b, mine) == set()
+    b.cli("sync")  # the next sync writes them again from the accepted streams
+    assert _peer_statements(b, mine) == {"Genuine rule"}
