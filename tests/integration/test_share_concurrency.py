@@ -99,6 +99,11 @@ def test_fifty_kills_during_fetch_and_push_leave_no_partial_state(tmp_path: Path
     assert sorted(_peer_statements(b)) == sorted(f"rule {n}" for n in range(written))
     for repo in (a.root / "share" / "mirror.git", b.root / "share" / "mirror.git", remote):
         subprocess.run(["git", "fsck", "--no-progress"], env={**os.environ, "GIT_DIR": str(repo)}, check=True)
-    for machine in (a, b):
+    for machine in (a, b):  # every state file whole: plain JSON, or a seal line and JSON (the view's files)
         for state in (machine.root / "share" / "projects").rglob("*.json"):
-            json.loads(state.read_text())
+            text = state.read_text()
+            if state.name in ("settings.json", "peers.json"):
+                json.loads(text)
+            else:
+                seal, _, body = text.partition("\n")
+                assert len(seal) == 64 and json.loads(body)
