@@ -388,3 +388,16 @@ def test_an_edited_view_is_never_shown_or_injected(tmp_path: Path) -> None:
     assert _peer_statements(b, mine) == set()
     b.cli("sync")  # the next sync writes them again from the accepted streams
     assert _peer_statements(b, mine) == {"Genuine rule"}
+
+
+def test_an_unreachable_remote_is_a_retryable_git_failure_and_a_bad_url_is_refused(tmp_path: Path) -> None:
+    _origin, remote, (a,) = world(tmp_path, ["a"])
+    a.cli("share", "init")
+    assert a.cli("share", "remote", "--", "-uoption", check=False)["error"]["code"] == "INVALID_ARGUMENTS"
+    a.cli("share", "remote", f"file://{tmp_path / 'nowhere.git'}")
+    task = a.start()
+    a.tools(explicit(task, "Waits for a reachable remote"))
+    failed = a.cli("sync", check=False)
+    assert failed["error"]["code"] == "SHARE_GIT_FAILED" and failed["error"]["retryable"] is True
+    a.cli("share", "remote", f"file://{remote}")  # the positive control
+    assert a.cli("sync")["own"]["added"] == 1
