@@ -22,7 +22,15 @@ import msgspec
 
 from intentloop.errors import ConflictError, StorageError
 from intentloop.service._share_publish import publish_set
-from intentloop.service._share_view import View, ViewWriter, read_view, write_view, writer_file_sealed, writer_items
+from intentloop.service._share_view import (
+    View,
+    ViewWriter,
+    read_view,
+    write_view,
+    write_writer,
+    writer_file_sealed,
+    writer_items,
+)
 from intentloop.store._share import (
     TrustedKey,
     project_dir,
@@ -33,6 +41,7 @@ from intentloop.store._share import (
 )
 from intentloop.store._signing import SigningKey, load_or_create_signing_key
 from intentloop.store._stream import (
+    Checkpoint,
     Record,
     Stream,
     StreamProblem,
@@ -45,6 +54,7 @@ from intentloop.store._stream import (
 from intentloop.store._stream_git import ACCEPTED, FETCHED, OWN, Mirror
 
 _PEERS_FILE = "peers.json"
+_BLOB_BATCH = 4096  # payloads read per git process while judging writers
 
 
 class PeerState(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -71,18 +81,6 @@ def sync_lock(data_root: Path) -> Iterator[None]:
 def _read_stream(mirror: Mirror, commit: str, shared: str, writer: str) -> Stream:
     checkpoint, records, payloads = mirror.read_stream(commit)
     return parse_stream(shared=shared, writer=writer, checkpoint=checkpoint, records=records, payloads=payloads)
-
-
-def _parse(
-    content: tuple[bytes, bytes, dict[str, bytes | None], dict[str, str]],
-    shared: str,
-    writer: str,
-    known: dict[str, dict[str, Any]],
-) -> Stream:
-    checkpoint, records, payloads, _blobs = content
-    return parse_stream(
-        shared=shared, writer=writer, checkpoint=checkpoint, records=records, payloads=payloads, known=known
-    )
 
 
 def _own_base(mirror: Mirror, shared: str, key: SigningKey) -> tuple[Stream | None, str | None]:
@@ -167,44 +165,56 @@ def judge_writers(
     me: str,
     trusted: dict[str, TrustedKey],
     previous: View | None = None,
-) -> tuple[list[dict[str, Any]], dict[str, tuple[Stream, dict[str, str]]]]:
-    """Judge every fetched writer's ref against the last stream accepted from it; move ``refs/accepted``.
+) -> tuple[list[dict[str, Any]], dict[str, ViewWriter]]:
+    """Judge every fetched writer's ref against the last stream accepted from it; move ``refs/accepted`` and write
+    the view file of each stream accepted now.
 
-    Every changed stream is read in one batch (two git processes, whatever the number of writers); a payload held
-    under the blob id the previous view verified is not read again. Returns the report and the streams accepted
-    now (by writer), so the view need not read them again."""
+    The heads of every changed stream are read in one git process; payloads in batches of about
+    :data:`_BLOB_BATCH` blobs (a batch never splits a writer), so memory holds one batch, not every stream; a payload
+    held under the blob id the previous view verified is not read again. An unknown writer's payloads are never
+    read. Returns the report and the index entries of the writers accepted now."""
     peers = _load_peers(data_root, shared)
     fetched = mirror.refs(f"{FETCHED}/{shared}")
     accepted = mirror.refs(f"{ACCEPTED}/{shared}")
-    report: list[dict[str, Any]] = []
-    parsed: dict[str, Stream] = {}
-    blob_ids: dict[str, dict[str, str]] = {}
-    verified: dict[str, str] = {}
-    known: dict[str, dict[str, Any]] = {}
+    before = {w.key_id: w for w in previous.writers} if previous is not None else {}
     changed = {
         w: c
         for w, c in fetched.items()
         if w != me and (w not in trusted or (peers.get(w, PeerState()).frozen is None and c != accepted.get(w)))
     }
-    for held in previous.writers if previous is not None else ():
-        full = writer_items(data_root, shared, held) if held.key_id in changed else None
-        for item in full.items if full is not None else ():
-            verified[item["digest"]] = item["blob"]
-            known[item["digest"]] = item["body"]
-    contents = mirror.read_streams(changed, verified)
-    for writer in sorted(fetched):
-        if writer == me:
-            continue
+    heads = mirror.read_heads(changed)
+    pending = [w for w in sorted(fetched) if w != me]
+    prepared: dict[str, tuple[dict[str, str], dict[str, dict[str, Any]]]] = {}
+    blobs: dict[str, bytes] = {}
+
+    def prepare(start: int) -> None:
+        blobs.clear()
+        wanted: list[str] = []
+        for writer in pending[start:]:
+            if writer not in changed or writer not in trusted or writer in prepared:
+                continue
+            if len(wanted) >= _BLOB_BATCH:
+                break
+            held = before.get(writer)
+            full = writer_items(data_root, shared, held) if held is not None else None
+            items = full.items if full is not None else []
+            verified = {item["digest"]: item["blob"] for item in items}
+            prepared[writer] = (verified, {item["digest"]: item["body"] for item in items})
+            wanted.extend(sha for name, sha in heads[writer][2].items() if verified.get(name) != sha)
+        blobs.update(mirror.read_blobs(wanted))
+
+    report: list[dict[str, Any]] = []
+    fresh: dict[str, ViewWriter] = {}
+    for index, writer in enumerate(pending):
         commit = fetched[writer]
         state = peers.get(writer, PeerState())
         entry: dict[str, Any] = {"writer": writer, "principal": None, "status": "", "seq": state.seq}
         report.append(entry)
         if writer not in trusted:
             entry["status"] = "unknown"
-            with contextlib.suppress(StreamProblem):
-                seen = _parse(contents[writer], shared, writer, known)
-                entry["seq"] = seen.checkpoint.seq
-                entry["principal_claimed"] = seen.checkpoint.principal
+            with contextlib.suppress(msgspec.DecodeError):
+                claimed = msgspec.json.decode(heads[writer][0], type=Checkpoint)
+                entry.update(seq=claimed.seq, principal_claimed=claimed.principal)
             continue
         entry["principal"] = trusted[writer].principal
         if state.frozen is not None:
@@ -213,8 +223,15 @@ def judge_writers(
         if commit == accepted.get(writer):
             entry["status"] = "unchanged"
             continue
+        if writer not in prepared:
+            prepare(index)
+        verified, known = prepared.pop(writer)
+        checkpoint, records, entries = heads[writer]
+        payloads = {name: None if verified.get(name) == sha else blobs.get(sha, b"") for name, sha in entries.items()}
         try:
-            stream = _parse(contents[writer], shared, writer, known)
+            stream = parse_stream(
+                shared=shared, writer=writer, checkpoint=checkpoint, records=records, payloads=payloads, known=known
+            )
         except StreamProblem as problem:
             entry.update(status="tampered", problem=problem.reason, problem_seq=problem.seq)
             continue
@@ -231,12 +248,25 @@ def judge_writers(
             _freeze(peers, writer, state, "equivocation: the stream forks from the accepted one", state.seq, entry)
             continue
         mirror.set_ref(f"{ACCEPTED}/{shared}/{writer}", commit, accepted.get(writer))
-        parsed[writer] = stream
-        blob_ids[writer] = contents[writer][3]
+        fresh[writer] = write_writer(data_root, shared, _view_writer(stream, commit, entries, trusted[writer]))
         entry.update(status="accepted" if seq > state.seq else "unchanged", seq=seq, added=seq - state.seq)
         peers[writer] = PeerState(seq=seq, head=head)
     _save_peers(data_root, shared, peers)
-    return report, {w: (parsed[w], blob_ids[w]) for w in parsed}
+    return report, fresh
+
+
+def _view_writer(stream: Stream, commit: str, blob_ids: dict[str, str], trusted: TrustedKey) -> ViewWriter:
+    items = []
+    for item, seq in sorted(stream.live().items(), key=lambda kv: kv[1]):
+        digest = stream.records[seq - 1].digest or ""
+        items.append({"seq": seq, "item": item, "body": stream.bodies[seq], "digest": digest, "blob": blob_ids[digest]})
+    return ViewWriter(
+        key_id=stream.checkpoint.writer,
+        principal=trusted.principal,
+        seq=stream.checkpoint.seq,
+        commit=commit,
+        items=items,
+    )
 
 
 def _freeze(
@@ -252,51 +282,34 @@ def build_view(
     principal: str | None,
     trusted: dict[str, TrustedKey],
     report: list[dict[str, Any]],
-    parsed: dict[str, tuple[Stream, dict[str, str]]],
+    fresh: dict[str, ViewWriter],
     previous: View | None,
-) -> tuple[View, set[str]]:
-    """The combined view of the accepted streams of trusted writers (unknown writers are listed, never shown).
-
-    A writer whose accepted commit is the one the previous view holds keeps its index entry (its items stay in its
-    file); a stream accepted now comes from ``parsed``; only the rest is read from the mirror. Returns the view and
-    the writers whose items it holds (to be written)."""
+) -> View:
+    """The combined view's index over the accepted streams of trusted writers (unknown writers are listed, never
+    shown): the writers accepted now (``fresh``, their files written), the previous entries of the others whose
+    files are still sealed, and any other accepted stream read again from the mirror (its file written again)."""
     before = {w.key_id: w for w in previous.writers} if previous is not None else {}
     writers: list[ViewWriter] = []
-    fresh: set[str] = set()
     for writer, commit in sorted(mirror.refs(f"{ACCEPTED}/{shared}").items()):
         if writer not in trusted:
+            continue
+        if writer in fresh:
+            writers.append(fresh[writer])
             continue
         kept = before.get(writer)
         if kept is not None and kept.commit == commit and writer_file_sealed(mirror.data_root, shared, writer):
             writers.append(msgspec.structs.replace(kept, principal=trusted[writer].principal))
             continue
-        if writer in parsed:
-            stream, blobs = parsed[writer]
-        else:
-            stream, blobs = _read_stream(mirror, commit, shared, writer), mirror.payload_entries(commit)
-        items = []
-        for item, seq in sorted(stream.live().items(), key=lambda kv: kv[1]):
-            digest = stream.records[seq - 1].digest or ""
-            items.append(
-                {"seq": seq, "item": item, "body": stream.bodies[seq], "digest": digest, "blob": blobs[digest]}
-            )
-        fresh.add(writer)
-        writers.append(
-            ViewWriter(
-                key_id=writer,
-                principal=trusted[writer].principal,
-                seq=stream.checkpoint.seq,
-                commit=commit,
-                items=items,
-            )
-        )
+        stream = _read_stream(mirror, commit, shared, writer)
+        view_writer = _view_writer(stream, commit, mirror.payload_entries(commit), trusted[writer])
+        writers.append(write_writer(mirror.data_root, shared, view_writer))
     unknown = [
         {"writer": e["writer"], "seq": e["seq"], "principal_claimed": e.get("principal_claimed")}
         for e in report
         if e["status"] == "unknown"
     ]
     problems = [e for e in report if e["status"] in ("tampered", "rollback", "frozen")]
-    return View(shared=shared, principal=principal, writers=writers, unknown=unknown, problems=problems), fresh
+    return View(shared=shared, principal=principal, writers=writers, unknown=unknown, problems=problems)
 
 
 def sync(data_root: Path, shared: str, principal: str | None) -> dict[str, Any]:
@@ -334,9 +347,9 @@ def sync(data_root: Path, shared: str, principal: str | None) -> dict[str, Any]:
             pushed = True
         trusted = {k.key_id: k for k in trusted_keys(data_root)}
         previous = read_view(data_root, shared, items=False)
-        report, parsed = judge_writers(data_root, mirror, shared, key.key_id, trusted, previous)
-        view, fresh = build_view(mirror, shared, principal, trusted, report, parsed, previous)
-        write_view(data_root, view, fresh)
+        report, fresh = judge_writers(data_root, mirror, shared, key.key_id, trusted, previous)
+        view = build_view(mirror, shared, principal, trusted, report, fresh, previous)
+        write_view(data_root, view)
     return {
         "shared_id": shared,
         "remote": remote,
@@ -347,7 +360,7 @@ def sync(data_root: Path, shared: str, principal: str | None) -> dict[str, Any]:
             "healed": pushed and remote_own is not None and counts["added"] + counts["erased"] == 0,
         },
         "writers": report,
-        "view": {"writers": len(view.writers), "items": sum(len(w.items) or w.count for w in view.writers)},
+        "view": {"writers": len(view.writers), "items": sum(w.count for w in view.writers)},
     }
 
 

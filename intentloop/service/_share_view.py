@@ -111,16 +111,19 @@ def _writer_path(data_root: Path, shared: str, key_id: str) -> Path:
     return project_dir(data_root, shared) / _WRITERS_DIR / f"{key_id}.json"
 
 
-def write_view(data_root: Path, view: View, fresh: set[str]) -> None:
-    """Write the view: each writer in ``fresh`` (read from git by this sync; its items are in ``view``) to its own
-    file, the index of every writer, and the hook's extract; all sealed under the cache key. The files of writers the
-    view no longer holds are removed."""
+def write_writer(data_root: Path, shared: str, writer: ViewWriter) -> ViewWriter:
+    """Write one writer's items to its sealed file; returns its index entry (``count`` set, no items)."""
+    key = load_or_create_key(data_root, CACHE_KEY)
+    writer.count = len(writer.items)
+    _write_sealed(_writer_path(data_root, shared, writer.key_id), key, writer)
+    return msgspec.structs.replace(writer, items=[])
+
+
+def write_view(data_root: Path, view: View) -> None:
+    """Write the view's index (its writers' files are written as they are accepted, :func:`write_writer`) and the
+    hook's extract, sealed under the cache key; the files of writers the view no longer holds are removed."""
     key = load_or_create_key(data_root, CACHE_KEY)
     directory = project_dir(data_root, view.shared)
-    for writer in view.writers:
-        if writer.key_id in fresh:
-            writer.count = len(writer.items)
-            _write_sealed(_writer_path(data_root, view.shared, writer.key_id), key, writer)
     keep = {f"{w.key_id}.json" for w in view.writers}
     with contextlib.suppress(FileNotFoundError):
         for name in os.listdir(directory / _WRITERS_DIR):

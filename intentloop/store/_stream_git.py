@@ -207,33 +207,21 @@ class Mirror:
         payloads = {name: blobs.get(sha or "", b"") for name, sha in zip(payload_names, wanted[2:], strict=True)}
         return checkpoint, records, payloads
 
-    def read_streams(
-        self, commits: Mapping[str, str], verified: Mapping[str, str]
-    ) -> dict[str, tuple[bytes, bytes, dict[str, bytes | None], dict[str, str]]]:
-        """:meth:`read_stream` for many commits (writer → commit) in two git processes, whatever their number.
-
-        ``verified`` maps payload names to the blob ids the reader verified before: a payload held under that blob id
-        is not read again (its value is ``None``; content-addressed, it is the same bytes). Each answer is
-        ``(checkpoint, records, payloads, payload blob ids)``.
-        """
+    def read_heads(self, commits: Mapping[str, str]) -> dict[str, tuple[bytes, bytes, dict[str, str]]]:
+        """``(checkpoint, records, payload name → blob id)`` of many stream commits (writer → commit) in one git
+        process, whatever their number; the payloads themselves are read with :meth:`read_blobs`."""
         order = list(commits.items())
         asks = [f"{commit}:{part}" for _w, commit in order for part in (CHECKPOINT_FILE, RECORDS_FILE, PAYLOAD_DIR)]
         found = self._cat_in_order(asks)
-        result: dict[str, tuple[bytes, bytes, dict[str, bytes | None], dict[str, str]]] = {}
-        wanted: list[str] = []
-        trees: dict[str, dict[str, str]] = {}
+        result: dict[str, tuple[bytes, bytes, dict[str, str]]] = {}
         for index, (writer, _commit) in enumerate(order):
             checkpoint, records, tree = found[3 * index : 3 * index + 3]
-            entries = _tree_entries(tree) if tree is not None else {}
-            trees[writer] = entries
-            result[writer] = (checkpoint or b"", records or b"", {}, entries)
-            wanted.extend(sha for name, sha in entries.items() if verified.get(name) != sha)
-        blobs = dict(zip(wanted, self._cat_in_order(wanted), strict=True))
-        for writer, entries in trees.items():
-            payloads = result[writer][2]
-            for name, sha in entries.items():
-                payloads[name] = None if verified.get(name) == sha else (blobs.get(sha) or b"")
+            result[writer] = (checkpoint or b"", records or b"", _tree_entries(tree) if tree is not None else {})
         return result
+
+    def read_blobs(self, shas: Sequence[str]) -> dict[str, bytes]:
+        """The bytes of each blob (one git process); a blob git does not have is absent."""
+        return {sha: data for sha, data in zip(shas, self._cat_in_order(shas), strict=True) if data is not None}
 
     def _cat_in_order(self, asks: Sequence[str]) -> list[bytes | None]:
         """``git cat-file --batch`` over ``asks``: each object's bytes in order, ``None`` for a missing one."""
