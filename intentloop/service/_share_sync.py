@@ -96,6 +96,7 @@ def _own_base(mirror: Mirror, shared: str, key: SigningKey) -> tuple[Stream | No
             if remote.checkpoint.seq > base_seq and (
                 local is None or remote.records[base_seq - 1].hash == local.checkpoint.head
             ):
+                mirror.set_ref(f"{OWN}/{shared}/{key.key_id}", remote_commit, local_commit)
                 return remote, remote_commit
     return local, local_commit
 

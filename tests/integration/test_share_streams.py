@@ -293,3 +293,24 @@ def test_an_erased_claim_leaves_no_byte_in_streams_or_mirrors_after_gc(tmp_path:
     )
     erase = json.loads(stream.splitlines()[-1])
     assert erase["kind"] == "erase" and set(erase) == {"seq", "prev", "kind", "hash", "target"}
+
+
+def test_a_writer_that_lost_its_mirror_extends_its_published_stream(tmp_path: Path) -> None:
+    import shutil
+
+    _remote, (a, b), shared = _pair(tmp_path, ["a", "b"])
+    writer = a.cli("share", "keys")["key_id"]
+    task = a.start()
+    a.tools(explicit(task, "Before the loss"), explicit(task, "Also before"))
+    a.cli("sync")
+    assert _writer(b.cli("sync"), writer)["seq"] == 2
+    mirror = a.root / "share" / "mirror.git"
+    shutil.rmtree(mirror)  # e.g. a data root restored without it
+    assert a.cli("sync")["own"] == {"added": 0, "erased": 0, "seq": 2, "pushed": False, "healed": False}
+    adopted = git("for-each-ref", "--format=%(refname)", "refs/intentloop", cwd=mirror).split()
+    assert adopted == [f"refs/intentloop/{shared}/{writer}"]  # the published stream is its own again
+    a.tools(explicit(task, "After the loss"))
+    assert a.cli("sync")["own"] == {"added": 1, "erased": 0, "seq": 3, "pushed": True, "healed": False}
+    report = _writer(b.cli("sync"), writer)
+    assert (report["status"], report["seq"]) == ("accepted", 3)
+    assert _peers(b) == {"Before the loss", "Also before", "After the loss"}
