@@ -106,6 +106,13 @@ ErrorCode = Literal[
     "INSTALL_ENTRY_EXISTS",  # an installer found a host entry it did not write where its own would go
     "INSTALL_TABLE_CONFLICT",  # config.toml has its own [mcp_servers.intent_loop] table, which no edit may take over
     "OUTPUT_INSIDE_DATA_ROOT",  # an export's destination is inside the data root (it would outlive a forget)
+    # sharing through git (docs/SYNC.md)
+    "SHARE_FILE_INVALID",  # .intentloop/project.json or a shared id is not what share init writes
+    "SHARE_KEY_INVALID",  # a public key given to share trust is not an OpenSSH ssh-ed25519 key
+    "SHARE_NOT_INITIALIZED",  # the project has no shared id (share init / share join) or no remote
+    "SHARE_ALREADY_BOUND",  # share join on a checkout that carries, or is bound to, another shared id
+    "SHARE_REDACTION_HIT",  # a text that would travel still holds a secret: the push is refused
+    "SHARE_GIT_FAILED",  # the git command line failed (fetch, push, an object)
 ]
 #: The codes whose failures may succeed when retried unchanged.
 RETRYABLE: frozenset[ErrorCode] = frozenset(
@@ -119,6 +126,7 @@ RETRYABLE: frozenset[ErrorCode] = frozenset(
         "CORRUPT_PRIVATE_CONTROL",
         "STORAGE_WRITE_FAILED",
         "STORAGE_READ_FAILED",
+        "SHARE_GIT_FAILED",
     }
 )
 #: code -> retryable, for every code (derived from the two above).
@@ -224,6 +232,8 @@ _INPUT: frozenset[ErrorCode] = frozenset(
         "AMBIGUOUS_ID",
         "AMBIGUOUS_CLAIM_PREFIX",
         "OUTPUT_INSIDE_DATA_ROOT",
+        "SHARE_FILE_INVALID",
+        "SHARE_KEY_INVALID",
     }
 )
 _CONFLICT: frozenset[ErrorCode] = frozenset(
@@ -246,6 +256,9 @@ _CONFLICT: frozenset[ErrorCode] = frozenset(
         "PRIVATE_SESSION_OWNED",
         "PRIVATE_TASK_OWNED",
         "RELINK_TARGET_EXISTS",
+        "SHARE_NOT_INITIALIZED",
+        "SHARE_ALREADY_BOUND",
+        "SHARE_REDACTION_HIT",
     }
 )
 _CORRUPT: frozenset[ErrorCode] = frozenset(
@@ -273,6 +286,7 @@ _STORAGE: frozenset[ErrorCode] = frozenset(
         "SIGNING_KEY_MISSING",
         "PROJECT_NOT_FOUND",
         "OUTPUT_EXISTS",
+        "SHARE_GIT_FAILED",
     }
 )
 

@@ -36,6 +36,8 @@ _USAGE_CODES: Final = frozenset(
         "INSTALL_ENTRY_EXISTS",
         "INSTALL_TABLE_CONFLICT",
         "OUTPUT_INSIDE_DATA_ROOT",
+        "SHARE_FILE_INVALID",
+        "SHARE_KEY_INVALID",
     }
 )
 _NOT_FOUND_CODES: Final = frozenset({"PROJECT_NOT_FOUND", "TASK_NOT_FOUND", "CLAIM_NOT_FOUND"})
@@ -66,6 +68,12 @@ _REMEDIES: Final[dict[str, str]] = {
     "CONFIRMATION_REQUIRED": "run it in a terminal to confirm, or pass --yes once you have read what it will do",
     "OUTPUT_EXISTS": "choose another --out path, or pass --overwrite to replace the file",
     "OUTPUT_INSIDE_DATA_ROOT": "choose an --out path outside the data root (`intentloop status` shows where it is)",
+    "SHARE_FILE_INVALID": "a shared id is a UUID as `share init` writes it; restore .intentloop/project.json from git",
+    "SHARE_KEY_INVALID": "pass the whole `ssh-ed25519 AAAA…` line `intentloop share keys` prints on the other machine",
+    "SHARE_NOT_INITIALIZED": "run `intentloop share init` (or `share join ID`) and `intentloop share remote URL` first",
+    "SHARE_ALREADY_BOUND": "this checkout already has a shared id (`intentloop share preview` shows it)",
+    "SHARE_REDACTION_HIT": "nothing was pushed: `intentloop share preview` names the record; forget or correct it",
+    "SHARE_GIT_FAILED": "check the remote URL and your git credentials (`git ls-remote URL`), then retry",
     "DATA_DIR_REQUIRED": "set HOME (the data root defaults to ~/.local/share/intentloop/v1) or INTENT_LOOP_DATA_DIR",
     "INVALID_DATA_DIR": "the data root and its projects/ folder must be directories you own; inspect them by hand",
     "PATH_ESCAPE": "a path under the data root is a symlink or leads outside it; inspect and remove it by hand",

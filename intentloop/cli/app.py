@@ -28,6 +28,7 @@ from intentloop.cli import (
     recover_salvage,
     relink,
     serve,
+    share,
     status,
     verify,
     views,
@@ -137,6 +138,7 @@ def build_app() -> typer.Typer:
     )(hook.hook)
     app.command("install", short_help="Wire intentloop into Codex, Claude Code or Gemini CLI.")(install_cmd.install)
     app.command("demo", short_help="A guided tour in a throwaway data root (real server, hook, CLI).")(demo.demo)
+    share.register(app)
     return app
 
 
@@ -220,7 +222,7 @@ def _command_name(argv: Sequence[str], group: Any = None) -> str | None:
     words = [a for a in argv[:2] if not a.startswith("-")]
     if group is not None and words and words[0] not in group.commands:
         return None
-    if words[:1] in (["recover"], ["forget"], ["keys"]):
+    if words[:1] in (["recover"], ["forget"], ["keys"], ["share"]):
         sub = group.commands[words[0]] if group is not None else None
         if sub is not None and words[1:] and words[1] not in sub.commands:
             return words[0]

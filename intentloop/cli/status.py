@@ -147,6 +147,7 @@ def _this_project(project_root: str | None, data_root: Path) -> dict[str, Any] |
     from intentloop.errors import IntentLoopError
     from intentloop.store import locate_project
     from intentloop.store._roots import REASONS
+    from intentloop.store._share import shared_identity
 
     try:
         located = (
@@ -156,12 +157,18 @@ def _this_project(project_root: str | None, data_root: Path) -> dict[str, Any] |
         )
     except (IntentLoopError, OSError):
         return None
+    try:
+        shared = shared_identity(data_root, located.root, located.project_id)
+    except IntentLoopError:  # a garbled project.json: status still shows the project
+        shared = None
     return {
         "directory": located.given,
         "root": located.root,
         "project_id": located.project_id,
         "reason": located.reason,
         "why": REASONS[located.reason],
+        "shared_id": None if shared is None else shared.shared_id,
+        "shared_source": None if shared is None else shared.source,
     }
 
 
@@ -237,6 +244,8 @@ def _show(out: Output, fields: dict[str, Any], summaries: list[ProjectSummary], 
     here = fields.get("project")
     if here is not None:
         out.line(f"project of {here['directory']}: {here['root']} ({short(here['project_id'])}), {here['why']}")
+        if here["shared_id"] is not None:
+            out.line(f"shared project {here['shared_id']} (from the {here['shared_source']}; docs/SYNC.md)")
     out.line(f"redaction: {fields['redaction']['summary']}")
     if fields.get("last_hook_problem"):
         out.line(_problem_text(fields["last_hook_problem"]))

@@ -198,7 +198,11 @@ def _omitted_line(omitted: int) -> list[str]:
 
 
 def hook_context_text(
-    task: TaskState, max_chars: int = DEFAULT_HOOK_CHARACTERS, *, recovery_packet: bool = False
+    task: TaskState,
+    max_chars: int = DEFAULT_HOOK_CHARACTERS,
+    *,
+    recovery_packet: bool = False,
+    peers: Sequence[Claim] = (),
 ) -> str:
     """The verified-user-intent block: only active user-explicit claims from a ``user_event`` source as text.
 
@@ -207,10 +211,12 @@ def hook_context_text(
 
     Args:
         recovery_packet: the packet for a SessionStart after compaction (:func:`recovery_packet_text`).
+        peers: active claims of the user's own principal from their other machines (docs/SYNC.md), counted and
+            shown by the same rule as the task's own.
     """
     if recovery_packet:
-        return recovery_packet_text(task, max_chars)
-    current = task.active_claims()
+        return recovery_packet_text(task, max_chars, peers=peers)
+    current = [*task.active_claims(), *peers]
     trusted = collapse_repeats(context_order([c for c in current if c.is_direct_user_explicit]))
     omitted = len(current) - sum(count for _claim, count in trusted)
     lines = [hook_line(claim) + _times(count) for claim, count in trusted]
@@ -224,16 +230,19 @@ def _recovery_summary(clipped: int, omitted: int) -> str:
     )
 
 
-def recovery_packet_text(task: TaskState, max_chars: int = DEFAULT_HOOK_CHARACTERS) -> str:
+def recovery_packet_text(
+    task: TaskState, max_chars: int = DEFAULT_HOOK_CHARACTERS, *, peers: Sequence[Claim] = ()
+) -> str:
     """The context for a SessionStart after compaction (``source: "compact"``): what must survive comes first.
 
     User-explicit hard constraints and outcomes (priority 0) are packed first against the whole body budget (the
     budget less the header and the closing line, which is reserved at its longest); the other direct user-explicit
     lines get only what they leave, so they are clipped first and can never displace one. The closing line, present
     whenever anything is not shown, counts exactly the user-explicit records clipped and the non-explicit records
-    omitted (repeats count as the records they stand for). The text never exceeds ``max_chars`` (≥ 500).
+    omitted (repeats count as the records they stand for). The text never exceeds ``max_chars`` (≥ 500). ``peers``
+    are the user's own claims from their other machines, packed by the same rule.
     """
-    current = task.active_claims()
+    current = [*task.active_claims(), *peers]
     trusted = collapse_repeats(context_order([c for c in current if c.is_direct_user_explicit]))
     omitted = len(current) - sum(count for _claim, count in trusted)
     total = len(current)
@@ -258,17 +267,22 @@ def recovery_packet_text(task: TaskState, max_chars: int = DEFAULT_HOOK_CHARACTE
 
 
 def linked_task_context(
-    task: TaskState, max_chars: int = DEFAULT_HOOK_CHARACTERS, *, recovery_packet: bool = False
+    task: TaskState,
+    max_chars: int = DEFAULT_HOOK_CHARACTERS,
+    *,
+    recovery_packet: bool = False,
+    peers: Sequence[Claim] = (),
 ) -> str:
     """SessionStart/UserPromptSubmit context for a linked task in mode ``on``: its id, then the verified block.
 
     Args:
         recovery_packet: a SessionStart after compaction (the block is :func:`recovery_packet_text`).
+        peers: the user's own claims from their other machines (:func:`hook_context_text`).
     """
     identity = f"[Intent Loop linked task_id={task.task_id}. Keep this ID internal and use it for intent_* tools.]"
-    if not task.active_claims():
+    if not task.active_claims() and not peers:
         return identity
-    return identity + "\n" + hook_context_text(task, max_chars, recovery_packet=recovery_packet)
+    return identity + "\n" + hook_context_text(task, max_chars, recovery_packet=recovery_packet, peers=peers)
 
 
 def association_context(session_id: str) -> str:

@@ -84,7 +84,8 @@ def snapshot(engine: Engine, ctx: Ctx, args: SnapshotArgs) -> dict[str, Any]:
     ``as_of`` folds only the task's events recorded at or before it (the current access rules still apply: a task
     that is off or private elsewhere now is not readable in the past either); long-term staleness is judged at that
     instant. ``include_history`` appends ``history`` (superseded and invalidated claims of that same projection);
-    without these two arguments the answer is exactly the original's.
+    ``include_peers`` appends ``peer_claims`` (docs/SYNC.md: the other writers' active claims, each with its
+    origin, as the last sync accepted them); without these arguments the answer is exactly the original's.
 
     Raises:
         IntentLoopError: ``INVALID_ID``, ``INVALID_ARGUMENTS`` (an ``as_of`` that is no real instant),
@@ -108,6 +109,10 @@ def snapshot(engine: Engine, ctx: Ctx, args: SnapshotArgs) -> dict[str, Any]:
     result = engine.snapshot(ctx, task, limit, judged_at=as_of)
     if args.include_history:
         result["history"] = [msgspec.to_builtins(entry) for entry in claim_history(task)]
+    if args.include_peers:
+        from intentloop.service._share import snapshot_peers
+
+        result["peer_claims"] = snapshot_peers(ctx.store.data_root, ctx.project_root, ctx.project_id)
     return result
 
 

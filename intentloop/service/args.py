@@ -144,6 +144,14 @@ class SnapshotArgs(ToolArgs, frozen=True, kw_only=True):
             "superseding claim, the record time of its removal and the invalidation reason."
         ),
     ] = False
+    include_peers: Annotated[
+        bool,
+        Meta(
+            description="Also return peer_claims: the active claims of the project's other writers as the last "
+            "`intentloop sync` accepted them (your other machines, trusted keys), each with its origin (writer key "
+            "id, principal, own: whether it is the user's own principal, task_id). Only a shared project has peers."
+        ),
+    ] = False
 
 
 class ClaimBaseArgs(ToolArgs, frozen=True, kw_only=True):

@@ -13,7 +13,7 @@ input (the high-entropy rule, linear but in Python) against a 2.5 s budget; 64 K
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -32,6 +32,7 @@ from intentloop.store import PrivateControl, ProjectStore, locate_project, requi
 
 if TYPE_CHECKING:
     from intentloop.model import EventDraft
+    from intentloop.model.claims import Claim
     from intentloop.store._sessions import SessionTask
 
 #: The hook redacts and digests at most this many characters of a prompt or message (the rest is only counted).
@@ -85,11 +86,13 @@ def _decide(
     session_id: str,
     *,
     recovery_packet: bool = False,
+    peers: Sequence[Claim] = (),
 ) -> tuple[TaskState | None, str]:
     """(the task an observation may be recorded into, the context text), per docs/HOOKS.md.
 
     ``task`` is the session's bound task (``ProjectStore.session_task``), ``control`` the session's own private control;
-    ``recovery_packet`` asks for the post-compaction packet as the linked task's context.
+    ``recovery_packet`` asks for the post-compaction packet as the linked task's context; ``peers`` are the user's
+    own claims from their other machines (docs/SYNC.md), injected beside the task's.
     """
     if control is not None:
         return None, private_control_context(control.task_id, session_id)
@@ -99,7 +102,7 @@ def _decide(
         return None, private_control_context(task.task_id)
     if task.mode != "on":
         return None, association_context(session_id)
-    return task, linked_task_context(task, recovery_packet=recovery_packet)
+    return task, linked_task_context(task, recovery_packet=recovery_packet, peers=peers)
 
 
 COMPACT_SOURCE: Final = "compact"
@@ -126,7 +129,8 @@ def session_context(
         InvalidInputError: ``PROJECT_ROOT_INVALID``.
         StorageError: a damaged ledger (``CORRUPT_LEDGER`` …), an unreadable control, an unsafe path.
     """
-    store = _open_store(data_root, cwd)
+    located = locate_project(cwd, data_root)
+    store = ProjectStore(data_root, located.project_id)
     shash = session_hash(session_id)
     control = store.read_control(shash)
     if control is not None:
@@ -134,10 +138,15 @@ def session_context(
     found = store.session_task(shash, whole_read_limit=whole_read_limit)
     if not found.answered:
         return None
+    peers: list[Claim] = []
     if found.task is not None:
         require_vouched(store)  # forged text is never injected as the user's words
+        if found.task.mode == "on":
+            from intentloop.service._share_view import own_hook_claims
+
+            peers = own_hook_claims(data_root, located.root, located.project_id)
     recovery = source == COMPACT_SOURCE
-    return _decide(found.task, store.read_controls(), None, session_id, recovery_packet=recovery)[1]
+    return _decide(found.task, store.read_controls(), None, session_id, recovery_packet=recovery, peers=peers)[1]
 
 
 Identity = tuple[str, str, str | None, int]

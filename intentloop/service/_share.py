@@ -1,0 +1,226 @@
+"""Sharing a project's memory through git: the operations behind ``intentloop share …`` and ``intentloop sync``.
+
+A shared project is a local project whose root holds ``.intentloop/project.json`` (``share init``) or that this
+installation bound to a shared id (``share join``); nothing of it travels until a remote is set
+(``share remote URL``) and ``intentloop sync`` runs. What travels, the stream format, trust and the threat model are
+in docs/SYNC.md; this module resolves the project, keeps the settings and assembles the answers.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from intentloop.errors import ConflictError, IntentLoopError, InvalidInputError
+from intentloop.store import ProjectRoot, ProjectStore, locate_project
+from intentloop.store._share import (
+    SharedIdentity,
+    TrustedKey,
+    check_principal,
+    check_shared_id,
+    new_shared_id,
+    note_local,
+    read_binding,
+    read_principal,
+    read_project_file,
+    read_settings,
+    shared_identity,
+    trust_key,
+    write_binding,
+    write_principal,
+    write_project_file,
+    write_settings,
+)
+
+
+def locate(data_root: Path, raw: str | None) -> tuple[ProjectRoot, SharedIdentity | None]:
+    """The project of ``raw`` (default: the working directory) and its shared identity, if any. Creates nothing."""
+    located = locate_project(raw if raw is not None else os.getcwd(), data_root)
+    return located, shared_identity(data_root, located.root, located.project_id)
+
+
+def require_shared(data_root: Path, raw: str | None) -> tuple[ProjectRoot, SharedIdentity]:
+    """As :func:`locate`, refused with ``SHARE_NOT_INITIALIZED`` when the project is not shared."""
+    located, identity = locate(data_root, raw)
+    if identity is None:
+        raise ConflictError(
+            f"{located.root} is not a shared project: run `intentloop share init` (or `share join ID`)",
+            code="SHARE_NOT_INITIALIZED",
+        )
+    return located, identity
+
+
+def init(data_root: Path, raw: str | None) -> dict[str, Any]:
+    """Give the project a shared id in ``.intentloop/project.json`` (kept when it has one; a bound id is reused)."""
+    located, identity = locate(data_root, raw)
+    created = False
+    if identity is None or identity.source == "binding":
+        shared = identity.shared_id if identity is not None else new_shared_id()
+        write_project_file(located.root, shared)
+        created = True
+    else:
+        shared = identity.shared_id
+    note_local(data_root, shared, located.project_id)
+    return {
+        "shared_id": shared,
+        "created": created,
+        "file": str(Path(located.root, ".intentloop", "project.json")),
+        "project_root": located.root,
+        "project_id": located.project_id,
+    }
+
+
+def join(data_root: Path, raw: str | None, shared_id: str) -> dict[str, Any]:
+    """Bind a checkout that cannot carry the file to ``shared_id`` (its local id and ledger stay as they are)."""
+    shared = check_shared_id(shared_id.strip().lower())
+    located = locate_project(raw if raw is not None else os.getcwd(), data_root)
+    carried = read_project_file(located.root)
+    bound = read_binding(data_root, located.project_id)
+    for other in (carried, bound):
+        if other is not None and other != shared:
+            raise ConflictError(f"this checkout is already shared as {other}", code="SHARE_ALREADY_BOUND")
+    if bound is None and carried is None:
+        write_binding(data_root, located.project_id, shared)
+    note_local(data_root, shared, located.project_id)
+    return {"shared_id": shared, "project_root": located.root, "project_id": located.project_id}
+
+
+def set_remote(data_root: Path, raw: str | None, url: str) -> dict[str, Any]:
+    if not url or url.startswith("-") or any(ch.isspace() for ch in url):
+        raise InvalidInputError("a remote is one git URL (e.g. git@host:me/memory.git or file:///path/repo.git)")
+    located, identity = require_shared(data_root, raw)
+    settings = note_local(data_root, identity.shared_id, located.project_id)
+    settings.remote = url
+    write_settings(data_root, identity.shared_id, settings)
+    return {"shared_id": identity.shared_id, "remote": url}
+
+
+def publish(data_root: Path, raw: str | None, task_id: str | None, *, inferences: bool | None) -> dict[str, Any]:
+    """Publish a task (its explicit and evidence claims of every scope, its label) and/or opt inferences in or out."""
+    from intentloop.service._rules import check_uuid
+
+    located, identity = require_shared(data_root, raw)
+    settings = note_local(data_root, identity.shared_id, located.project_id)
+    if task_id is not None:
+        task = check_uuid(task_id, "task_id")
+        found = ProjectStore(data_root, located.project_id).task(task)
+        if found is None or not found.started:
+            raise IntentLoopError("no such task in this project", code="TASK_NOT_FOUND")
+        if task not in settings.tasks:
+            settings.tasks.append(task)
+    if inferences is not None:
+        settings.inferences = inferences
+    write_settings(data_root, identity.shared_id, settings)
+    return {"shared_id": identity.shared_id, "tasks": settings.tasks, "inferences": settings.inferences}
+
+
+def principal_of(data_root: Path, root: str) -> str | None:
+    """This installation's principal: ``share principal NAME``, else ``git config user.email`` in the project."""
+    chosen = read_principal(data_root)
+    if chosen is not None:
+        return chosen
+    try:
+        done = subprocess.run(["git", "-C", root, "config", "user.email"], capture_output=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    email = done.stdout.decode("utf-8", "replace").strip()
+    return email or None
+
+
+def set_principal(data_root: Path, name: str) -> dict[str, Any]:
+    write_principal(data_root, name)
+    return {"principal": name}
+
+
+def keys(data_root: Path, raw: str | None) -> dict[str, Any]:
+    from intentloop.store._signing import load_or_create_signing_key
+    from intentloop.store._stream import openssh_public_key, ssh_fingerprint
+
+    located = locate_project(raw if raw is not None else os.getcwd(), data_root)
+    key = load_or_create_signing_key(data_root)
+    return {
+        "key_id": key.key_id,
+        "fingerprint": ssh_fingerprint(key.public_hex),
+        "public_key": openssh_public_key(key.public_hex),
+        "principal": principal_of(data_root, located.root),
+    }
+
+
+def trust(data_root: Path, public_key: str, principal: str) -> dict[str, Any]:
+    from intentloop.store._stream import key_id_of, openssh_public_key, parse_openssh_public_key
+
+    raw = parse_openssh_public_key(public_key)
+    if raw is None:
+        raise InvalidInputError("not an OpenSSH ssh-ed25519 public key", code="SHARE_KEY_INVALID")
+    entry = TrustedKey(key_id=key_id_of(raw), public_key=openssh_public_key(raw), principal=check_principal(principal))
+    trust_key(data_root, entry)
+    return {"key_id": entry.key_id, "principal": entry.principal, "public_key": entry.public_key}
+
+
+def preview(data_root: Path, raw: str | None) -> dict[str, Any]:
+    """Exactly what the next sync would publish (and what redaction refuses), with the shared id and the peers seen."""
+    from intentloop.service._share_publish import publish_set
+    from intentloop.service._share_view import read_view
+
+    located, identity = locate(data_root, raw)
+    fields: dict[str, Any] = {
+        "project_root": located.root,
+        "project_id": located.project_id,
+        "shared_id": None if identity is None else identity.shared_id,
+        "shared_source": None if identity is None else identity.source,
+    }
+    if identity is None:
+        return fields | {"remote": None, "items": [], "refused": [], "unknown_writers": [], "problems": []}
+    settings = read_settings(data_root, identity.shared_id)
+    ids = list(dict.fromkeys([*settings.locals, located.project_id]))
+    found = publish_set(data_root, ids, settings)
+    view = read_view(data_root, identity.shared_id)
+    return fields | {
+        "remote": settings.remote,
+        "tasks": settings.tasks,
+        "inferences": settings.inferences,
+        "items": [{"item": item, **body} for item, body in found.items.items()],
+        "refused": [{"item": r.item, "field": r.field, "kinds": r.kinds} for r in found.refused],
+        "unknown_writers": [] if view is None else view.unknown,
+        "problems": [] if view is None else view.problems,
+    }
+
+
+def sync(data_root: Path, raw: str | None) -> dict[str, Any]:
+    from intentloop.service._share_sync import sync as run_sync
+
+    located, identity = require_shared(data_root, raw)
+    note_local(data_root, identity.shared_id, located.project_id)
+    return run_sync(data_root, identity.shared_id, principal_of(data_root, located.root))
+
+
+def snapshot_peers(data_root: Path, root: str, project_id: str) -> list[dict[str, Any]]:
+    """The active peer claims ``intent_get_snapshot`` adds with ``include_peers`` (none when the project is not
+    shared or never synced), ordered as the snapshot orders claims; ``own`` compares with the principal the last
+    sync ran as (no git is asked on this path)."""
+    from intentloop.service._share_view import folded_view
+
+    identity = shared_identity(data_root, root, project_id)
+    if identity is None:
+        return []
+    found = folded_view(data_root, identity.shared_id)
+    return [] if found is None else found[1]
+
+
+__all__ = [
+    "init",
+    "join",
+    "keys",
+    "locate",
+    "preview",
+    "principal_of",
+    "publish",
+    "require_shared",
+    "set_principal",
+    "set_remote",
+    "snapshot_peers",
+    "sync",
+    "trust",
+]

@@ -1,0 +1,368 @@
+"""``intentloop sync``: publish this installation's stream of a shared project and accept the other writers' streams.
+
+One sync, under ``R/share/sync.lock`` (one sync at a time per installation): fetch every writer's ref into the mirror,
+extend this installation's own stream with what changed in the ledgers (puts for new or changed items, content-free
+erase records for items that no longer travel — a forgotten claim, a task turned off), push it with
+``--force-with-lease`` (also when only the remote ref is stale: a rolled-back ref is healed by its writer's next
+push), then judge each other writer's stream against the last one accepted from it (docs/SYNC.md, "Reading") and
+write the combined view (``R/share/projects/<shared>/view.json``) that snapshots and hooks read without the network.
+Nothing here runs from a hook.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from intentloop.errors import ConflictError, StorageError
+from intentloop.service._share_publish import publish_set
+from intentloop.service._share_view import (
+    View,
+    ViewWriter,
+    read_view,
+    write_view,
+    write_writer,
+    writer_file_sealed,
+    writer_items,
+)
+from intentloop.store._share import (
+    TrustedKey,
+    project_dir,
+    read_settings,
+    share_dir,
+    trusted_keys,
+    write_json,
+)
+from intentloop.store._signing import SigningKey, load_or_create_signing_key
+from intentloop.store._stream import (
+    Checkpoint,
+    Record,
+    Stream,
+    StreamProblem,
+    make_record,
+    parse_stream,
+    payload_blob,
+    records_bytes,
+    sign_checkpoint,
+)
+from intentloop.store._stream_git import ACCEPTED, FETCHED, OWN, Mirror
+
+_PEERS_FILE = "peers.json"
+_BLOB_BATCH = 4096  # payloads read per git process while judging writers
+
+
+class PeerState(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """What this installation accepted from one writer: sequence number and head, and why it is frozen, if it is."""
+
+    seq: int = 0
+    head: str | None = None
+    frozen: str | None = None
+    frozen_seq: int | None = None
+
+
+@contextlib.contextmanager
+def sync_lock(data_root: Path) -> Iterator[None]:
+    directory = share_dir(data_root)
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    fd = os.open(directory / "sync.lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _read_stream(mirror: Mirror, commit: str, shared: str, writer: str) -> Stream:
+    checkpoint, records, payloads = mirror.read_stream(commit)
+    return parse_stream(shared=shared, writer=writer, checkpoint=checkpoint, records=records, payloads=payloads)
+
+
+def _own_base(mirror: Mirror, shared: str, key: SigningKey) -> tuple[Stream | None, str | None]:
+    """This writer's stream to extend and its commit: the local ref, or the fetched one when it verifies and
+    extends the local one (a data root restored from an older backup)."""
+    local_commit = mirror.ref(f"{OWN}/{shared}/{key.key_id}")
+    local = _read_stream(mirror, local_commit, shared, key.key_id) if local_commit else None
+    remote_commit = mirror.ref(f"{FETCHED}/{shared}/{key.key_id}")
+    if remote_commit and remote_commit != local_commit:
+        with contextlib.suppress(StreamProblem):
+            remote = _read_stream(mirror, remote_commit, shared, key.key_id)
+            base_seq = local.checkpoint.seq if local else 0
+            if remote.checkpoint.seq > base_seq and (
+                local is None or remote.records[base_seq - 1].hash == local.checkpoint.head
+            ):
+                mirror.set_ref(f"{OWN}/{shared}/{key.key_id}", remote_commit, local_commit)
+                return remote, remote_commit
+    return local, local_commit
+
+
+def extend_own(
+    mirror: Mirror, shared: str, key: SigningKey, principal: str | None, items: dict[str, dict[str, Any]]
+) -> tuple[str | None, dict[str, int]]:
+    """Append what changed to this installation's stream and move its ref; ``(commit, counts)``."""
+    base, base_commit = _own_base(mirror, shared, key)
+    records: list[Record] = list(base.records) if base else []
+    blobs: dict[str, bytes] = {}
+    live: dict[str, int] = base.live() if base else {}
+    if base:
+        for seq in live.values():
+            body = base.bodies[seq]
+            digest, blob = payload_blob(body, base.salts[seq])
+            blobs[digest] = blob
+    added = erased = 0
+
+    def append(kind: str, **fields: Any) -> None:
+        records.append(make_record(len(records) + 1, records[-1].hash if records else None, kind, **fields))
+
+    for item in sorted(live):
+        seq = live[item]
+        current = base.bodies[seq] if base else None
+        if items.get(item) != current:
+            append("erase", target=seq)
+            blobs.pop(records[seq - 1].digest or "", None)
+            erased += 1
+    for item, body in items.items():
+        if item in live and base is not None and base.bodies[live[item]] == body:
+            continue
+        digest, blob = payload_blob(body)
+        blobs[digest] = blob
+        append("put", item=item, digest=digest)
+        added += 1
+    counts = {"added": added, "erased": erased, "seq": len(records)}
+    if not added and not erased:
+        return base_commit, counts
+    checkpoint = sign_checkpoint(
+        key.sign, shared=shared, writer=key.key_id, public_hex=key.public_hex, principal=principal, records=records
+    )
+    kept = mirror.payload_entries(base_commit) if base_commit else {}
+    commit = mirror.write_stream(msgspec.json.encode(checkpoint), records_bytes(records), blobs, kept)
+    mirror.set_ref(f"{OWN}/{shared}/{key.key_id}", commit, mirror.ref(f"{OWN}/{shared}/{key.key_id}"))
+    return commit, counts
+
+
+def _load_peers(data_root: Path, shared: str) -> dict[str, PeerState]:
+    path = project_dir(data_root, shared) / _PEERS_FILE
+    try:
+        return msgspec.json.decode(path.read_bytes(), type=dict[str, PeerState])
+    except FileNotFoundError:
+        return {}
+    except (OSError, msgspec.DecodeError) as exc:
+        raise StorageError("the record of accepted writers is unreadable", code="STORAGE_READ_FAILED") from exc
+
+
+def _save_peers(data_root: Path, shared: str, peers: dict[str, PeerState]) -> None:
+    write_json(project_dir(data_root, shared) / _PEERS_FILE, dict(sorted(peers.items())))
+
+
+def judge_writers(
+    data_root: Path,
+    mirror: Mirror,
+    shared: str,
+    me: str,
+    trusted: dict[str, TrustedKey],
+    previous: View | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, ViewWriter]]:
+    """Judge every fetched writer's ref against the last stream accepted from it; move ``refs/accepted`` and write
+    the view file of each stream accepted now.
+
+    The heads of every changed stream are read in one git process; payloads in batches of about
+    :data:`_BLOB_BATCH` blobs (a batch never splits a writer), so memory holds one batch, not every stream; a payload
+    held under the blob id the previous view verified is not read again. An unknown writer's payloads are never
+    read. Returns the report and the index entries of the writers accepted now."""
+    peers = _load_peers(data_root, shared)
+    fetched = mirror.refs(f"{FETCHED}/{shared}")
+    accepted = mirror.refs(f"{ACCEPTED}/{shared}")
+    before = {w.key_id: w for w in previous.writers} if previous is not None else {}
+    changed = {
+        w: c
+        for w, c in fetched.items()
+        if w != me and (w not in trusted or (peers.get(w, PeerState()).frozen is None and c != accepted.get(w)))
+    }
+    heads = mirror.read_heads(changed)
+    pending = [w for w in sorted(fetched) if w != me]
+    prepared: dict[str, tuple[dict[str, str], dict[str, dict[str, Any]]]] = {}
+    blobs: dict[str, bytes] = {}
+
+    def prepare(start: int) -> None:
+        blobs.clear()
+        wanted: list[str] = []
+        for writer in pending[start:]:
+            if writer not in changed or writer not in trusted or writer in prepared:
+                continue
+            if len(wanted) >= _BLOB_BATCH:
+                break
+            held = before.get(writer)
+            full = writer_items(data_root, shared, held) if held is not None else None
+            items = full.items if full is not None else []
+            verified = {item["digest"]: item["blob"] for item in items}
+            prepared[writer] = (verified, {item["digest"]: item["body"] for item in items})
+            wanted.extend(sha for name, sha in heads[writer][2].items() if verified.get(name) != sha)
+        blobs.update(mirror.read_blobs(wanted))
+
+    report: list[dict[str, Any]] = []
+    fresh: dict[str, ViewWriter] = {}
+    for index, writer in enumerate(pending):
+        commit = fetched[writer]
+        state = peers.get(writer, PeerState())
+        entry: dict[str, Any] = {"writer": writer, "principal": None, "status": "", "seq": state.seq}
+        report.append(entry)
+        if writer not in trusted:
+            entry["status"] = "unknown"
+            with contextlib.suppress(msgspec.DecodeError):
+                claimed = msgspec.json.decode(heads[writer][0], type=Checkpoint)
+                entry.update(seq=claimed.seq, principal_claimed=claimed.principal)
+            continue
+        entry["principal"] = trusted[writer].principal
+        if state.frozen is not None:
+            entry.update(status="frozen", problem=state.frozen, problem_seq=state.frozen_seq)
+            continue
+        if commit == accepted.get(writer):
+            entry["status"] = "unchanged"
+            continue
+        if writer not in prepared:
+            prepare(index)
+        verified, known = prepared.pop(writer)
+        checkpoint, records, entries = heads[writer]
+        payloads = {name: None if verified.get(name) == sha else blobs.get(sha, b"") for name, sha in entries.items()}
+        try:
+            stream = parse_stream(
+                shared=shared, writer=writer, checkpoint=checkpoint, records=records, payloads=payloads, known=known
+            )
+        except StreamProblem as problem:
+            entry.update(status="tampered", problem=problem.reason, problem_seq=problem.seq)
+            continue
+        seq, head = stream.checkpoint.seq, stream.checkpoint.head
+        if seq < state.seq:
+            entry.update(
+                status="rollback", problem=f"sequence {seq} is below the accepted {state.seq}", problem_seq=seq
+            )
+            continue
+        if seq == state.seq and head != state.head:
+            _freeze(peers, writer, state, "equivocation: another head at an accepted sequence number", seq, entry)
+            continue
+        if state.seq and stream.records[state.seq - 1].hash != state.head:
+            _freeze(peers, writer, state, "equivocation: the stream forks from the accepted one", state.seq, entry)
+            continue
+        mirror.set_ref(f"{ACCEPTED}/{shared}/{writer}", commit, accepted.get(writer))
+        fresh[writer] = write_writer(data_root, shared, _view_writer(stream, commit, entries, trusted[writer]))
+        entry.update(status="accepted" if seq > state.seq else "unchanged", seq=seq, added=seq - state.seq)
+        peers[writer] = PeerState(seq=seq, head=head)
+    _save_peers(data_root, shared, peers)
+    return report, fresh
+
+
+def _view_writer(stream: Stream, commit: str, blob_ids: dict[str, str], trusted: TrustedKey) -> ViewWriter:
+    items = []
+    for item, seq in sorted(stream.live().items(), key=lambda kv: kv[1]):
+        digest = stream.records[seq - 1].digest or ""
+        items.append({"seq": seq, "item": item, "body": stream.bodies[seq], "digest": digest, "blob": blob_ids[digest]})
+    return ViewWriter(
+        key_id=stream.checkpoint.writer,
+        principal=trusted.principal,
+        seq=stream.checkpoint.seq,
+        commit=commit,
+        items=items,
+    )
+
+
+def _freeze(
+    peers: dict[str, PeerState], writer: str, state: PeerState, why: str, seq: int, entry: dict[str, Any]
+) -> None:
+    peers[writer] = PeerState(seq=state.seq, head=state.head, frozen=why, frozen_seq=seq)
+    entry.update(status="frozen", problem=why, problem_seq=seq)
+
+
+def build_view(
+    mirror: Mirror,
+    shared: str,
+    principal: str | None,
+    trusted: dict[str, TrustedKey],
+    report: list[dict[str, Any]],
+    fresh: dict[str, ViewWriter],
+    previous: View | None,
+) -> View:
+    """The combined view's index over the accepted streams of trusted writers (unknown writers are listed, never
+    shown): the writers accepted now (``fresh``, their files written), the previous entries of the others whose
+    files are still sealed, and any other accepted stream read again from the mirror (its file written again)."""
+    before = {w.key_id: w for w in previous.writers} if previous is not None else {}
+    writers: list[ViewWriter] = []
+    for writer, commit in sorted(mirror.refs(f"{ACCEPTED}/{shared}").items()):
+        if writer not in trusted:
+            continue
+        if writer in fresh:
+            writers.append(fresh[writer])
+            continue
+        kept = before.get(writer)
+        if kept is not None and kept.commit == commit and writer_file_sealed(mirror.data_root, shared, writer):
+            writers.append(msgspec.structs.replace(kept, principal=trusted[writer].principal))
+            continue
+        stream = _read_stream(mirror, commit, shared, writer)
+        view_writer = _view_writer(stream, commit, mirror.payload_entries(commit), trusted[writer])
+        writers.append(write_writer(mirror.data_root, shared, view_writer))
+    unknown = [
+        {"writer": e["writer"], "seq": e["seq"], "principal_claimed": e.get("principal_claimed")}
+        for e in report
+        if e["status"] == "unknown"
+    ]
+    problems = [e for e in report if e["status"] in ("tampered", "rollback", "frozen")]
+    return View(shared=shared, principal=principal, writers=writers, unknown=unknown, problems=problems)
+
+
+def sync(data_root: Path, shared: str, principal: str | None) -> dict[str, Any]:
+    """Fetch, extend and push this installation's stream, judge the others, write the view; returns the report.
+
+    Raises:
+        ConflictError: ``SHARE_NOT_INITIALIZED`` (no remote), ``SHARE_REDACTION_HIT`` (nothing pushed).
+        StorageError: ``SHARE_GIT_FAILED`` and storage errors.
+    """
+    with sync_lock(data_root):
+        settings = read_settings(data_root, shared)
+        remote = settings.remote
+        if remote is None:
+            raise ConflictError(
+                "no remote is set for this shared project: `intentloop share remote URL`", code="SHARE_NOT_INITIALIZED"
+            )
+        found = publish_set(data_root, settings.locals, settings)
+        if found.refused:
+            raise ConflictError(
+                f"{len(found.refused)} records would leave with text that still redacts "
+                f"({', '.join(r.item for r in found.refused[:5])}); nothing was pushed",
+                code="SHARE_REDACTION_HIT",
+            )
+        key = load_or_create_signing_key(data_root)
+        mirror = Mirror(data_root)
+        mirror.ensure()
+        mirror.fetch(remote, shared)
+        commit, counts = extend_own(mirror, shared, key, principal, found.items)
+        remote_own = mirror.ref(f"{FETCHED}/{shared}/{key.key_id}")
+        pushed = False
+        if commit is not None and commit != remote_own:
+            mirror.push(remote, shared, key.key_id, commit, remote_own)
+            # the remote now holds it: the fetched copy of the old one would keep an erased payload reachable
+            mirror.set_ref(f"{FETCHED}/{shared}/{key.key_id}", commit, remote_own)
+            pushed = True
+        trusted = {k.key_id: k for k in trusted_keys(data_root)}
+        previous = read_view(data_root, shared, items=False)
+        report, fresh = judge_writers(data_root, mirror, shared, key.key_id, trusted, previous)
+        view = build_view(mirror, shared, principal, trusted, report, fresh, previous)
+        write_view(data_root, view)
+    return {
+        "shared_id": shared,
+        "remote": remote,
+        "writer": key.key_id,
+        "own": {
+            **counts,
+            "pushed": pushed,
+            "healed": pushed and remote_own is not None and counts["added"] + counts["erased"] == 0,
+        },
+        "writers": report,
+        "view": {"writers": len(view.writers), "items": sum(w.count for w in view.writers)},
+    }
+
+
+__all__ = ["PeerState", "build_view", "extend_own", "judge_writers", "sync", "sync_lock"]

@@ -1,0 +1,327 @@
+"""The combined view of a shared project's peers: written by ``intentloop sync``, read by snapshots and hooks offline.
+
+``R/share/projects/<shared>/view.json`` holds the live items of every trusted writer's accepted stream, with the
+writer's key id and the principal this installation trusts it as, sealed by an HMAC under the installation's cache
+key (a program without the key cannot make the view say something a stream did not). Reading it needs neither git
+nor the network, so ``intent_get_snapshot`` with ``include_peers`` and the SessionStart hook stay as fast as a file
+read.
+
+The fold is the local ledger's (:func:`intentloop.model.projection.apply_event`): each writer's claims and
+invalidations become ``claim_added`` / ``claim_invalidated`` events, folded per principal (writers sorted by key id,
+records by sequence number; no wall clock orders anything), so supersessions and invalidations by the same principal
+apply across that principal's machines and never across principals.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import os
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from intentloop.model.claims import Claim
+from intentloop.model.events import Event
+from intentloop.model.projection import ProjectState, apply_event
+from intentloop.store._fs import read_regular
+from intentloop.store._keyfile import CACHE_KEY, load_key, load_or_create_key
+from intentloop.store._share import project_dir, write_bytes
+
+_VIEW_FILE = "view.json"
+_WRITERS_DIR = "writers"
+_HOOK_FILE = "own-claims.json"
+_MAX_VIEW = 1 << 30  # the view of 100,000 peer events is some 40 MB
+_FOLD_TASK = "00000000-0000-4000-8000-000000000000"
+_DOMAIN = b"intentloop-share-view-v1\0"
+
+
+class ViewWriter(msgspec.Struct, kw_only=True):
+    """One trusted writer's accepted stream (``commit``) as the view holds it: its live items in sequence order
+    (``count`` of them; the index file holds the writer without its items, its own file holds them)."""
+
+    key_id: str
+    principal: str
+    seq: int
+    commit: str
+    count: int = 0
+    items: list[dict[str, Any]] = msgspec.field(default_factory=list)
+
+
+class View(msgspec.Struct, kw_only=True):
+    """What one sync accepted: the trusted writers' live items, the unknown writers, the problems, and the principal
+    this installation synced as (its own words are that principal's)."""
+
+    shared: str
+    principal: str | None
+    writers: list[ViewWriter]
+    unknown: list[dict[str, Any]]
+    problems: list[dict[str, Any]]
+
+
+class PeerClaim(msgspec.Struct, frozen=True, kw_only=True):
+    """An active peer claim and where it comes from."""
+
+    claim: Claim
+    writer: str
+    principal: str
+    task_id: str | None
+    task_label: str | None
+
+
+class OwnClaims(msgspec.Struct, kw_only=True):
+    """What SessionStart injects from the user's other machines, computed by the sync that wrote the view (a hook
+    reads this small file, never the whole view)."""
+
+    shared: str
+    claims: list[Claim]
+
+
+def _write_sealed(path: Path, key: bytes, value: Any) -> None:
+    """``<HMAC-SHA-256 hex>\\n<JSON>``: the seal covers the bytes, so it is checked without decoding them."""
+    data = msgspec.json.encode(value)
+    mac = hmac.new(key, _DOMAIN + data, hashlib.sha256).hexdigest().encode("ascii")
+    write_bytes(path, mac + b"\n" + data)
+
+
+def _sealed_bytes(path: Path, key: bytes | None, max_bytes: int = _MAX_VIEW) -> bytes | None:
+    """The JSON of a sealed file whose seal verifies under ``key``; ``None`` when missing or not sealed by it."""
+    opened = read_regular(path)
+    if opened is None or key is None or len(opened[0]) > max_bytes:
+        return None
+    mac, _, data = opened[0].partition(b"\n")
+    if not hmac.compare_digest(mac, hmac.new(key, _DOMAIN + data, hashlib.sha256).hexdigest().encode("ascii")):
+        return None
+    return data
+
+
+def _read_sealed(path: Path, key: bytes | None, kind: type[Any]) -> Any:
+    data = _sealed_bytes(path, key)
+    if data is None:
+        return None
+    try:
+        return msgspec.json.decode(data, type=kind)
+    except msgspec.DecodeError:
+        return None
+
+
+def _writer_path(data_root: Path, shared: str, key_id: str) -> Path:
+    return project_dir(data_root, shared) / _WRITERS_DIR / f"{key_id}.json"
+
+
+def write_writer(data_root: Path, shared: str, writer: ViewWriter) -> ViewWriter:
+    """Write one writer's items to its sealed file; returns its index entry (``count`` set, no items)."""
+    key = load_or_create_key(data_root, CACHE_KEY)
+    writer.count = len(writer.items)
+    _write_sealed(_writer_path(data_root, shared, writer.key_id), key, writer)
+    return msgspec.structs.replace(writer, items=[])
+
+
+def write_view(data_root: Path, view: View) -> None:
+    """Write the view's index (its writers' files are written as they are accepted, :func:`write_writer`) and the
+    hook's extract, sealed under the cache key; the files of writers the view no longer holds are removed."""
+    key = load_or_create_key(data_root, CACHE_KEY)
+    directory = project_dir(data_root, view.shared)
+    keep = {f"{w.key_id}.json" for w in view.writers}
+    with contextlib.suppress(FileNotFoundError):
+        for name in os.listdir(directory / _WRITERS_DIR):
+            if name.endswith(".json") and name not in keep:
+                os.unlink(directory / _WRITERS_DIR / name)
+    own = OwnClaims(shared=view.shared, claims=_hook_claims(data_root, view))
+    _write_sealed(directory / _HOOK_FILE, key, own)
+    index = msgspec.structs.replace(view, writers=[msgspec.structs.replace(w, items=[]) for w in view.writers])
+    _write_sealed(directory / _VIEW_FILE, key, index)
+
+
+def read_view(data_root: Path, shared: str, *, items: bool = True) -> View | None:
+    """The view the last sync wrote (with every writer's items, or only the index); ``None`` without one, or when a
+    seal does not verify or a writer's file is not the one the index names (then it is not used)."""
+    key = load_key(data_root, CACHE_KEY)
+    view: View | None = _read_sealed(project_dir(data_root, shared) / _VIEW_FILE, key, View)
+    if view is None:
+        return None
+    if items:
+        for index, writer in enumerate(view.writers):
+            full = writer_items(data_root, shared, writer, key)
+            if full is None:
+                return None
+            view.writers[index] = full
+    return view
+
+
+def writer_items(data_root: Path, shared: str, writer: ViewWriter, key: bytes | None = None) -> ViewWriter | None:
+    """``writer`` (an index entry) with its items, from its sealed file; ``None`` when the file is missing, unsealed,
+    or holds another commit than the index names."""
+    key = key if key is not None else load_key(data_root, CACHE_KEY)
+    found: ViewWriter | None = _read_sealed(_writer_path(data_root, shared, writer.key_id), key, ViewWriter)
+    if found is None or (found.commit, found.seq, found.key_id) != (writer.commit, writer.seq, writer.key_id):
+        return None
+    return msgspec.structs.replace(found, principal=writer.principal)
+
+
+def writer_file_sealed(data_root: Path, shared: str, key_id: str) -> bool:
+    """Whether a writer's file is there and sealed (checked over its bytes, not decoded)."""
+    return _sealed_bytes(_writer_path(data_root, shared, key_id), load_key(data_root, CACHE_KEY)) is not None
+
+
+#: view file → (its stat, the view, its active peer claims as snapshots show them): a resident server folds and
+#: orders a view once per sync.
+_FOLDED: dict[Path, tuple[tuple[int, int, int, int], View, list[dict[str, Any]]]] = {}
+
+
+def folded_view(data_root: Path, shared: str) -> tuple[View, list[dict[str, Any]]] | None:
+    """:func:`read_view` and its active peer claims (:func:`peer_wire`, in the snapshot's claim order), kept in this
+    process while the file is unchanged (device, inode, size and mtime); ``None`` without a usable view. The dicts
+    are the caller's to change (each is a fresh shallow copy)."""
+    path = project_dir(data_root, shared) / _VIEW_FILE
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    held = _FOLDED.get(path)
+    if held is None or held[0] != key:
+        from intentloop.model.compact import context_order
+
+        view = read_view(data_root, shared)
+        if view is None:
+            return None
+        peers = peer_claims(view)
+        order = {id(c): i for i, c in enumerate(context_order([p.claim for p in peers]))}
+        wire = [peer_wire(p, view.principal) for p in sorted(peers, key=lambda p: order[id(p.claim)])]
+        held = _FOLDED[path] = (key, view, wire)
+    return held[1], [dict(claim) for claim in held[2]]
+
+
+def _hook_claims(data_root: Path, view: View) -> list[Claim]:
+    """The user's own direct user-explicit project and long-term claims of ``view`` (writers without their items in
+    it are read from their files)."""
+    if view.principal is None:
+        return []
+    own = []
+    for writer in view.writers:
+        if writer.principal != view.principal:
+            continue
+        full = writer if writer.items or not writer.count else writer_items(data_root, view.shared, writer)
+        if full is not None:
+            own.append(full)
+    mine = msgspec.structs.replace(view, writers=own)
+    return [
+        p.claim
+        for p in peer_claims(mine)
+        if p.claim.is_direct_user_explicit and p.claim.scope in ("project", "long_term")
+    ]
+
+
+def _event(kind: str, payload: dict[str, Any], seq: int, writer: str, at: str) -> Event:
+    return Event(
+        actor="user",
+        event_hash=f"{writer}:{seq}",
+        event_id=f"{writer}:{seq}",
+        event_type=kind,
+        occurred_at=at,
+        payload=payload,
+        prev_hash=None,
+        project_id=writer,
+        request_id=f"{writer}:{seq}",
+        schema_version=1,
+        task_id=_FOLD_TASK,
+    )
+
+
+def peer_claims(view: View, *, principals: set[str] | None = None) -> list[PeerClaim]:
+    """The active claims of the view, each with its origin; only those of ``principals`` when given."""
+    groups: dict[str, list[ViewWriter]] = {}
+    for writer in view.writers:
+        if principals is None or writer.principal in principals:
+            groups.setdefault(writer.principal, []).append(writer)
+    found: list[PeerClaim] = []
+    for principal, writers in sorted(groups.items()):
+        state = ProjectState()
+        origin: dict[str, tuple[str, str | None]] = {}
+        labels: dict[str, str | None] = {}
+        for writer in sorted(writers, key=lambda w: w.key_id):
+            for entry in writer.items:
+                body = entry["body"]
+                if body.get("type") == "task":
+                    labels[str(body.get("task"))] = body.get("label")
+        for writer in sorted(writers, key=lambda w: w.key_id):
+            for entry in writer.items:
+                body, seq = entry["body"], entry["seq"]
+                if body.get("type") == "claim" and isinstance(body.get("claim"), dict):
+                    claim = body["claim"]
+                    origin[str(claim.get("claim_id"))] = (writer.key_id, body.get("task"))
+                    apply_event(
+                        state, _event("claim_added", {"claim": claim}, seq, writer.key_id, str(claim.get("valid_from")))
+                    )
+                elif body.get("type") == "invalidation":
+                    payload = {
+                        "claim_id": body.get("claim_id"),
+                        "invalidated_at": body.get("invalidated_at"),
+                        "reason": body.get("reason"),
+                        "source_ref": {"kind": body.get("source_kind") or "user_event"},
+                    }
+                    apply_event(
+                        state, _event("claim_invalidated", payload, seq, writer.key_id, str(body.get("invalidated_at")))
+                    )
+        task = state.task(_FOLD_TASK)
+        if task is None:
+            continue
+        for claim in task.active_claims():
+            writer_id, task_id = origin[claim.claim_id]
+            found.append(
+                PeerClaim(
+                    claim=claim,
+                    writer=writer_id,
+                    principal=principal,
+                    task_id=task_id,
+                    task_label=labels.get(task_id) if task_id is not None else None,
+                )
+            )
+    return found
+
+
+def own_hook_claims(data_root: Path, root: str, project_id: str) -> list[Claim]:
+    """The active direct user-explicit claims of scope project or long-term from this installation's own principal's
+    other machines, as SessionStart injects them beside the linked task's; none when the project is not shared, never
+    synced, or anything is unreadable or unsealed (a hook never fails over peers)."""
+    from intentloop.errors import IntentLoopError
+    from intentloop.store._share import shared_identity
+
+    try:
+        identity = shared_identity(data_root, root, project_id)
+        if identity is None:
+            return []
+        path = project_dir(data_root, identity.shared_id) / _HOOK_FILE
+        found: OwnClaims | None = _read_sealed(path, load_key(data_root, CACHE_KEY), OwnClaims)
+    except IntentLoopError:
+        return []
+    return [] if found is None else found.claims
+
+
+def peer_wire(peer: PeerClaim, own_principal: str | None) -> dict[str, Any]:
+    """A peer claim as ``intent_get_snapshot`` shows it: the claim's fields plus ``origin``."""
+    origin: dict[str, Any] = {
+        "writer": peer.writer,
+        "principal": peer.principal,
+        "own": own_principal is not None and peer.principal == own_principal,
+        "task_id": peer.task_id,
+    }
+    if peer.task_label is not None:
+        origin["task_label"] = peer.task_label
+    return {**peer.claim.to_wire(), "origin": origin}
+
+
+__all__ = [
+    "PeerClaim",
+    "View",
+    "ViewWriter",
+    "folded_view",
+    "own_hook_claims",
+    "peer_claims",
+    "peer_wire",
+    "read_view",
+    "write_view",
+]
