@@ -21,7 +21,7 @@ from intentloop.cli._output import Output
 ProjectArgument = Annotated[
     str | None,
     typer.Argument(
-        metavar="[PROJECT]", help="A folder of the project (default: the current directory).", show_default=False
+        metavar="[FOLDER]", help="A folder of the project (default: the current directory).", show_default=False
     ),
 ]
 ProjectRootOption = Annotated[

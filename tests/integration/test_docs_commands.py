@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -121,7 +122,11 @@ class Scratch:
             "<argument>": "session-start",
         }
         words = []
-        for word in command.split()[1:]:
+        try:  # a quoted argument (`share trust 'ssh-ed25519 AAAA…'`) is one word, as a shell reads it
+            split = shlex.split(command)
+        except ValueError:
+            split = command.split()
+        for word in split[1:]:
             if word in ("…", "PROJECT"):
                 continue
             if "|" in word:  # alternatives: the first one (each is checked against the help below)
@@ -165,7 +170,7 @@ def _help(scratch: Scratch, path: list[str], cache: dict[str, str | None]) -> st
     return cache[key]
 
 
-_GROUPS = {"forget", "recover", "keys"}
+_GROUPS = {"forget", "recover", "keys", "share"}
 _GLOBAL = {"--version", "--install-completion", "--show-completion", "--help"}
 
 
