@@ -26,7 +26,7 @@ import msgspec
 from intentloop.errors import StorageError
 from intentloop.model._lazyre import LazyPattern
 from intentloop.model.ids import UUID_TEXT
-from intentloop.store._fs import create_exclusive, read_regular, unlink_quietly
+from intentloop.store._fs import create_exclusive, read_cache, read_regular, unlink_quietly
 from intentloop.store._keyfile import CACHE_KEY, load_key, load_or_create_key
 from intentloop.store._paths import ProjectPaths
 
@@ -102,16 +102,7 @@ def _seal(key: bytes, record: Checkpoint, counts: bytes) -> str:
 
 def read_checkpoint(paths: ProjectPaths) -> Checkpoint | None:
     """The checkpoint, or ``None`` when it is missing, unsafe (symlink, hard link) or garbled: never an error."""
-    try:
-        got = read_regular(paths.project_dir / CHECKPOINT_NAME)
-    except StorageError:
-        return None
-    if got is None or len(got[0]) > _MAX_BYTES:
-        return None
-    try:
-        return _decoder.decode(got[0])
-    except msgspec.DecodeError:
-        return None
+    return read_cache(paths.project_dir / CHECKPOINT_NAME, _MAX_BYTES, _decoder.decode)
 
 
 def write_checkpoint(

@@ -21,9 +21,11 @@ import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from intentloop.errors import ErrorCode, StorageError
+
+_T = TypeVar("_T")
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -287,6 +289,22 @@ def read_regular(path: Path) -> tuple[bytes, os.stat_result] | None:
     finally:
         with contextlib.suppress(OSError):  # a failed close of a read descriptor changes nothing
             os.close(fd)
+
+
+def read_cache(path: Path, limit: int, decode: Callable[[bytes], _T]) -> _T | None:
+    """A cache file (the checkpoint, the evidence digests, the injected contexts) decoded, or ``None`` when it is
+    missing, unsafe (a symlink, a hard link), larger than ``limit`` bytes or does not decode: a cache that cannot be
+    read is rebuilt or done without, never an error."""
+    try:
+        got = read_regular(path)
+    except StorageError:
+        return None
+    if got is None or len(got[0]) > limit:
+        return None
+    try:
+        return decode(got[0])
+    except ValueError:  # msgspec's DecodeError and ValidationError are ValueErrors
+        return None
 
 
 def read_marker(

@@ -22,7 +22,7 @@ import msgspec
 from intentloop.errors import StorageError
 from intentloop.model._lazyre import LazyPattern
 from intentloop.model.ids import UUID_TEXT
-from intentloop.store._fs import create_exclusive, read_regular, unlink_quietly
+from intentloop.store._fs import create_exclusive, read_cache, unlink_quietly
 from intentloop.store._keyfile import CACHE_KEY, load_key
 from intentloop.store._paths import ProjectPaths
 
@@ -44,16 +44,7 @@ def _digest(key: bytes, shash: str, text: str) -> str:
 
 
 def _read(paths: ProjectPaths) -> list[tuple[str, str]]:
-    try:
-        got = read_regular(paths.project_dir / INJECTED_NAME)
-    except StorageError:
-        return []
-    if got is None or len(got[0]) > _MAX_BYTES:
-        return []
-    try:
-        return _decoder.decode(got[0])
-    except msgspec.DecodeError:
-        return []
+    return read_cache(paths.project_dir / INJECTED_NAME, _MAX_BYTES, _decoder.decode) or []
 
 
 def _write(paths: ProjectPaths, entries: list[tuple[str, str]]) -> None:

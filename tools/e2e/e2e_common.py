@@ -114,6 +114,19 @@ def run(
     return Run(list(argv), rc, out, err, secs)
 
 
+def json_lines(stdout: str) -> list[dict[str, Any]]:
+    """The JSON objects among a host's output lines (its ``stream-json`` events), other lines skipped."""
+    out = []
+    for line in stdout.splitlines():
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            out.append(value)
+    return out
+
+
 def base_env(home: Path, extra: Mapping[str, str]) -> dict[str, str]:
     """A minimal environment: no real HOME, no INTENT_LOOP_* leaking in from the caller."""
     env = {

@@ -27,6 +27,7 @@ from e2e_common import (
     Report,
     background_turn,
     base_env,
+    json_lines,
     ledger_checks,
     ledger_events,
     ledger_labels,
@@ -44,18 +45,6 @@ TIMEOUT_MS = 3000
 #: tries both and reports a form outside this tuple as a note, so a release that changes it shows up).
 EXPECTED_FORMS = ("/intent", "$intent")
 RECEIPT = "[Intent Loop receipt IL-"
-
-
-def _json_lines(stdout: str) -> list[dict[str, Any]]:
-    out = []
-    for line in stdout.splitlines():
-        try:
-            value = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            out.append(value)
-    return out
 
 
 def _telemetry(path: Path) -> list[dict[str, Any]]:
@@ -238,7 +227,7 @@ def _two_turns(
         cwd=project,
         log_dir=logs,
     )
-    events = _json_lines(first.stdout)
+    events = json_lines(first.stdout)
     session = next((str(e["session_id"]) for e in events if e.get("type") == "init"), None)
     report.check(
         host, "gemini -p session 1: exit 0, session started", first.rc == 0 and session is not None, f"rc={first.rc}"
@@ -284,7 +273,7 @@ def _two_turns(
         cwd=project,
         log_dir=logs,
     )
-    events2 = _json_lines(second.stdout)
+    events2 = json_lines(second.stdout)
     report.check(host, "gemini -p --resume: exit 0", second.rc == 0, f"rc={second.rc}")
     later = [r for r in model.requests()[before:] if f"{GEMINI_PREFIX}intent_start_task" in r.get("tools", [])]
     text = later[0].get("text", "") if later else ""

@@ -31,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from e2e_common import Report, base_env, ledger_events, run, verify
+from e2e_common import Report, base_env, json_lines, ledger_events, run, verify
 from fake_model import FakeModel
 
 #: The written forms that must reach the prompt hook, per host (headless: ``codex exec``, ``claude -p``).
@@ -44,18 +44,6 @@ FACETS = {"/intent": ("constraint", "hard_constraint"), "$intent": ("preference"
 SECRET = "sk-proj-" + "Ee2Tq8xW3vR7tY2uI9oP4aS6dF1gH5jK"
 SECRET_STATEMENT = f"Deploy only from CI with key {SECRET} there."
 RECEIPT = "[Intent Loop receipt IL-"
-
-
-def _json_lines(stdout: str) -> list[dict[str, Any]]:
-    out = []
-    for line in stdout.splitlines():
-        try:
-            value = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            out.append(value)
-    return out
 
 
 def _claims(data: Path, project: Path) -> list[dict[str, Any]]:
@@ -285,7 +273,7 @@ def run_codex_commands(report: Report, base: Path, codex: str, intentloop: str) 
                 else [codex, "exec", "resume", *common[:-2], resume, prompt]
             )
             res = run(report, host, f"codex exec #{next(counter)}", argv, env=env, cwd=project, log_dir=logs)
-            return res.rc, _json_lines(res.stdout)
+            return res.rc, json_lines(res.stdout)
 
         for form in FORMS:
             _check_form(report, host, form, send, model, data, project)
@@ -324,7 +312,7 @@ def run_claude_commands(report: Report, base: Path, claude: str, intentloop: str
             argv = [claude, "-p", *(["--resume", resume] if resume else []), prompt]
             argv += ["--output-format", "stream-json", "--verbose"]
             res = run(report, host, f"claude -p #{next(counter)}", argv, env=env, cwd=project, log_dir=logs)
-            return res.rc, _json_lines(res.stdout)
+            return res.rc, json_lines(res.stdout)
 
         for form in FORMS:
             _check_form(report, host, form, send, model, data, project)
