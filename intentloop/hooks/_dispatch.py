@@ -68,7 +68,14 @@ def command_line(payload: HookPayload, env: Mapping[str, str], *, lock_deadline:
     from intentloop.service.hookcmds import run_command
 
     answer = run_command(
-        env, payload.cwd, payload.session_id, payload.turn_id, payload.text, command, deadline=lock_deadline
+        env,
+        payload.cwd,
+        payload.session_id,
+        payload.turn_id,
+        payload.text,
+        command,
+        deadline=lock_deadline,
+        host=payload.host,
     )
     debug_log(debug, f"{payload.event}: /intent {command.verb} {'done' if answer.done else 'not recorded'}")
     return answer_line(payload.answer_as or payload.event, answer.additional_context, answer.receipt)

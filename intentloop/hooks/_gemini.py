@@ -49,6 +49,7 @@ def gemini_payload(obj: dict[str, object], event: GeminiEvent, *, session_id: st
         text=text,
         answer_as=event.name,
         compaction_unseen=True,  # PreCompress is no compaction (gemini_events.py): the context goes every time
+        host="Gemini CLI",
     )
 
 

@@ -44,6 +44,8 @@ class HookPayload(msgspec.Struct, frozen=True, kw_only=True):
             acts as UserPromptSubmit: ``hooks/_gemini.py``); the answer's ``hookEventName``.
         compaction_unseen: the host fires no event after it compacts its conversation (Gemini CLI), so a prompt
             answer carries the task's context every time instead of only when it changed.
+        host: the host as its payload shows it, for a label a person recognises: ``Codex`` (a ``turn_id``),
+            ``Claude Code`` (a ``prompt_id``), ``Gemini CLI`` (its own events); ``None`` when the payload does not say.
     """
 
     event: str
@@ -54,6 +56,7 @@ class HookPayload(msgspec.Struct, frozen=True, kw_only=True):
     source: str | None = None
     answer_as: str | None = None
     compaction_unseen: bool = False
+    host: str | None = None
 
 
 def read_payload_bytes(stream: BinaryIO) -> bytes:
@@ -106,6 +109,7 @@ def parse_payload(data: bytes, forced_event: str | None) -> HookPayload:
 
         return gemini_payload(obj, GEMINI_ONLY[event], session_id=session_id, cwd=cwd)
     turn_id = opt_str(obj, "turn_id") or opt_str(obj, "prompt_id")
+    host = "Codex" if "turn_id" in obj else "Claude Code" if "prompt_id" in obj else None
     text_field = HOOK_EVENT_BY_NAME[event].text_field
     text = opt_str(obj, text_field) if text_field is not None else None
     return HookPayload(
@@ -115,6 +119,7 @@ def parse_payload(data: bytes, forced_event: str | None) -> HookPayload:
         turn_id=turn_id or None,
         text=text,
         source=opt_str(obj, "source"),
+        host=host,
     )
 
 

@@ -126,8 +126,10 @@ class _Run:
         turn_id: str | None,
         prompt: str,
         deadline: float | None,
+        host: str | None = None,
     ) -> None:
         self.data_root = data_root
+        self.host = host
         located = locate_project(cwd, data_root)
         self.project_root, self.project_id = located.root, located.project_id
         self.store = ProjectStore(data_root, self.project_id, deadline=deadline)
@@ -214,15 +216,17 @@ class _Run:
     def task_for_write(self, mode: str = "on") -> tuple[str, bool]:
         """(the session's bound task, whether it was started now), starting it as ``intent_start_task`` would.
 
-        A task started here is labelled with the minute it was started (``Session task of 2026-12-02 18:25 UTC``), so
-        a person recognises it in ``intentloop tasks``; never with prompt text. An ``off`` task keeps no label.
+        A task started here is labelled with the minute it was started and the host, when its payload says
+        (``Session task of 2026-12-02 18:25 UTC, Codex``), so a person recognises it in ``intentloop tasks``; never
+        with prompt text. An ``off`` task keeps no label.
         """
         task = self.bound_task()
         if task is not None:
             return task.task_id, False
         arguments = {"request_id": self.request_id("start"), "host_session_id": self.session_id, "mode": mode}
         if mode != "off":
-            arguments["label"] = "Session task of " + time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+            label = "Session task of " + time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+            arguments["label"] = label if self.host is None else f"{label}, {self.host}"
         try:
             snapshot = self.call("intent_start_task", arguments)
         except IntentLoopError as exc:
@@ -425,6 +429,7 @@ def run_command(
     command: IntentCommand,
     *,
     deadline: float | None,
+    host: str | None = None,
 ) -> CommandAnswer:
     """Run ``command`` (parsed from ``prompt``) for the session; never raises an :class:`IntentLoopError`.
 
@@ -434,6 +439,7 @@ def run_command(
 
     Args:
         deadline: a ``time.monotonic()`` value at which lock waits give up (the hook's lock deadline).
+        host: the host that sent the prompt, when its payload says (the label of a task started here names it).
     """
     if command.problem is not None:
         return _with_context(env, cwd, session_id, turn_id, prompt, deadline, refusal(command.problem), False)
@@ -441,7 +447,7 @@ def run_command(
         return _with_context(env, cwd, session_id, turn_id, prompt, deadline, refusal(PRIVATE_REFUSAL), False)
     try:
         data_root = resolve_data_root(env)
-        run = _Run(data_root, cwd, session_id, turn_id, prompt, deadline)
+        run = _Run(data_root, cwd, session_id, turn_id, prompt, deadline, host)
         control = run.store.read_control(run.shash)
         if control is not None:
             raise ConflictError(

@@ -412,10 +412,20 @@ def test_a_task_started_by_a_command_has_a_label_a_person_recognises(hosts: Host
     secret_words = "Keep the diff small"
     _receipt(hosts.prompt(f"/intent remember {secret_words}"))
     label = hosts.state().label
-    assert label is not None and label.startswith("Session task of ") and label.endswith(" UTC")
-    at = datetime.strptime(label.removeprefix("Session task of "), "%Y-%m-%d %H:%M UTC").replace(tzinfo=UTC)
+    assert label is not None and label.startswith("Session task of ") and label.endswith(" UTC, Codex")
+    stamp = label.removeprefix("Session task of ").removesuffix(", Codex")
+    at = datetime.strptime(stamp, "%Y-%m-%d %H:%M UTC").replace(tzinfo=UTC)
     assert before <= at <= datetime.now(UTC)
     assert secret_words not in label
+
+
+@pytest.mark.parametrize(("id_key", "host"), [("prompt_id", "Claude Code"), ("neither", None)])
+def test_the_label_names_the_host_its_payload_shows(tmp_path: Path, id_key: str, host: str | None) -> None:
+    hosts = Hosts(tmp_path)
+    _receipt(hosts.prompt("/intent remember Keep the diff small", id_key=id_key))
+    label = hosts.state().label
+    assert label is not None and label.startswith("Session task of ")
+    assert label.endswith(f" UTC, {host}") if host is not None else label.endswith(" UTC")
 
 
 def test_tasks_counts_the_hooks_observations_apart_from_candidates(memory: Memory) -> None:

@@ -148,6 +148,8 @@ def test_an_intent_command_after_the_hook_context_block_is_run(env: Env) -> None
     assert answer["hookSpecificOutput"]["additionalContext"].startswith("[Intent Loop receipt IL-")
     assert answer["systemMessage"].startswith("[Intent Loop receipt IL-")
     assert b"Ship on Tuesdays." in env.stored()
+    [start] = [e for e in env.store.read().events if e.event_type == "task_started"]
+    assert str(start.payload["label"]).endswith(" UTC, Gemini CLI")  # the task it started names its host
 
 
 @pytest.mark.parametrize(
