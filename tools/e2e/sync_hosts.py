@@ -171,7 +171,8 @@ def run_sync(report: Report, base: Path, codex: str, claude: str, intentloop: st
         second = run(report, HOST, "claude -p --resume (B, turn 2)", resume, env=env_b, cwd=clone_b, log_dir=logs)
         later = [r for r in model.requests()[before:] if tools in r.get("tools", [])]
         text = later[0].get("text", "") if later else ""
-        sent = text.split("SessionStart hook additional context:", 1)[-1].split("hook additional context:", 1)[0]
+        # the last SessionStart context in the conversation is the resumed session's (the first, session 1's start)
+        sent = text.rsplit("SessionStart hook additional context:", 1)[-1].split("hook additional context:", 1)[0]
         hook = _session_start_context(second.stdout)
         claims_b = [e for e in ledger_events(data_b, clone_b) if e.get("event_type") == "claim_added"]
         report.check(
