@@ -46,15 +46,19 @@ from intentloop.store._stream import (
     Stream,
     StreamProblem,
     make_record,
+    parse_records,
     parse_stream,
     payload_blob,
     records_bytes,
+    refuse_erased_payloads,
     sign_checkpoint,
+    verify_payloads,
 )
 from intentloop.store._stream_git import ACCEPTED, FETCHED, OWN, Mirror
 
 _PEERS_FILE = "peers.json"
 _BLOB_BATCH = 4096  # payloads read per git process while judging writers
+_HEADS_BYTES = 4 << 20  # bytes of records files read per git process while judging writers (a writer is never split)
 
 
 class PeerState(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -159,6 +163,89 @@ def _save_peers(data_root: Path, shared: str, peers: dict[str, PeerState]) -> No
     write_json(project_dir(data_root, shared) / _PEERS_FILE, dict(sorted(peers.items())))
 
 
+class _BlobReader:
+    """The payload blobs of a group of streams, in the order the reader verifies them, read :data:`_BLOB_BATCH` at a
+    time (one git process each), so memory holds one batch of payloads, never a whole stream; a batch spans writers,
+    so many small streams cost one git process. A blob asked out of order (a writer skipped as tampered) starts a
+    batch at its own position."""
+
+    def __init__(self, mirror: Mirror, order: list[str]) -> None:
+        self.mirror = mirror
+        self.order = order
+        self.position = {sha: at for at, sha in enumerate(order)}
+        self.held: dict[str, bytes] = {}
+
+    def get(self, sha: str) -> bytes:
+        """The blob's bytes; empty when git does not have it (its digest then does not verify)."""
+        if sha not in self.held and sha in self.position:
+            at = self.position[sha]
+            self.held = {}
+            self.held = self.mirror.read_blobs(self.order[at : at + _BLOB_BATCH])
+        return self.held.get(sha, b"")
+
+
+def _head_groups(pending: list[str], sizes: dict[str, int]) -> Iterator[list[str]]:
+    """``pending`` writers in order, in groups whose records files total about :data:`_HEADS_BYTES` (a writer is never
+    split), so the heads read at once stay bounded whatever the number and length of the streams."""
+    group: list[str] = []
+    total = 0
+    for writer in pending:
+        size = sizes.get(writer, 0)
+        if group and total + size > _HEADS_BYTES:
+            yield group
+            group, total = [], 0
+        group.append(writer)
+        total += size
+    if group:
+        yield group
+
+
+def _first_look(
+    writer: str,
+    commit: str,
+    accepted: str | None,
+    trusted: dict[str, TrustedKey],
+    peers: dict[str, PeerState],
+    heads: dict[str, tuple[bytes, bytes, dict[str, str]]],
+) -> dict[str, Any]:
+    """A writer's report entry, its status already set when there is nothing to verify: ``unknown`` (not trusted:
+    its checkpoint's claims are listed), ``frozen``, or ``unchanged`` (the accepted commit)."""
+    state = peers.get(writer, PeerState())
+    entry: dict[str, Any] = {"writer": writer, "principal": None, "status": "", "seq": state.seq}
+    if writer not in trusted:
+        entry["status"] = "unknown"
+        with contextlib.suppress(msgspec.DecodeError):
+            claimed = msgspec.json.decode(heads[writer][0], type=Checkpoint)
+            entry.update(seq=claimed.seq, principal_claimed=claimed.principal)
+        return entry
+    entry["principal"] = trusted[writer].principal
+    if state.frozen is not None:
+        entry.update(status="frozen", problem=state.frozen, problem_seq=state.frozen_seq)
+    elif commit == accepted:
+        entry["status"] = "unchanged"
+    return entry
+
+
+def _accept(peers: dict[str, PeerState], writer: str, stream: Stream, entry: dict[str, Any]) -> bool:
+    """Whether a verified stream extends the one last accepted from its writer: a lower sequence number is a
+    rollback (reported), another head at an accepted number or a fork is equivocation (the writer is frozen);
+    otherwise ``peers`` and ``entry`` record it as accepted."""
+    state = peers.get(writer, PeerState())
+    seq, head = stream.checkpoint.seq, stream.checkpoint.head
+    if seq < state.seq:
+        entry.update(status="rollback", problem=f"sequence {seq} is below the accepted {state.seq}", problem_seq=seq)
+        return False
+    if seq == state.seq and head != state.head:
+        _freeze(peers, writer, state, "equivocation: another head at an accepted sequence number", seq, entry)
+        return False
+    if state.seq and stream.records[state.seq - 1].hash != state.head:
+        _freeze(peers, writer, state, "equivocation: the stream forks from the accepted one", state.seq, entry)
+        return False
+    entry.update(status="accepted" if seq > state.seq else "unchanged", seq=seq, added=seq - state.seq)
+    peers[writer] = PeerState(seq=seq, head=head)
+    return True
+
+
 def judge_writers(
     data_root: Path,
     mirror: Mirror,
@@ -170,10 +257,12 @@ def judge_writers(
     """Judge every fetched writer's ref against the last stream accepted from it; move ``refs/accepted`` and write
     the view file of each stream accepted now.
 
-    The heads of every changed stream are read in one git process; payloads in batches of about
-    :data:`_BLOB_BATCH` blobs (a batch never splits a writer), so memory holds one batch, not every stream; a payload
-    held under the blob id the previous view verified is not read again. An unknown writer's payloads are never
-    read. Returns the report and the index entries of the writers accepted now."""
+    The heads (checkpoint, records, payload tree) of changed streams are read in groups of about
+    :data:`_HEADS_BYTES` of records, one git process per group; payloads through :class:`_BlobReader`, about
+    :data:`_BLOB_BATCH` blobs at a time, verified as they are read, so memory holds one group's heads and one batch
+    of payloads, however long one writer's stream; a payload held under the blob id the previous view verified is not
+    read again. An unknown writer's payloads are never read. Returns the report and the index entries of the writers
+    accepted now."""
     peers = _load_peers(data_root, shared)
     fetched = mirror.refs(f"{FETCHED}/{shared}")
     accepted = mirror.refs(f"{ACCEPTED}/{shared}")
@@ -183,75 +272,63 @@ def judge_writers(
         for w, c in fetched.items()
         if w != me and (w not in trusted or (peers.get(w, PeerState()).frozen is None and c != accepted.get(w)))
     }
-    heads = mirror.read_heads(changed)
     pending = [w for w in sorted(fetched) if w != me]
-    prepared: dict[str, tuple[dict[str, str], dict[str, dict[str, Any]]]] = {}
-    blobs: dict[str, bytes] = {}
-
-    def prepare(start: int) -> None:
-        blobs.clear()
-        wanted: list[str] = []
-        for writer in pending[start:]:
-            if writer not in changed or writer not in trusted or writer in prepared:
+    report: list[dict[str, Any]] = []
+    fresh: dict[str, ViewWriter] = {}
+    for group in _head_groups(pending, mirror.records_sizes(changed)):
+        heads = mirror.read_heads({w: changed[w] for w in group if w in changed})
+        parsed: dict[str, tuple[Stream, list[Record], dict[str, str], dict[str, dict[str, Any]]] | StreamProblem] = {}
+        order: list[str] = []
+        for writer in group:
+            if writer not in changed or writer not in trusted:
                 continue
-            if len(wanted) >= _BLOB_BATCH:
-                break
+            checkpoint, records, entries = heads[writer]
+            try:
+                stream = parse_records(shared=shared, writer=writer, checkpoint=checkpoint, records=records)
+            except StreamProblem as problem:
+                parsed[writer] = problem
+                continue
             held = before.get(writer)
             full = writer_items(data_root, shared, held) if held is not None else None
             items = full.items if full is not None else []
             verified = {item["digest"]: item["blob"] for item in items}
-            prepared[writer] = (verified, {item["digest"]: item["body"] for item in items})
-            wanted.extend(sha for name, sha in heads[writer][2].items() if verified.get(name) != sha)
-        blobs.update(mirror.read_blobs(wanted))
-
-    report: list[dict[str, Any]] = []
-    fresh: dict[str, ViewWriter] = {}
-    for index, writer in enumerate(pending):
-        commit = fetched[writer]
-        state = peers.get(writer, PeerState())
-        entry: dict[str, Any] = {"writer": writer, "principal": None, "status": "", "seq": state.seq}
-        report.append(entry)
-        if writer not in trusted:
-            entry["status"] = "unknown"
-            with contextlib.suppress(msgspec.DecodeError):
-                claimed = msgspec.json.decode(heads[writer][0], type=Checkpoint)
-                entry.update(seq=claimed.seq, principal_claimed=claimed.principal)
-            continue
-        entry["principal"] = trusted[writer].principal
-        if state.frozen is not None:
-            entry.update(status="frozen", problem=state.frozen, problem_seq=state.frozen_seq)
-            continue
-        if commit == accepted.get(writer):
-            entry["status"] = "unchanged"
-            continue
-        if writer not in prepared:
-            prepare(index)
-        verified, known = prepared.pop(writer)
-        checkpoint, records, entries = heads[writer]
-        payloads = {name: None if verified.get(name) == sha else blobs.get(sha, b"") for name, sha in entries.items()}
-        try:
-            stream = parse_stream(
-                shared=shared, writer=writer, checkpoint=checkpoint, records=records, payloads=payloads, known=known
-            )
-        except StreamProblem as problem:
-            entry.update(status="tampered", problem=problem.reason, problem_seq=problem.seq)
-            continue
-        seq, head = stream.checkpoint.seq, stream.checkpoint.head
-        if seq < state.seq:
-            entry.update(
-                status="rollback", problem=f"sequence {seq} is below the accepted {state.seq}", problem_seq=seq
-            )
-            continue
-        if seq == state.seq and head != state.head:
-            _freeze(peers, writer, state, "equivocation: another head at an accepted sequence number", seq, entry)
-            continue
-        if state.seq and stream.records[state.seq - 1].hash != state.head:
-            _freeze(peers, writer, state, "equivocation: the stream forks from the accepted one", state.seq, entry)
-            continue
-        mirror.set_ref(f"{ACCEPTED}/{shared}/{writer}", commit, accepted.get(writer))
-        fresh[writer] = write_writer(data_root, shared, _view_writer(stream, commit, entries, trusted[writer]))
-        entry.update(status="accepted" if seq > state.seq else "unchanged", seq=seq, added=seq - state.seq)
-        peers[writer] = PeerState(seq=seq, head=head)
+            known = {item["digest"]: item["body"] for item in items}
+            puts = stream.live_puts()
+            parsed[writer] = (stream, puts, verified, known)
+            for record in puts:
+                sha = entries.get(record.digest or "")
+                if sha is not None and verified.get(record.digest or "") != sha:
+                    order.append(sha)
+        reader = _BlobReader(mirror, order)
+        for writer in group:
+            entry = _first_look(writer, fetched[writer], accepted.get(writer), trusted, peers, heads)
+            report.append(entry)
+            if entry["status"]:
+                continue
+            found = parsed.pop(writer)
+            try:
+                if isinstance(found, StreamProblem):
+                    raise found
+                stream, puts, verified, known = found
+                entries = heads[writer][2]
+                for at in range(0, len(puts), _BLOB_BATCH):
+                    chunk = puts[at : at + _BLOB_BATCH]
+                    payloads: dict[str, bytes | None] = {}
+                    for record in chunk:
+                        digest = record.digest or ""
+                        if digest in entries:
+                            same = verified.get(digest) == entries[digest]
+                            payloads[digest] = None if same else reader.get(entries[digest])
+                    verify_payloads(stream, chunk, payloads, known)
+                refuse_erased_payloads(stream, entries)
+            except StreamProblem as problem:
+                entry.update(status="tampered", problem=problem.reason, problem_seq=problem.seq)
+                continue
+            if _accept(peers, writer, stream, entry):
+                commit = fetched[writer]
+                mirror.set_ref(f"{ACCEPTED}/{shared}/{writer}", commit, accepted.get(writer))
+                fresh[writer] = write_writer(data_root, shared, _view_writer(stream, commit, entries, trusted[writer]))
+        del heads, parsed, reader
     _save_peers(data_root, shared, peers)
     return report, fresh
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Final
 
 import msgspec
@@ -185,6 +185,13 @@ class Stream(msgspec.Struct, kw_only=True):
     def erased(self) -> set[int]:
         return {r.target for r in self.records if r.kind == "erase" and r.target is not None}
 
+    def live_puts(self) -> list[Record]:
+        """The put records whose payloads must verify, one per payload digest, in order of first use: a digest's
+        last put that is not erased (its body is kept under that put's sequence number)."""
+        erased = self.erased()
+        by_digest = {r.digest: r for r in self.records if r.kind == "put" and r.seq not in erased}
+        return list(by_digest.values())
+
 
 def sign_checkpoint(
     sign: Any, *, shared: str, writer: str, public_hex: str, principal: str | None, records: Sequence[Record]
@@ -217,7 +224,21 @@ def parse_stream(
 
     ``payloads`` maps every payload name of the tree to its bytes, or to ``None`` when the reader did not read it
     because git holds it under the very blob id it verified before: its body is then taken from ``known`` (digest →
-    body; such a payload carries no salt in the result).
+    body; such a payload carries no salt in the result). A reader that holds only some payloads at a time uses
+    :func:`parse_records`, :func:`verify_payloads` over :meth:`Stream.live_puts` in slices, and
+    :func:`refuse_erased_payloads`, which is what this does at once.
+
+    Raises:
+        StreamProblem: the first thing that does not verify, with the sequence number concerned.
+    """
+    stream = parse_records(shared=shared, writer=writer, checkpoint=checkpoint, records=records)
+    verify_payloads(stream, stream.live_puts(), payloads, known)
+    refuse_erased_payloads(stream, payloads)
+    return stream
+
+
+def parse_records(*, shared: str, writer: str, checkpoint: bytes, records: bytes) -> Stream:
+    """The checkpoint and records of a fetched stream, verified (:func:`parse_stream`), with no payload bodies yet.
 
     Raises:
         StreamProblem: the first thing that does not verify, with the sequence number concerned.
@@ -255,10 +276,24 @@ def parse_stream(
         prev = record.hash
     if len(parsed) != point.seq or prev != point.head:
         raise StreamProblem("the records do not end at the checkpoint's head", min(len(parsed), point.seq) or None)
-    stream = Stream(checkpoint=point, records=parsed, bodies={}, salts={})
-    erased = stream.erased()
-    by_digest = {r.digest: r for r in parsed if r.kind == "put" and r.seq not in erased}
-    for record in by_digest.values():
+    return Stream(checkpoint=point, records=parsed, bodies={}, salts={})
+
+
+def verify_payloads(
+    stream: Stream,
+    puts: Sequence[Record],
+    payloads: Mapping[str, bytes | None],
+    known: Mapping[str, dict[str, Any]] | None = None,
+) -> None:
+    """Verify the payloads of ``puts`` (some of ``stream.live_puts()``, in order) and set their bodies in ``stream``.
+
+    ``payloads`` maps at least these puts' payload names that the tree holds to their bytes (or ``None``: the body
+    is in ``known``, as in :func:`parse_stream`); a name it lacks is a missing payload.
+
+    Raises:
+        StreamProblem: the first put whose payload is missing or does not verify.
+    """
+    for record in puts:
         digest = record.digest or ""
         blob = payloads.get(digest)
         if blob is None and digest in payloads and known is not None and digest in known:
@@ -280,11 +315,19 @@ def parse_stream(
             raise StreamProblem("a payload is not {body, salt}", record.seq)
         stream.bodies[record.seq] = data["body"]
         stream.salts[record.seq] = data["salt"]
-    for seq in sorted(erased):
-        gone = parsed[seq - 1].digest
-        if gone in payloads and gone not in by_digest:
+
+
+def refuse_erased_payloads(stream: Stream, names: Collection[str]) -> None:
+    """Refuse a tree (its payload ``names``) that still carries a payload its stream erased.
+
+    Raises:
+        StreamProblem: ``an erased payload is still carried``, with the erased put's sequence number.
+    """
+    live = {r.digest for r in stream.live_puts()}
+    for seq in sorted(stream.erased()):
+        gone = stream.records[seq - 1].digest
+        if gone in names and gone not in live:
             raise StreamProblem("an erased payload is still carried", seq)
-    return stream
 
 
 __all__ = [
@@ -299,9 +342,12 @@ __all__ = [
     "make_record",
     "openssh_public_key",
     "parse_openssh_public_key",
+    "parse_records",
     "parse_stream",
     "payload_blob",
     "records_bytes",
+    "refuse_erased_payloads",
     "sign_checkpoint",
     "ssh_fingerprint",
+    "verify_payloads",
 ]

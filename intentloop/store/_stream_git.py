@@ -219,6 +219,20 @@ class Mirror:
             result[writer] = (checkpoint or b"", records or b"", _tree_entries(tree) if tree is not None else {})
         return result
 
+    def records_sizes(self, commits: Mapping[str, str]) -> dict[str, int]:
+        """The size in bytes of the records file of many stream commits (writer → commit) in one git process,
+        without reading them (0 when absent): what lets a reader read heads in groups of bounded size."""
+        order = list(commits.items())
+        if not order:
+            return {}
+        asks = "".join(f"{commit}:{RECORDS_FILE}\n" for _w, commit in order).encode("utf-8")
+        lines = self.git(["cat-file", "--batch-check"], stdin=asks).splitlines()
+        sizes: dict[str, int] = {}
+        for (writer, _commit), line in zip(order, lines, strict=True):
+            header = line.split()
+            sizes[writer] = int(header[2]) if len(header) >= 3 and header[-1] != b"missing" else 0
+        return sizes
+
     def read_blobs(self, shas: Sequence[str]) -> dict[str, bytes]:
         """The bytes of each blob (one git process); a blob git does not have is absent."""
         return {sha: data for sha, data in zip(shas, self._cat_in_order(shas), strict=True) if data is not None}

@@ -4,7 +4,9 @@ and the Gemini API's ``streamGenerateContent`` (Gemini CLI).
 The "model" is a fixed script driven by the conversation it is sent, so it needs no state beyond the request: a
 prompt containing ``E2E-START`` makes it call ``intent_start_task`` (passing the ``host_session_id`` the SessionStart
 hook offered, when one is in the request), then ``intent_add_explicit`` with the task id from the tool's answer, then
-it finishes; a prompt containing ``E2E-SECOND`` makes the Gemini script read the linked task with
+it finishes (with ``E2E-PROJECT`` in the prompt the claim has scope ``project``, so it travels with ``intentloop
+sync``); a prompt containing ``E2E-LINK`` makes it only start a task linked to the session; a prompt containing
+``E2E-SECOND`` makes the Gemini script read the linked task with
 ``intent_get_snapshot`` (the task id from the hook context) before it answers; any other prompt gets a plain answer.
 Every request is logged (path, tool names, all its text) so the runner can check afterwards what the host really
 sent — e.g. that a hook's ``additionalContext`` reached the model.
@@ -27,6 +29,8 @@ STATEMENT = "The final report must be written in French."
 SESSION_RE = re.compile(r'host_session_id="([^"]+)"')
 OK_RE = re.compile(r'\\*"ok\\*"\s*:\s*true')
 SECOND_MARK = "E2E-SECOND"
+PROJECT_MARK = "E2E-PROJECT"
+LINK_MARK = "E2E-LINK"
 LINKED_RE = re.compile(r"\[Intent Loop linked task_id=([0-9a-f-]{36})")
 TASK_RE = re.compile(r'task_id\\*"\s*:\s*\\*"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})')
 
@@ -58,8 +62,9 @@ class Script:
             args["project_root"] = self.project_root
         return args
 
-    def explicit_args(self, task_id: str) -> dict[str, Any]:
+    def explicit_args(self, task_id: str, scope: str = "task") -> dict[str, Any]:
         args: dict[str, Any] = {
+            "scope": scope,
             "task_id": task_id,
             "request_id": "e2e-explicit-1",
             "statement": STATEMENT,
@@ -73,6 +78,11 @@ class Script:
 
     def decide(self, prompt: str, outputs: dict[str, str], context_text: str) -> tuple[str, Any]:
         """``("call", (tool, args))`` or ``("say", text)`` for a turn whose prompt and tool outputs are given."""
+        if LINK_MARK in prompt:
+            if "intent_start_task" not in outputs:
+                return "call", ("intent_start_task", self.start_args(context_text))
+            ok = OK_RE.search(outputs["intent_start_task"])
+            return "say", "E2E-LINKED: task started." if ok else "E2E-FAILED: " + outputs["intent_start_task"][:500]
         if START_MARK not in prompt:
             return "say", "E2E-ACK: nothing to do."
         if "intent_add_explicit" in outputs:
@@ -83,7 +93,8 @@ class Script:
             found = TASK_RE.search(outputs["intent_start_task"])
             if not found or not OK_RE.search(outputs["intent_start_task"]):
                 return "say", "E2E-FAILED: no task_id in " + outputs["intent_start_task"][:500]
-            return "call", ("intent_add_explicit", self.explicit_args(found.group(1)))
+            scope = "project" if PROJECT_MARK in prompt else "task"
+            return "call", ("intent_add_explicit", self.explicit_args(found.group(1), scope))
         return "call", ("intent_start_task", self.start_args(context_text))
 
     def decide_second(self, outputs: dict[str, str], context_text: str) -> tuple[str, Any]:

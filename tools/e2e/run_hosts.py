@@ -7,7 +7,7 @@ so the hosts can reach nothing but the scripted model server on 127.0.0.1.
 Usage::
 
     (cd tools/e2e && npm ci)
-    python tools/e2e/run_hosts.py [--hosts codex,claude,gemini] [--routes installer,plugin,commands] [--keep]
+    python tools/e2e/run_hosts.py [--hosts codex,claude,gemini,sync] [--routes installer,plugin,commands] [--keep]
                                   [--no-trust]
 
 Each host and route gets its own temporary HOME (with CODEX_HOME / CLAUDE_CONFIG_DIR / .gemini below it) and project
@@ -20,7 +20,9 @@ hooks' background threshold with its checkpoint removed and the lock held by ano
 recorded in the background once the lock is free. Claude Code also runs one interactive session on a terminal that
 the user ends with ``/exit``: its SessionEnd hook must record the session's observation. Checks: the hosts' JSON
 output, the requests the model received, the ledger under the per-user default root and a bare ``intentloop verify
---json``. Prints PASS/FAIL per host, route and check; exits 0 only when every check passed.
+--json``. Host "sync" (``sync_hosts.py``, one run whatever the routes) shares one project between two installations
+through git: a claim recorded from Codex on one must reach Claude Code's SessionStart on the other after
+``intentloop sync`` on both. Prints PASS/FAIL per host, route and check; exits 0 only when every check passed.
 
 Codex's grace for optional MCP servers is raised to 60 s in the run's config (``--codex-grace-ms``): Codex sends its
 first turn after that grace even when a server is still starting, and on a loaded CI machine ``intentloop serve``
@@ -44,6 +46,7 @@ from claude_host import run_claude
 from codex_host import run_codex
 from e2e_common import Report, enter_netns
 from gemini_host import run_gemini
+from sync_hosts import run_sync
 
 
 def _version(argv: list[str]) -> str:
@@ -57,6 +60,8 @@ def _version(argv: list[str]) -> str:
 def _run_one(report: Report, args: argparse.Namespace, host: str, route: str, base: Path, intentloop: str) -> None:
     if route not in ("installer", "plugin", "commands"):
         report.check(f"{host}/{route}", "known route", False, "expected installer, plugin or commands")
+    elif host == "sync":  # Codex on installation A, Claude Code on installation B, both installer route
+        run_sync(report, base, args.codex, args.claude, intentloop)
     elif host == "gemini":
         print(f"gemini/{route}: {_version([args.gemini, '--version'])}", flush=True)
         run_gemini(report, base, args.gemini, intentloop, route, args.project_root_arg)
@@ -97,7 +102,7 @@ def _run_one(report: Report, args: argparse.Namespace, host: str, route: str, ba
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     here = Path(__file__).resolve().parent
-    parser.add_argument("--hosts", default="codex,claude,gemini")
+    parser.add_argument("--hosts", default="codex,claude,gemini,sync")
     parser.add_argument("--routes", default="installer,plugin,commands")
     parser.add_argument("--codex", default=str(here / "node_modules" / ".bin" / "codex"))
     parser.add_argument("--claude", default=str(here / "node_modules" / ".bin" / "claude"))
@@ -131,7 +136,8 @@ def main() -> int:
     top = Path(tempfile.mkdtemp(prefix="intentloop-e2e-"))
     started = time.monotonic()
     try:
-        runs = [(h, r) for h in hosts for r in routes for _ in range(args.repeat)]
+        # "sync" is one run across two installations (docs/SYNC.md), whatever the routes
+        runs = [(h, r) for h in hosts for r in (["installer"] if h == "sync" else routes) for _ in range(args.repeat)]
         for n, (host, route) in enumerate(runs):
             base = top / f"{host}-{route}-{n}"
             base.mkdir()
