@@ -74,6 +74,16 @@ class HookOutcome(msgspec.Struct, frozen=True, kw_only=True):
     linked: bool = False
 
 
+def _own_peers(data_root: Path, cwd: str, store: ProjectStore, task: TaskState | None) -> list[Claim]:
+    """The user's own claims from their other machines that a linked task's context carries beside its own (the
+    same as SessionStart's, so the prompt hook injects what SessionStart does; docs/SYNC.md)."""
+    if task is None or task.mode != "on":
+        return []
+    from intentloop.service._share_view import own_hook_claims
+
+    return own_hook_claims(data_root, locate_project(cwd, data_root).root, store.project_id)
+
+
 def _open_store(data_root: Path, cwd: str) -> ProjectStore:
     """Raises: InvalidInputError: ``PROJECT_ROOT_INVALID`` for a relative, missing or non-directory ``cwd``."""
     return ProjectStore(data_root, locate_project(cwd, data_root).project_id)
@@ -138,13 +148,9 @@ def session_context(
     found = store.session_task(shash, whole_read_limit=whole_read_limit)
     if not found.answered:
         return None
-    peers: list[Claim] = []
     if found.task is not None:
         require_vouched(store)  # forged text is never injected as the user's words
-        if found.task.mode == "on":
-            from intentloop.service._share_view import own_hook_claims
-
-            peers = own_hook_claims(data_root, located.root, located.project_id)
+    peers = _own_peers(data_root, cwd, store, found.task)
     recovery = source == COMPACT_SOURCE
     return _decide(found.task, store.read_controls(), None, session_id, recovery_packet=recovery, peers=peers)[1]
 
@@ -219,7 +225,18 @@ class ObservationPlan:
             (larger than the plan was allowed to read): plan again without the limit, in the background if possible.
     """
 
-    __slots__ = ("_identity", "_read", "_shash", "_store", "context", "data_root", "linked", "obs", "task_id")
+    __slots__ = (
+        "_identity",
+        "_peers",
+        "_read",
+        "_shash",
+        "_store",
+        "context",
+        "data_root",
+        "linked",
+        "obs",
+        "task_id",
+    )
 
     def __init__(
         self,
@@ -233,9 +250,11 @@ class ObservationPlan:
         linked: bool = False,
         task_id: str | None = None,
         identity: Identity | None = None,
+        peers: Sequence[Claim] = (),
     ) -> None:
         self.data_root = data_root
         self._store = store
+        self._peers = peers
         self.obs = obs
         self._shash = shash
         self.context = context
@@ -274,7 +293,8 @@ def plan_observation(
         return ObservationPlan(data_root, store, obs, shash, "", read=read)
     if read.task is not None:
         require_vouched(store)  # forged text is never injected as the user's words
-    task, context = _decide(read.task, store.read_controls(), None, obs.session_id)
+    peers = _own_peers(data_root, cwd, store, read.task)
+    task, context = _decide(read.task, store.read_controls(), None, obs.session_id, peers=peers)
     if task is None:
         return ObservationPlan(data_root, store, obs, shash, context, read=read)
     from intentloop.service._hookkey import load_hook_key
@@ -283,7 +303,16 @@ def plan_observation(
     if identity is not None and f"hook:{obs.event}:{identity[0]}" in task.requests:
         return ObservationPlan(data_root, store, obs, shash, context, read=read, linked=True)
     return ObservationPlan(
-        data_root, store, obs, shash, context, read=read, linked=True, task_id=task.task_id, identity=identity
+        data_root,
+        store,
+        obs,
+        shash,
+        context,
+        read=read,
+        linked=True,
+        task_id=task.task_id,
+        identity=identity,
+        peers=peers,
     )
 
 
@@ -355,7 +384,8 @@ def _record_locked(
     with store.locked(deadline, lazy=True) as ledger:
         control = store.read_control(plan._shash)
         bound = ledger.session_task(plan._shash, since=plan._read)
-        task, context = _decide(bound, store.read_controls(), control, obs.session_id)
+        peers = plan._peers if bound is not None and bound.mode == "on" else ()
+        task, context = _decide(bound, store.read_controls(), control, obs.session_id, peers=peers)
         if task is None:
             return HookOutcome(recorded=False, context=_if(with_context, context))
         identity = plan._identity

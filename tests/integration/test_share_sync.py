@@ -299,6 +299,9 @@ def test_session_start_injects_the_users_own_words_from_other_machines_only(tmp_
     context = answer["hookSpecificOutput"]["additionalContext"]
     assert "Own rule from my laptop" in context
     assert "Teammate" not in context
+    # the prompt hook's context is the same text (it carries the own words too, never the teammate's)
+    prompt = _hook(b, session, "UserPromptSubmit", prompt="go on", turn_id="t-1")
+    assert prompt["hookSpecificOutput"]["additionalContext"] == context
     peers = _snapshot(b, task, include_peers=True)["peer_claims"]
     assert {(c["statement"], c["origin"]["own"]) for c in peers} == {
         ("Own rule from my laptop", True),
@@ -306,8 +309,9 @@ def test_session_start_injects_the_users_own_words_from_other_machines_only(tmp_
     }
 
 
-def _hook(machine: Machine, session: str) -> dict[str, Any]:
-    payload = {"session_id": session, "cwd": str(machine.clone), "hook_event_name": "SessionStart", "source": "startup"}
+def _hook(machine: Machine, session: str, event: str = "SessionStart", **fields: str) -> dict[str, Any]:
+    payload = {"session_id": session, "cwd": str(machine.clone), "hook_event_name": event, "source": "startup"}
+    payload.update(fields)
     proc = subprocess.run(HOOK, input=json.dumps(payload).encode(), capture_output=True, env=machine.env(), timeout=30)
     assert (proc.returncode, proc.stderr) == (0, b"")
     answer: dict[str, Any] = json.loads(proc.stdout)
