@@ -132,3 +132,21 @@ def world(base: Path, names: list[str], emails: list[str] | None = None) -> tupl
 
 
 __all__ = ["HOOK", "INTENTLOOP", "Machine", "explicit", "git", "world"]
+
+
+def paired(base: Path, names: list[str], emails: list[str] | None = None) -> tuple[Path, list[Machine], str]:
+    """``(remote, machines, shared id)``: machines sharing one project through one bare repository (the first ran
+    ``share init``, the others ``share join``), each trusting every other's key under its principal."""
+    _origin, remote, machines = world(base, names, emails)
+    shared = machines[0].cli("share", "init")["shared_id"]
+    for machine in machines[1:]:
+        machine.cli("share", "join", shared)
+    keys = []
+    for machine in machines:
+        machine.cli("share", "remote", f"file://{remote}")
+        keys.append(machine.cli("share", "keys"))
+    for machine, mine in zip(machines, keys, strict=True):
+        for other in keys:
+            if other["key_id"] != mine["key_id"]:
+                machine.cli("share", "trust", other["public_key"], "--principal", other["principal"])
+    return remote, machines, shared

@@ -15,23 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from _support.share_world import INTENTLOOP, Machine, explicit, world
-
-
-def _share(tmp_path: Path, count: int) -> tuple[Path, list[Machine]]:
-    _origin, remote, machines = world(tmp_path, [f"m{i}" for i in range(count)])
-    shared = machines[0].cli("share", "init")["shared_id"]
-    keys = []
-    for machine in machines:
-        if machine is not machines[0]:
-            machine.cli("share", "join", shared)
-        machine.cli("share", "remote", f"file://{remote}")
-        keys.append(machine.cli("share", "keys"))
-    for machine, mine in zip(machines, keys, strict=True):
-        for other in keys:
-            if other["key_id"] != mine["key_id"]:
-                machine.cli("share", "trust", other["public_key"], "--principal", other["principal"])
-    return remote, machines
+from _support.share_world import INTENTLOOP, Machine, explicit, paired
 
 
 def _sync(machine: Machine) -> subprocess.Popen[str]:
@@ -60,7 +44,7 @@ def _peer_statements(machine: Machine) -> list[str]:
 
 
 def test_eight_installations_writing_and_syncing_concurrently_converge(tmp_path: Path) -> None:
-    _remote, machines = _share(tmp_path, 8)
+    _remote, machines, _shared = paired(tmp_path, [f"m{i}" for i in range(8)])
     tasks = [m.start() for m in machines]
     batches = []
     for index, (machine, task) in enumerate(zip(machines, tasks, strict=True)):
@@ -81,7 +65,7 @@ def test_eight_installations_writing_and_syncing_concurrently_converge(tmp_path:
 
 
 def test_fifty_kills_during_fetch_and_push_leave_no_partial_state(tmp_path: Path) -> None:
-    remote, (a, b) = _share(tmp_path, 2)
+    remote, (a, b), _shared = paired(tmp_path, ["m0", "m1"])
     task = a.start()
     rng = random.Random(23)
     written = 0

@@ -17,23 +17,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from _support.share_world import HOOK, Machine, explicit, git, world
-
-
-def _pair(tmp_path: Path, names: list[str]) -> tuple[Path, list[Machine], str]:
-    _origin, remote, machines = world(tmp_path, names)
-    shared = machines[0].cli("share", "init")["shared_id"]
-    keys = []
-    for machine in machines:
-        if machine is not machines[0]:
-            machine.cli("share", "join", shared)
-        machine.cli("share", "remote", f"file://{remote}")
-        keys.append(machine.cli("share", "keys"))
-    for machine, mine in zip(machines, keys, strict=True):
-        for other in keys:
-            if other["key_id"] != mine["key_id"]:
-                machine.cli("share", "trust", other["public_key"], "--principal", other["principal"])
-    return remote, machines, shared
+from _support.share_world import HOOK, Machine, explicit, git, paired
 
 
 def _ref(remote: Path, shared: str, writer: str) -> str:
@@ -68,7 +52,7 @@ def _replace_in_tree(repo: Path, commit: str, path: str, data: bytes) -> str:
 
 
 def test_a_stale_force_push_is_a_rollback_reported_and_healed_by_the_writer(tmp_path: Path) -> None:
-    remote, (a, b), shared = _pair(tmp_path, ["a", "b"])
+    remote, (a, b), shared = paired(tmp_path, ["a", "b"])
     writer = a.cli("share", "keys")["key_id"]
     task = a.start()
     a.tools(explicit(task, "First rule"))
@@ -87,7 +71,7 @@ def test_a_stale_force_push_is_a_rollback_reported_and_healed_by_the_writer(tmp_
 
 
 def test_tampered_payloads_and_records_are_reported_with_writer_and_sequence(tmp_path: Path) -> None:
-    remote, (a, b), shared = _pair(tmp_path, ["a", "b"])
+    remote, (a, b), shared = paired(tmp_path, ["a", "b"])
     writer = a.cli("share", "keys")["key_id"]
     task = a.start()
     a.tools(explicit(task, "Keep the public API"), explicit(task, "Run the linters"))
@@ -120,7 +104,7 @@ def test_tampered_payloads_and_records_are_reported_with_writer_and_sequence(tmp
 
 
 def test_a_stream_replayed_under_another_writers_ref_is_refused(tmp_path: Path) -> None:
-    remote, (a, b, c), shared = _pair(tmp_path, ["a", "b", "c"])
+    remote, (a, b, c), shared = paired(tmp_path, ["a", "b", "c"])
     writer_a, writer_c = (m.cli("share", "keys")["key_id"] for m in (a, c))
     task = a.start()
     a.tools(explicit(task, "Said on a"))
@@ -159,7 +143,7 @@ print(mirror.write_stream(msgspec.json.encode(point), records_bytes(records), {d
 
 
 def test_a_second_history_signed_by_the_same_key_freezes_the_writer(tmp_path: Path) -> None:
-    remote, (a, b), shared = _pair(tmp_path, ["a", "b"])
+    remote, (a, b), shared = paired(tmp_path, ["a", "b"])
     writer = a.cli("share", "keys")["key_id"]
     task = a.start()
     a.tools(explicit(task, "The honest first record"))
@@ -205,7 +189,7 @@ def _all_bytes(repo: Path) -> bytes:
 
 
 def test_private_and_off_tasks_hook_observations_and_session_data_leave_zero_bytes(tmp_path: Path) -> None:
-    remote, (a,), _shared = _pair(tmp_path, ["a"])
+    remote, (a,), _shared = paired(tmp_path, ["a"])
     marker = uuid.uuid4().hex
     session = f"session-{marker}"
     on = str(uuid.uuid4())
@@ -267,7 +251,7 @@ def _walk(value: Any) -> list[tuple[str, Any]]:
 
 
 def test_an_erased_claim_leaves_no_byte_in_streams_or_mirrors_after_gc(tmp_path: Path) -> None:
-    remote, (a, b), shared = _pair(tmp_path, ["a", "b"])
+    remote, (a, b), shared = paired(tmp_path, ["a", "b"])
     task = a.start()
     marker = uuid.uuid4().hex
     _kept, erased = a.tools(explicit(task, f"Kept rule {marker}"), explicit(task, f"Erased rule {marker}"))
@@ -298,7 +282,7 @@ def test_an_erased_claim_leaves_no_byte_in_streams_or_mirrors_after_gc(tmp_path:
 def test_a_writer_that_lost_its_mirror_extends_its_published_stream(tmp_path: Path) -> None:
     import shutil
 
-    _remote, (a, b), shared = _pair(tmp_path, ["a", "b"])
+    _remote, (a, b), shared = paired(tmp_path, ["a", "b"])
     writer = a.cli("share", "keys")["key_id"]
     task = a.start()
     a.tools(explicit(task, "Before the loss"), explicit(task, "Also before"))
