@@ -50,19 +50,22 @@ class HostConfigError(IntentLoopError):
 # ---------------------------------------------------------------------------------------------------------- commands
 
 
+#: The program prefixes an intentloop installer has written after its absolute first word: the ``intentloop`` script
+#: alone, or an interpreter with ``-P -m intentloop`` (the fallback), ``-m intentloop`` or ``-m cli.entry`` (older).
+_INSTALLER_FORMS: Final = (["-P", "-m", "intentloop"], ["-m", "intentloop"], ["-m", "cli.entry"])
+#: The console script's names.
+_SCRIPT_NAMES: Final = ("intentloop", "intentloop.exe")
+
+
 def is_our_program(argv: Sequence[str]) -> bool:
     """Whether ``argv`` starts an intentloop installation: ``…/intentloop``, ``python -P -m intentloop`` (the
     installers' fallback), ``python -m intentloop``, or ``python -m cli.entry`` (what installers before the single
     ``intentloop`` package wrote, so a reinstall or uninstall still finds those entries)."""
     if not argv:
         return False
-    name = PurePath(argv[0]).name.lower()
-    rest = list(argv[1:4])
-    return (
-        name in ("intentloop", "intentloop.exe")
-        or rest[:3] == ["-P", "-m", "intentloop"]
-        or rest[:2] in (["-m", "intentloop"], ["-m", "cli.entry"])
-    )
+    if PurePath(argv[0]).name.lower() in _SCRIPT_NAMES:
+        return True
+    return any(list(argv[1 : 1 + len(form)]) == form for form in _INSTALLER_FORMS)
 
 
 def is_our_hook_command(command: object) -> bool:
@@ -79,17 +82,12 @@ def is_our_hook_command(command: object) -> bool:
     return is_our_program(argv[:at]) and any(arg in _HOOK_ARGUMENTS for arg in argv[at + 1 :])
 
 
-#: The program prefixes an intentloop installer has written after its absolute first word: the ``intentloop`` script
-#: alone, or an interpreter with ``-P -m intentloop`` (the fallback), ``-m intentloop`` or ``-m cli.entry`` (older).
-_INSTALLER_FORMS: Final = (["-P", "-m", "intentloop"], ["-m", "intentloop"], ["-m", "cli.entry"])
-
-
 def _installer_program(argv: Sequence[str]) -> int | None:
     """How many words of ``argv`` are a program in a form an intentloop installer writes (an absolute path first),
     else ``None``."""
     if not argv or not os.path.isabs(argv[0]):
         return None
-    if PurePath(argv[0]).name.lower() in ("intentloop", "intentloop.exe"):
+    if PurePath(argv[0]).name.lower() in _SCRIPT_NAMES:
         return 1
     return next((1 + len(form) for form in _INSTALLER_FORMS if list(argv[1 : 1 + len(form)]) == form), None)
 
