@@ -28,7 +28,7 @@ from intentloop.model import (
     session_hash,
 )
 from intentloop.model.hook_events import HOOK_EVENT_BY_NAME
-from intentloop.store import PrivateControl, ProjectStore, locate_project, require_vouched
+from intentloop.store import PrivateControl, ProjectRoot, ProjectStore, locate_project, require_vouched
 
 if TYPE_CHECKING:
     from intentloop.model import EventDraft
@@ -74,19 +74,24 @@ class HookOutcome(msgspec.Struct, frozen=True, kw_only=True):
     linked: bool = False
 
 
-def _own_peers(data_root: Path, cwd: str, store: ProjectStore, task: TaskState | None) -> list[Claim]:
+def _own_peers(data_root: Path, located: ProjectRoot, task: TaskState | None) -> list[Claim]:
     """The user's own claims from their other machines that a linked task's context carries beside its own (the
     same as SessionStart's, so the prompt hook injects what SessionStart does; docs/SYNC.md)."""
     if task is None or task.mode != "on":
         return []
     from intentloop.service._share_view import own_hook_claims
 
-    return own_hook_claims(data_root, locate_project(cwd, data_root).root, store.project_id)
+    return own_hook_claims(data_root, located.root, located.project_id)
 
 
-def _open_store(data_root: Path, cwd: str) -> ProjectStore:
-    """Raises: InvalidInputError: ``PROJECT_ROOT_INVALID`` for a relative, missing or non-directory ``cwd``."""
-    return ProjectStore(data_root, locate_project(cwd, data_root).project_id)
+def _open_store(data_root: Path, cwd: str) -> tuple[ProjectStore, ProjectRoot]:
+    """The store of the project ``cwd`` belongs to, and how it was found.
+
+    Raises:
+        InvalidInputError: ``PROJECT_ROOT_INVALID`` for a relative, missing or non-directory ``cwd``.
+    """
+    located = locate_project(cwd, data_root)
+    return ProjectStore(data_root, located.project_id), located
 
 
 def _decide(
@@ -139,8 +144,7 @@ def session_context(
         InvalidInputError: ``PROJECT_ROOT_INVALID``.
         StorageError: a damaged ledger (``CORRUPT_LEDGER`` …), an unreadable control, an unsafe path.
     """
-    located = locate_project(cwd, data_root)
-    store = ProjectStore(data_root, located.project_id)
+    store, located = _open_store(data_root, cwd)
     shash = session_hash(session_id)
     control = store.read_control(shash)
     if control is not None:
@@ -150,7 +154,7 @@ def session_context(
         return None
     if found.task is not None:
         require_vouched(store)  # forged text is never injected as the user's words
-    peers = _own_peers(data_root, cwd, store, found.task)
+    peers = _own_peers(data_root, located, found.task)
     recovery = source == COMPACT_SOURCE
     return _decide(found.task, store.read_controls(), None, session_id, recovery_packet=recovery, peers=peers)[1]
 
@@ -283,7 +287,7 @@ def plan_observation(
     event = HOOK_EVENT_BY_NAME.get(obs.event)
     if event is None or event.records is None:
         raise InvalidInputError(f"{obs.event} records no observation", code="INVALID_ARGUMENTS")
-    store = _open_store(data_root, cwd)
+    store, located = _open_store(data_root, cwd)
     shash = session_hash(obs.session_id)
     control = store.read_control(shash)
     if control is not None:
@@ -293,7 +297,7 @@ def plan_observation(
         return ObservationPlan(data_root, store, obs, shash, "", read=read)
     if read.task is not None:
         require_vouched(store)  # forged text is never injected as the user's words
-    peers = _own_peers(data_root, cwd, store, read.task)
+    peers = _own_peers(data_root, located, read.task)
     task, context = _decide(read.task, store.read_controls(), None, obs.session_id, peers=peers)
     if task is None:
         return ObservationPlan(data_root, store, obs, shash, context, read=read)
@@ -433,7 +437,7 @@ def spool_observation(data_root: Path, cwd: str, obs: Observation) -> bool:
     event = HOOK_EVENT_BY_NAME.get(obs.event)
     if event is None or event.records is None:
         return False
-    store = _open_store(data_root, cwd)
+    store, _located = _open_store(data_root, cwd)
     if not store.exists():
         return False
     shash = session_hash(obs.session_id)
