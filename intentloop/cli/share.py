@@ -15,22 +15,13 @@ from typing import Annotated, Any
 import typer
 
 from intentloop.cli._exit import OK
-from intentloop.cli._options import JsonOption
+from intentloop.cli._options import JsonOption, ProjectRootOption
 from intentloop.cli._output import Output
 
 ProjectArgument = Annotated[
     str | None,
     typer.Argument(
         metavar="[FOLDER]", help="A folder of the project (default: the current directory).", show_default=False
-    ),
-]
-ProjectRootOption = Annotated[
-    str | None,
-    typer.Option(
-        "--project-root",
-        metavar="P",
-        help="A folder of the project (default: the current directory).",
-        show_default=False,
     ),
 ]
 
