@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+
+#: ``-h`` is ``--help`` for every command and group.
+HELP_OPTIONS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
+
+
+def command_group(name: str, help_text: str) -> typer.Typer:
+    """A group of subcommands (``forget``, ``keys``, ``recover``, ``share``): its help when called bare, ``-h``."""
+    return typer.Typer(
+        name=name, help=help_text, no_args_is_help=True, rich_markup_mode=None, context_settings=HELP_OPTIONS
+    )
+
 
 ProjectRootOption = Annotated[
     str | None,
@@ -29,4 +40,4 @@ JsonOption = Annotated[
     typer.Option("--json", help="Print one machine-readable JSON object on stdout instead of tables."),
 ]
 
-__all__ = ["JsonOption", "ProjectIdOption", "ProjectRootOption"]
+__all__ = ["HELP_OPTIONS", "JsonOption", "ProjectIdOption", "ProjectRootOption", "command_group"]

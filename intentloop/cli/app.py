@@ -34,6 +34,7 @@ from intentloop.cli import (
     views,
 )
 from intentloop.cli._exit import USAGE
+from intentloop.cli._options import HELP_OPTIONS, command_group
 from intentloop.cli._output import Output
 from intentloop.cli._progress import showing_progress
 from intentloop.errors import IntentLoopError, InvalidInputError, StorageError
@@ -49,7 +50,6 @@ HELP = (
 )
 DEBUG_ENV = "INTENT_LOOP_DEBUG"
 #: ``-h`` works as ``--help`` for every command and group (``hook -h`` always did).
-HELP_OPTIONS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
 
 
 def _version(value: bool) -> None:
@@ -86,12 +86,8 @@ def build_app() -> typer.Typer:
     app.command("show", short_help="One task's current snapshot as a table (or --json).")(views.show)
     app.command("export", short_help="One task as readable Markdown or the portable JSON graph.")(export_task.export)
     app.command("mode", short_help="Turn a task off (nothing recorded or injected) or back on.")(mode.mode)
-    forget_app = typer.Typer(
-        name="forget",
-        help="Physically delete a claim or a whole task, verified as intent_delete does (see docs/CLI.md).",
-        no_args_is_help=True,
-        rich_markup_mode=None,
-        context_settings=HELP_OPTIONS,
+    forget_app = command_group(
+        "forget", "Physically delete a claim or a whole task, verified as intent_delete does (see docs/CLI.md)."
     )
     forget_app.command("claim", short_help="Delete one claim; verify no byte of it remains.")(forget.forget_claim)
     forget_app.command("task", short_help="Delete a task and everything of it; verify no byte remains.")(
@@ -101,22 +97,14 @@ def build_app() -> typer.Typer:
     app.command("relink", short_help="Move a moved project's memory to its new folder.")(relink.relink)
     app.command("status", short_help="Versions, data root, projects and their health (creates nothing).")(status.status)
     app.command("verify", short_help="Verify a project's hash chain: exit 0 intact, 1 damaged.")(verify.verify)
-    keys_app = typer.Typer(
-        name="keys",
-        help="The installation's signing key: its fingerprint, and replacing a missing one (see docs/STORAGE.md).",
-        no_args_is_help=True,
-        rich_markup_mode=None,
-        context_settings=HELP_OPTIONS,
+    keys_app = command_group(
+        "keys", "The installation's signing key: its fingerprint, and replacing a missing one (see docs/STORAGE.md)."
     )
     keys_app.command("show", short_help="The key's fingerprint (key id), public key and file.")(keys.show)
     keys_app.command("rotate", short_help="Replace a missing key; re-sign what the old one vouches for.")(keys.rotate)
     app.add_typer(keys_app, name="keys", short_help="Show the signing key's fingerprint, or replace a missing key.")
-    recover = typer.Typer(
-        name="recover",
-        help="Save or set aside the damaged part of a ledger (see docs/CLI.md, recovery runbook).",
-        no_args_is_help=True,
-        rich_markup_mode=None,
-        context_settings=HELP_OPTIONS,
+    recover = command_group(
+        "recover", "Save or set aside the damaged part of a ledger (see docs/CLI.md, recovery runbook)."
     )
     recover.command("export", short_help="Write the verified prefix to a file; change nothing.")(recover_export.export)
     recover.command("quarantine", short_help="Set the damaged suffix aside; keep the verified prefix.")(

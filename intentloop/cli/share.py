@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from intentloop.cli._exit import OK
-from intentloop.cli._options import JsonOption, ProjectRootOption
+from intentloop.cli._options import JsonOption, ProjectRootOption, command_group
 from intentloop.cli._output import Output
 
 ProjectArgument = Annotated[
@@ -151,11 +151,8 @@ def sync(project: ProjectArgument = None, json_output: JsonOption = False) -> in
 
 def register(app: typer.Typer) -> None:
     """Add ``share …`` and ``sync`` to the application."""
-    share = typer.Typer(
-        name="share",
-        help="Share this project's memory with your other machines through a git repository (see docs/SYNC.md).",
-        no_args_is_help=True,
-        rich_markup_mode=None,
+    share = command_group(
+        "share", "Share this project's memory with your other machines through a git repository (see docs/SYNC.md)."
     )
     share.command("init", short_help="Give the project a shared id (.intentloop/project.json).")(init)
     share.command("join", short_help="Bind a checkout without the file to a shared id.")(join)
