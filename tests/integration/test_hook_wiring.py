@@ -103,14 +103,20 @@ def test_event_tables_agree() -> None:
         assert strip(ours["hooks"][0]) == strip(plugin_group["hooks"][0])
 
 
-def test_plugin_hook_commands_run_through_a_shell(tmp_path: Path) -> None:
+def _intentloop_on_path(tmp_path: Path) -> Path:
+    """A folder holding an ``intentloop`` to put on PATH: the console script's, or a shim running the module."""
     bin_dir = Path(sys.executable).parent
-    if not (bin_dir / "intentloop").exists():  # no console script: put a shim named intentloop on PATH
+    if not (bin_dir / "intentloop").exists():
         bin_dir = tmp_path / "bin"
         bin_dir.mkdir()
         shim = bin_dir / "intentloop"
         shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -P -m intentloop "$@"\n')
         shim.chmod(0o755)
+    return bin_dir
+
+
+def test_plugin_hook_commands_run_through_a_shell(tmp_path: Path) -> None:
+    bin_dir = _intentloop_on_path(tmp_path)
     repo = tmp_path / "repo"
     repo.mkdir()
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "INTENT_LOOP_DATA_DIR": str(tmp_path / "data")}
@@ -166,13 +172,7 @@ def test_gemini_extension_manifest_and_hooks_are_the_installers_wiring() -> None
 
 
 def test_gemini_extension_hook_commands_run_through_a_shell(tmp_path: Path) -> None:
-    bin_dir = Path(sys.executable).parent
-    if not (bin_dir / "intentloop").exists():  # no console script: put a shim named intentloop on PATH
-        bin_dir = tmp_path / "bin"
-        bin_dir.mkdir()
-        shim = bin_dir / "intentloop"
-        shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -P -m intentloop "$@"\n')
-        shim.chmod(0o755)
+    bin_dir = _intentloop_on_path(tmp_path)
     repo = tmp_path / "repo"
     repo.mkdir()
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "XDG_DATA_HOME": str(tmp_path / "xdg"), "HOME": str(tmp_path)}
