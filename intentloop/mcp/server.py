@@ -19,7 +19,6 @@ from __future__ import annotations
 import importlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -134,12 +133,18 @@ class McpServer:
     async def _load_catalog(done: trio.Event) -> None:
         """The rule catalog, when it is on, in its own worker thread (a cold cache compiles for seconds): every tool
         call waits for it, so no text is stored before both layers are in place (intentloop/store/catalog.py)."""
-        try:
+
+        def load() -> None:
+            # imported here, in the worker: an import in the event loop's thread can wait on the import lock the
+            # service's loading thread holds, and a signal is then not handled until it is released
             import os
 
             from intentloop.store.catalog import load_catalog
 
-            await trio.to_thread.run_sync(partial(load_catalog, dict(os.environ), cold_ok=True), abandon_on_cancel=True)
+            load_catalog(dict(os.environ), cold_ok=True)
+
+        try:
+            await trio.to_thread.run_sync(load, abandon_on_cancel=True)
         except Exception:  # load_catalog never raises; an import failure leaves the own rules, loudly
             logger.exception("loading the rule catalog failed: redacting with the own rules")
         finally:
