@@ -170,12 +170,13 @@ def seed_claims(tmp: Path, claims: int) -> tuple[Path, str, str, int]:
 
 
 def test_the_claim_marks_a_rebuild_holds_do_not_grow_with_the_claims(tmp_path: Path) -> None:
-    small, large = seed_claims(tmp_path, 15_000), seed_claims(tmp_path, 60_000)
+    small, large = seed_claims(tmp_path, 15_000), seed_claims(tmp_path, 120_000)
     peaks = []
     for data_root, pid, task, _size in (small, large):
         peaks.append(peak_kib([sys.executable, "-P", "-c", FIRST_WRITE_SPILLING, str(data_root), pid, task], data_root))
         assert any(data_root.glob("projects/*/index-*/summaries.v1"))  # the index and its summaries were written
         assert not list(data_root.glob("projects/*/index-*/x-*"))  # and no spilled marks are left
-    # Holding the marks of 45,000 more claims grows the peak by ~5 MB (111 bytes a claim, 224 before they shared).
-    assert (peaks[1] - peaks[0]) * 1024 < 2 * 1024 * 1024, f"{peaks} KiB"
+    # Measured: 105,000 more claims grow the peak by +10.3 MB when their marks are held, by -0.5 to +2.5 MB (the
+    # noise of one process's peak; 2.5 MB failed a 2 MB bound under CI's load) when they spill.
+    assert (peaks[1] - peaks[0]) * 1024 < 6 * 1024 * 1024, f"{peaks} KiB"
     assert peaks[0] * 1024 > 4 * 1024 * 1024  # control of the measure: a real process's peak
