@@ -113,8 +113,9 @@ def test_peak_memory_does_not_grow_with_the_ledger(ledgers: list[tuple[Path, str
     for data_root, pid, task, _size in ledgers:
         peaks.append(peak_kib(commands(data_root, pid, task)[name], data_root))
     grown = ledgers[1][3] - ledgers[0][3]  # 15 MB more ledger
-    # Holding the file or its events adds more than the file's size; a chunk at a time adds nothing that grows.
-    assert (peaks[1] - peaks[0]) * 1024 < grown / 4, f"{name}: {peaks} KiB for {grown} more bytes"
+    # Holding the file or its events adds more than the file's size; a chunk at a time adds nothing that grows, but
+    # one process's peak varies by up to ~2.5 MB from run to run, so the bound is half the growth, not less.
+    assert (peaks[1] - peaks[0]) * 1024 < grown / 2, f"{name}: {peaks} KiB for {grown} more bytes"
     assert peaks[0] * 1024 > 4 * 1024 * 1024  # the figure is a real process's peak (control of the measure)
 
 
