@@ -7,7 +7,9 @@ hook offered, when one is in the request), then ``intent_add_explicit`` with the
 it finishes (with ``E2E-PROJECT`` in the prompt the claim has scope ``project``, so it travels with ``intentloop
 sync``); a prompt containing ``E2E-LINK`` makes it only start a task linked to the session; a prompt containing
 ``E2E-SECOND`` makes the Gemini script read the linked task with
-``intent_get_snapshot`` (the task id from the hook context) before it answers; any other prompt gets a plain answer.
+``intent_get_snapshot`` (the task id from the hook context) before it answers; a prompt containing ``E2E-PEERS`` makes
+it read the linked task with ``include_peers`` and answer ``E2E-PEERS <JSON>``: what the snapshot the host sent back
+says of the claim stating ``STATEMENT`` (:func:`snapshot_finding`); any other prompt gets a plain answer.
 Every request is logged (path, tool names, all its text) so the runner can check afterwards what the host really
 sent — e.g. that a hook's ``additionalContext`` reached the model.
 """
@@ -31,6 +33,7 @@ OK_RE = re.compile(r'\\*"ok\\*"\s*:\s*true')
 SECOND_MARK = "E2E-SECOND"
 PROJECT_MARK = "E2E-PROJECT"
 LINK_MARK = "E2E-LINK"
+PEERS_MARK = "E2E-PEERS"
 LINKED_RE = re.compile(r"\[Intent Loop linked task_id=([0-9a-f-]{36})")
 TASK_RE = re.compile(r'task_id\\*"\s*:\s*\\*"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})')
 
@@ -78,6 +81,8 @@ class Script:
 
     def decide(self, prompt: str, outputs: dict[str, str], context_text: str) -> tuple[str, Any]:
         """``("call", (tool, args))`` or ``("say", text)`` for a turn whose prompt and tool outputs are given."""
+        if PEERS_MARK in prompt:
+            return self.decide_peers(outputs, context_text)
         if LINK_MARK in prompt:
             if "intent_start_task" not in outputs:
                 return "call", ("intent_start_task", self.start_args(context_text))
@@ -110,6 +115,51 @@ class Script:
         if self.project_root:
             args["project_root"] = self.project_root
         return "call", ("intent_get_snapshot", args)
+
+    def decide_peers(self, outputs: dict[str, str], context_text: str) -> tuple[str, Any]:
+        """Read the task the hook context names with ``include_peers``, then answer with :func:`snapshot_finding`."""
+        if "intent_get_snapshot" in outputs:
+            return "say", f"{PEERS_MARK} {json.dumps(snapshot_finding(outputs['intent_get_snapshot']))}"
+        found = LINKED_RE.search(context_text)
+        if found is None:
+            return "say", "E2E-FAILED: no linked task in the hook context"
+        args: dict[str, Any] = {"task_id": found.group(1), "include_peers": True}
+        if self.project_root:
+            args["project_root"] = self.project_root
+        return "call", ("intent_get_snapshot", args)
+
+
+def snapshot_finding(output: str) -> dict[str, Any]:
+    """What an ``intent_get_snapshot`` answer, as a host sent the tool's output back (JSON holding the envelope's
+    text), says of the claims stating ``STATEMENT``: how many are among ``peer_claims`` and ``active_claims``, and
+    the first peer claim's ``origin``, ``epistemic_status``, ``facets`` and ``scope``; ``{"error": …}`` when no
+    successful snapshot is in it."""
+    try:
+        texts = list(strings(json.loads(output)))
+    except ValueError:
+        texts = [output]
+    for text in texts:
+        try:
+            envelope = json.loads(text)
+        except ValueError:
+            continue
+        if isinstance(envelope, dict) and envelope.get("operation") == "intent_get_snapshot":
+            break
+    else:
+        return {"error": output[:500]}
+    if envelope.get("ok") is not True:
+        return {"error": json.dumps(envelope.get("error"))[:500]}
+    result = envelope.get("result") or {}
+    peers = [c for c in result.get("peer_claims", []) if c.get("statement") == STATEMENT]
+    first = peers[0] if peers else {}
+    return {
+        "peer_claims": len(peers),
+        "active_claims": sum(c.get("statement") == STATEMENT for c in result.get("active_claims", [])),
+        "origin": first.get("origin"),
+        "epistemic_status": first.get("epistemic_status"),
+        "facets": first.get("facets"),
+        "scope": first.get("scope"),
+    }
 
 
 def _tool_short_name(name: str) -> str:
