@@ -7,7 +7,7 @@ so the hosts can reach nothing but the scripted model server on 127.0.0.1.
 Usage::
 
     (cd tools/e2e && npm ci)
-    python tools/e2e/run_hosts.py [--hosts codex,claude,gemini,sync] [--routes installer,plugin,commands] [--keep]
+    python tools/e2e/run_hosts.py [--hosts codex,claude,gemini,sync,team] [--routes installer,plugin,commands] [--keep]
                                   [--no-trust]
 
 Each host and route gets its own temporary HOME (with CODEX_HOME / CLAUDE_CONFIG_DIR / .gemini below it) and project
@@ -22,7 +22,10 @@ the user ends with ``/exit``: its SessionEnd hook must record the session's obse
 output, the requests the model received, the ledger under the per-user default root and a bare ``intentloop verify
 --json``. Host "sync" (``sync_hosts.py``, one run whatever the routes) shares one project between two installations
 through git: a claim recorded from Codex on one must reach Claude Code's SessionStart on the other after
-``intentloop sync`` on both. Prints PASS/FAIL per host, route and check; exits 0 only when every check passed.
+``intentloop sync`` on both. Host "team" (``team_hosts.py``, one run likewise) is the same with two members of
+different principals: A's hard constraint must reach B's Claude Code in a snapshot with ``include_peers``, labelled
+with A's principal, and never in B's hook context. Prints PASS/FAIL per host, route and check; exits 0 only when
+every check passed.
 
 Codex's grace for optional MCP servers is raised to 60 s in the run's config (``--codex-grace-ms``): Codex sends its
 first turn after that grace even when a server is still starting, and on a loaded CI machine ``intentloop serve``
@@ -47,6 +50,7 @@ from codex_host import run_codex
 from e2e_common import Report, enter_netns
 from gemini_host import run_gemini
 from sync_hosts import run_sync
+from team_hosts import run_team
 
 
 def _version(argv: list[str]) -> str:
@@ -62,6 +66,8 @@ def _run_one(report: Report, args: argparse.Namespace, host: str, route: str, ba
         report.check(f"{host}/{route}", "known route", False, "expected installer, plugin or commands")
     elif host == "sync":  # Codex on installation A, Claude Code on installation B, both installer route
         run_sync(report, base, args.codex, args.claude, intentloop)
+    elif host == "team":  # the same two installations as two members with different principals
+        run_team(report, base, args.codex, args.claude, intentloop)
     elif host == "gemini":
         print(f"gemini/{route}: {_version([args.gemini, '--version'])}", flush=True)
         run_gemini(report, base, args.gemini, intentloop, route, args.project_root_arg)
@@ -96,13 +102,13 @@ def _run_one(report: Report, args: argparse.Namespace, host: str, route: str, ba
             not args.claude_default_mcp_connect,
         )
     else:
-        report.check(host, "known host", False, "expected codex, claude or gemini")
+        report.check(host, "known host", False, "expected codex, claude, gemini, sync or team")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     here = Path(__file__).resolve().parent
-    parser.add_argument("--hosts", default="codex,claude,gemini,sync")
+    parser.add_argument("--hosts", default="codex,claude,gemini,sync,team")
     parser.add_argument("--routes", default="installer,plugin,commands")
     parser.add_argument("--codex", default=str(here / "node_modules" / ".bin" / "codex"))
     parser.add_argument("--claude", default=str(here / "node_modules" / ".bin" / "claude"))
@@ -136,8 +142,9 @@ def main() -> int:
     top = Path(tempfile.mkdtemp(prefix="intentloop-e2e-"))
     started = time.monotonic()
     try:
-        # "sync" is one run across two installations (docs/SYNC.md), whatever the routes
-        runs = [(h, r) for h in hosts for r in (["installer"] if h == "sync" else routes) for _ in range(args.repeat)]
+        # "sync" and "team" are one run across two installations each (docs/SYNC.md), whatever the routes
+        once = ("sync", "team")
+        runs = [(h, r) for h in hosts for r in (["installer"] if h in once else routes) for _ in range(args.repeat)]
         for n, (host, route) in enumerate(runs):
             base = top / f"{host}-{route}-{n}"
             base.mkdir()
