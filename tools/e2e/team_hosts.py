@@ -27,7 +27,7 @@ from typing import Any
 
 from e2e_common import LINKED_MARK, Report, ledger_events
 from fake_model import PEERS_MARK, STATEMENT, FakeModel
-from sync_hosts import claude_linked_then, codex_claim_synced, hook_contexts, session_start_context
+from sync_hosts import CLAUDE_PREFIX, claude_linked_then, codex_claim_synced, hook_contexts, session_start_context
 
 HOST = "team/codex-to-claude"
 PRINCIPALS = ("alice@example.org", "bob@example.org")
@@ -57,7 +57,7 @@ def run_team(report: Report, base: Path, codex: str, claude: str, intentloop: st
         runs, _later = claude_linked_then(
             report, HOST, claude, members, model, prompt, ["intent_start_task", "intent_get_snapshot"]
         )
-        ours = [r for r in model.requests()[b_start:] if "mcp__intent_loop__intent_start_task" in r.get("tools", [])]
+        ours = [r for r in model.requests()[b_start:] if f"{CLAUDE_PREFIX}intent_start_task" in r.get("tools", [])]
         finding, carrier = _finding(ours)
         alice = members.keys["A"]
         origin = (finding or {}).get("origin") or {}
