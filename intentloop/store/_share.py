@@ -60,11 +60,22 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=False):
 
 
 class TrustedKey(msgspec.Struct, frozen=True, kw_only=True):
-    """A writer this installation trusts: its OpenSSH public key, key id and principal."""
+    """A writer this installation trusts: its OpenSSH public key, key id and principal.
+
+    Attributes:
+        admin: the key's principal may erase other principals' items (``intentloop-admin`` in allowed_signers).
+        valid_after, valid_before: the key's window (UTC ``YYYY-MM-DDTHH:MM:SSZ``): records the writer dates
+            outside it are ignored.
+        source: ``local`` (``share trust``) or ``allowed_signers`` (the project's committed file).
+    """
 
     key_id: str
     public_key: str
     principal: str
+    admin: bool = False
+    valid_after: str | None = None
+    valid_before: str | None = None
+    source: str = "local"
 
 
 class _Trust(msgspec.Struct, kw_only=True):

@@ -37,7 +37,10 @@ class Record(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
 
     ``kind`` ``put`` carries ``item`` (what it sets: ``claim:<id>``, ``invalidation:<claim id>``, ``task:<id>``) and
     ``digest`` (its payload's); ``erase`` carries ``target`` (the sequence number of an earlier put of this stream)
-    and nothing of its content.
+    and nothing of its content; ``retract`` carries ``item`` and ``target_writer`` (the key id of the stream that put
+    it): a request that another writer's item stop counting, honoured only from that item's principal or an admin.
+    ``at`` is the UTC time the writer says it wrote the record (``YYYY-MM-DDTHH:MM:SSZ``); a reader compares it
+    only with the ``valid-after``/``valid-before`` window of the writer's own key, never across writers.
     """
 
     seq: int
@@ -47,6 +50,8 @@ class Record(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     item: str | None = None
     digest: str | None = None
     target: int | None = None
+    target_writer: str | None = None
+    at: str | None = None
 
     def unsigned(self) -> dict[str, Any]:
         data = msgspec.to_builtins(self)
@@ -86,14 +91,12 @@ def make_record(
     item: str | None = None,
     digest: str | None = None,
     target: int | None = None,
+    target_writer: str | None = None,
+    at: str | None = None,
 ) -> Record:
     fields: dict[str, Any] = {"seq": seq, "prev": prev, "kind": kind}
-    if item is not None:
-        fields["item"] = item
-    if digest is not None:
-        fields["digest"] = digest
-    if target is not None:
-        fields["target"] = target
+    optional = {"item": item, "digest": digest, "target": target, "target_writer": target_writer, "at": at}
+    fields.update((name, value) for name, value in optional.items() if value is not None)
     return Record(**fields, hash=record_hash(fields))
 
 
