@@ -22,6 +22,8 @@ import msgspec
 
 from intentloop.errors import ConflictError, StorageError
 from intentloop.service._share_publish import publish_set
+from intentloop.service._share_quota import Admission, admit, retract_records, shown_puts
+from intentloop.service._share_retract import judge_retracts
 from intentloop.service._share_view import (
     View,
     ViewWriter,
@@ -32,6 +34,8 @@ from intentloop.service._share_view import (
     writer_items,
 )
 from intentloop.store._share import (
+    QUOTAS,
+    Quotas,
     TrustedKey,
     project_dir,
     read_settings,
@@ -62,12 +66,22 @@ _HEADS_BYTES = 4 << 20  # bytes of records files read per git process while judg
 
 
 class PeerState(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """What this installation accepted from one writer: sequence number and head, and why it is frozen, if it is."""
+    """What this installation accepted from one writer: sequence number and head, how many of its records the quotas
+    admitted into the view (``admitted``; ``None``: all, as before quotas), and why it is frozen, if it is."""
 
     seq: int = 0
     head: str | None = None
+    admitted: int | None = None
     frozen: str | None = None
     frozen_seq: int | None = None
+
+    def shown(self) -> int:
+        """The records ``1..shown()`` of the accepted stream the view holds."""
+        return self.seq if self.admitted is None else min(self.admitted, self.seq)
+
+    def pending(self) -> bool:
+        """Whether accepted records still wait for the quotas to admit them."""
+        return self.shown() < self.seq
 
 
 @contextlib.contextmanager
@@ -221,15 +235,19 @@ def _first_look(
     entry["principal"] = trusted[writer].principal
     if state.frozen is not None:
         entry.update(status="frozen", problem=state.frozen, problem_seq=state.frozen_seq)
-    elif commit == accepted:
+    elif commit == accepted and not state.pending():
         entry["status"] = "unchanged"
+    if state.admitted is not None:
+        entry["admitted"] = state.shown()
     return entry
 
 
-def _accept(peers: dict[str, PeerState], writer: str, stream: Stream, entry: dict[str, Any]) -> bool:
+def _accept(
+    peers: dict[str, PeerState], writer: str, stream: Stream, entry: dict[str, Any], admission: Admission
+) -> bool:
     """Whether a verified stream extends the one last accepted from its writer: a lower sequence number is a
     rollback (reported), another head at an accepted number or a fork is equivocation (the writer is frozen);
-    otherwise ``peers`` and ``entry`` record it as accepted."""
+    otherwise ``peers`` and ``entry`` record it as accepted, with the records the quotas admitted."""
     state = peers.get(writer, PeerState())
     seq, head = stream.checkpoint.seq, stream.checkpoint.head
     if seq < state.seq:
@@ -241,9 +259,50 @@ def _accept(peers: dict[str, PeerState], writer: str, stream: Stream, entry: dic
     if state.seq and stream.records[state.seq - 1].hash != state.head:
         _freeze(peers, writer, state, "equivocation: the stream forks from the accepted one", state.seq, entry)
         return False
-    entry.update(status="accepted" if seq > state.seq else "unchanged", seq=seq, added=seq - state.seq)
-    peers[writer] = PeerState(seq=seq, head=head)
+    grown = seq > state.seq or admission.upto > state.shown()
+    entry.update(status="accepted" if grown else "unchanged", seq=seq, added=seq - state.seq)
+    entry.update(admitted=admission.upto, admitted_now=max(0, admission.upto - state.shown()))
+    if admission.quota:
+        entry["quota"] = admission.quota
+    peers[writer] = PeerState(seq=seq, head=head, admitted=admission.upto)
     return True
+
+
+class _Judged(msgspec.Struct, kw_only=True):
+    """One writer's verified records on their way to the view: what the quotas admit and which puts it shows."""
+
+    stream: Stream
+    puts: list[Record]
+    verified: dict[str, str]
+    known: dict[str, dict[str, Any]]
+    admission: Admission
+
+
+def _size_asks(
+    stream: Stream, start: int, entries: dict[str, str], verified: dict[str, str], quotas: Quotas
+) -> dict[int, str]:
+    """put sequence number → payload blob id of the puts whose sizes the quotas need: every put of the window a sync
+    may admit, and the shown puts before it whose blob was not verified before."""
+    erased = stream.erased()
+    end = min(len(stream.records), start + quotas.records_per_sync)
+    asks: dict[int, str] = {}
+    for seq in shown_puts(stream.records, erased, start).values():
+        digest = stream.records[seq - 1].digest or ""
+        if digest in entries and verified.get(digest) != entries[digest]:
+            asks[seq] = entries[digest]
+    for record in stream.records[start:end]:
+        if record.kind == "put" and record.seq not in erased and (record.digest or "") in entries:
+            asks[record.seq] = entries[record.digest or ""]
+    return asks
+
+
+def _judge_prefix(stream: Stream, start: int, sizes: dict[int, int], quotas: Quotas) -> tuple[Admission, list[Record]]:
+    """What the quotas admit after ``start`` and the puts the view shows then (oversized payloads left out)."""
+    erased = stream.erased()
+    admission = admit(stream.records, erased, start, sizes, quotas)
+    big = {seq for seq, size in sizes.items() if size > quotas.payload_bytes}
+    shown = shown_puts(stream.records, erased, admission.upto)
+    return admission, [stream.records[seq - 1] for seq in sorted(shown.values()) if seq not in big]
 
 
 def judge_writers(
@@ -253,6 +312,7 @@ def judge_writers(
     me: str,
     trusted: dict[str, TrustedKey],
     previous: View | None = None,
+    quotas: Quotas = QUOTAS,
 ) -> tuple[list[dict[str, Any]], dict[str, ViewWriter]]:
     """Judge every fetched writer's ref against the last stream accepted from it; move ``refs/accepted`` and write
     the view file of each stream accepted now.
@@ -267,18 +327,20 @@ def judge_writers(
     fetched = mirror.refs(f"{FETCHED}/{shared}")
     accepted = mirror.refs(f"{ACCEPTED}/{shared}")
     before = {w.key_id: w for w in previous.writers} if previous is not None else {}
-    changed = {
-        w: c
-        for w, c in fetched.items()
-        if w != me and (w not in trusted or (peers.get(w, PeerState()).frozen is None and c != accepted.get(w)))
-    }
+
+    def waits(writer: str, commit: str) -> bool:
+        state = peers.get(writer, PeerState())
+        return state.frozen is None and (commit != accepted.get(writer) or state.pending())
+
+    changed = {w: c for w, c in fetched.items() if w != me and (w not in trusted or waits(w, c))}
     pending = [w for w in sorted(fetched) if w != me]
     report: list[dict[str, Any]] = []
     fresh: dict[str, ViewWriter] = {}
     for group in _head_groups(pending, mirror.records_sizes(changed)):
         heads = mirror.read_heads({w: changed[w] for w in group if w in changed})
-        parsed: dict[str, tuple[Stream, list[Record], dict[str, str], dict[str, dict[str, Any]]] | StreamProblem] = {}
+        parsed: dict[str, _Judged | StreamProblem] = {}
         order: list[str] = []
+        seen: dict[str, tuple[Stream, int, dict[str, str], dict[str, dict[str, Any]], dict[int, str]]] = {}
         for writer in group:
             if writer not in changed or writer not in trusted:
                 continue
@@ -293,12 +355,19 @@ def judge_writers(
             items = full.items if full is not None else []
             verified = {item["digest"]: item["blob"] for item in items}
             known = {item["digest"]: item["body"] for item in items}
-            puts = stream.live_puts()
-            parsed[writer] = (stream, puts, verified, known)
+            start = min(peers.get(writer, PeerState()).shown(), stream.checkpoint.seq)
+            seen[writer] = (stream, start, verified, known, _size_asks(stream, start, entries, verified, quotas))
+        blob_sizes = mirror.blob_sizes(sorted({sha for *_, asks in seen.values() for sha in asks.values()}))
+        for writer, (stream, start, verified, known, asks) in seen.items():
+            sizes = {seq: blob_sizes.get(sha, 0) for seq, sha in asks.items()}
+            admission, puts = _judge_prefix(stream, start, sizes, quotas)
+            parsed[writer] = _Judged(stream=stream, puts=puts, verified=verified, known=known, admission=admission)
+            entries = heads[writer][2]
             for record in puts:
                 sha = entries.get(record.digest or "")
                 if sha is not None and verified.get(record.digest or "") != sha:
                     order.append(sha)
+        del seen
         reader = _BlobReader(mirror, order)
         for writer in group:
             entry = _first_look(writer, fetched[writer], accepted.get(writer), trusted, peers, heads)
@@ -309,7 +378,7 @@ def judge_writers(
             try:
                 if isinstance(found, StreamProblem):
                     raise found
-                stream, puts, verified, known = found
+                stream, puts, verified, known = found.stream, found.puts, found.verified, found.known
                 entries = heads[writer][2]
                 for at in range(0, len(puts), _BLOB_BATCH):
                     chunk = puts[at : at + _BLOB_BATCH]
@@ -324,27 +393,72 @@ def judge_writers(
             except StreamProblem as problem:
                 entry.update(status="tampered", problem=problem.reason, problem_seq=problem.seq)
                 continue
-            if _accept(peers, writer, stream, entry):
+            if _accept(peers, writer, stream, entry, found.admission):
                 commit = fetched[writer]
                 mirror.set_ref(f"{ACCEPTED}/{shared}/{writer}", commit, accepted.get(writer))
-                fresh[writer] = write_writer(data_root, shared, _view_writer(stream, commit, entries, trusted[writer]))
+                shown = _view_writer(stream, commit, entries, trusted[writer], puts, found.admission.upto)
+                fresh[writer] = write_writer(data_root, shared, shown)
         del heads, parsed, reader
     _save_peers(data_root, shared, peers)
     return report, fresh
 
 
-def _view_writer(stream: Stream, commit: str, blob_ids: dict[str, str], trusted: TrustedKey) -> ViewWriter:
+def _view_writer(
+    stream: Stream, commit: str, blob_ids: dict[str, str], trusted: TrustedKey, puts: list[Record], upto: int
+) -> ViewWriter:
+    """A writer's view file: the shown ``puts`` (their bodies verified) and the retracts among records ``1..upto``."""
     items = []
-    for item, seq in sorted(stream.live().items(), key=lambda kv: kv[1]):
-        digest = stream.records[seq - 1].digest or ""
-        items.append({"seq": seq, "item": item, "body": stream.bodies[seq], "digest": digest, "blob": blob_ids[digest]})
+    for record in puts:
+        digest = record.digest or ""
+        items.append(
+            {
+                "seq": record.seq,
+                "item": record.item,
+                "body": stream.bodies[record.seq],
+                "digest": digest,
+                "blob": blob_ids[digest],
+            }
+        )
     return ViewWriter(
         key_id=stream.checkpoint.writer,
         principal=trusted.principal,
         seq=stream.checkpoint.seq,
         commit=commit,
         items=items,
+        retracts=retract_records(stream.records, upto),
     )
+
+
+def _read_admitted(
+    mirror: Mirror, commit: str, shared: str, writer: str, trusted: TrustedKey, upto: int, quotas: Quotas
+) -> ViewWriter:
+    """A writer's view file made again from its accepted stream: the records the quotas admitted (``1..upto``),
+    payloads read :data:`_BLOB_BATCH` at a time, oversized ones neither read nor shown.
+
+    Raises:
+        StreamProblem: the accepted stream no longer verifies in the mirror.
+    """
+    checkpoint, records, entries = mirror.read_heads({writer: commit})[writer]
+    stream = parse_records(shared=shared, writer=writer, checkpoint=checkpoint, records=records)
+    upto = min(upto, stream.checkpoint.seq)
+    asks = {
+        seq: entries[digest]
+        for seq in shown_puts(stream.records, stream.erased(), upto).values()
+        if (digest := stream.records[seq - 1].digest or "") in entries
+    }
+    blob_sizes = mirror.blob_sizes(sorted(set(asks.values())))
+    big = {seq for seq, sha in asks.items() if blob_sizes.get(sha, 0) > quotas.payload_bytes}
+    shown = shown_puts(stream.records, stream.erased(), upto)
+    puts = [stream.records[seq - 1] for seq in sorted(shown.values()) if seq not in big]
+    for at in range(0, len(puts), _BLOB_BATCH):
+        chunk = puts[at : at + _BLOB_BATCH]
+        wanted = [entries[r.digest or ""] for r in chunk if (r.digest or "") in entries]
+        blobs = mirror.read_blobs(wanted)
+        payloads: dict[str, bytes | None] = {
+            r.digest or "": blobs.get(entries[r.digest or ""], b"") for r in chunk if (r.digest or "") in entries
+        }
+        verify_payloads(stream, chunk, payloads)
+    return _view_writer(stream, commit, entries, trusted, puts, upto)
 
 
 def _freeze(
@@ -362,11 +476,15 @@ def build_view(
     report: list[dict[str, Any]],
     fresh: dict[str, ViewWriter],
     previous: View | None,
+    me: str | None = None,
+    quotas: Quotas = QUOTAS,
+    own_retracts: list[dict[str, Any]] | None = None,
 ) -> View:
     """The combined view's index over the accepted streams of trusted writers (unknown writers are listed, never
     shown): the writers accepted now (``fresh``, their files written), the previous entries of the others whose
     files are still sealed, and any other accepted stream read again from the mirror (its file written again)."""
     before = {w.key_id: w for w in previous.writers} if previous is not None else {}
+    peers = _load_peers(mirror.data_root, shared)
     writers: list[ViewWriter] = []
     for writer, commit in sorted(mirror.refs(f"{ACCEPTED}/{shared}").items()):
         if writer not in trusted:
@@ -378,8 +496,8 @@ def build_view(
         if kept is not None and kept.commit == commit and writer_file_sealed(mirror.data_root, shared, writer):
             writers.append(msgspec.structs.replace(kept, principal=trusted[writer].principal))
             continue
-        stream = _read_stream(mirror, commit, shared, writer)
-        view_writer = _view_writer(stream, commit, mirror.payload_entries(commit), trusted[writer])
+        upto = peers.get(writer, PeerState()).shown()
+        view_writer = _read_admitted(mirror, commit, shared, writer, trusted[writer], upto, quotas)
         writers.append(write_writer(mirror.data_root, shared, view_writer))
     unknown = [
         {"writer": e["writer"], "seq": e["seq"], "principal_claimed": e.get("principal_claimed")}
@@ -387,7 +505,29 @@ def build_view(
         if e["status"] == "unknown"
     ]
     problems = [e for e in report if e["status"] in ("tampered", "rollback", "frozen")]
-    return View(shared=shared, principal=principal, writers=writers, unknown=unknown, problems=problems)
+    mine = (
+        [ViewWriter(key_id=me, principal=principal or "", seq=0, commit="", retracts=own_retracts or [])] if me else []
+    )
+    retracted, refused = judge_retracts(writers + mine, trusted, me, principal)
+    return View(
+        shared=shared,
+        principal=principal,
+        writers=writers,
+        unknown=unknown,
+        problems=problems + refused,
+        retracted=retracted,
+    )
+
+
+def _own_retracts(mirror: Mirror, shared: str, me: str, commit: str | None) -> list[dict[str, Any]]:
+    """The retract records of this installation's own stream (its view honours them as every reader does)."""
+    if commit is None:
+        return []
+    checkpoint, records, _entries = mirror.read_heads({me: commit})[me]
+    if b'"retract"' not in records:
+        return []
+    stream = parse_records(shared=shared, writer=me, checkpoint=checkpoint, records=records)
+    return retract_records(stream.records, stream.checkpoint.seq)
 
 
 def sync(data_root: Path, shared: str, principal: str | None) -> dict[str, Any]:
@@ -426,7 +566,8 @@ def sync(data_root: Path, shared: str, principal: str | None) -> dict[str, Any]:
         trusted = {k.key_id: k for k in trusted_keys(data_root)}
         previous = read_view(data_root, shared, items=False)
         report, fresh = judge_writers(data_root, mirror, shared, key.key_id, trusted, previous)
-        view = build_view(mirror, shared, principal, trusted, report, fresh, previous)
+        mine = _own_retracts(mirror, shared, key.key_id, commit)
+        view = build_view(mirror, shared, principal, trusted, report, fresh, previous, key.key_id, own_retracts=mine)
         write_view(data_root, view)
     return {
         "shared_id": shared,
@@ -438,6 +579,8 @@ def sync(data_root: Path, shared: str, principal: str | None) -> dict[str, Any]:
             "healed": pushed and remote_own is not None and counts["added"] + counts["erased"] == 0,
         },
         "writers": report,
+        "retracted": view.retracted,
+        "retract_refused": [p for p in view.problems if p["status"] == "retract_refused"],
         "view": {"writers": len(view.writers), "items": sum(w.count for w in view.writers)},
     }
 

@@ -40,7 +40,8 @@ _DOMAIN = b"intentloop-share-view-v1\0"
 
 class ViewWriter(msgspec.Struct, kw_only=True):
     """One trusted writer's accepted stream (``commit``) as the view holds it: its live items in sequence order
-    (``count`` of them; the index file holds the writer without its items, its own file holds them)."""
+    (``count`` of them; the index file holds the writer without its items, its own file holds them), and its
+    retract records (``{seq, item, target_writer}``, content-free, kept in the index too)."""
 
     key_id: str
     principal: str
@@ -48,17 +49,20 @@ class ViewWriter(msgspec.Struct, kw_only=True):
     commit: str
     count: int = 0
     items: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    retracts: list[dict[str, Any]] = msgspec.field(default_factory=list)
 
 
 class View(msgspec.Struct, kw_only=True):
     """What one sync accepted: the trusted writers' live items, the unknown writers, the problems, and the principal
-    this installation synced as (its own words are that principal's)."""
+    this installation synced as (its own words are that principal's); ``retracted`` the items retracts took out
+    (``{writer, item, by}``: the writer holding the item, the retracting writer), never shown."""
 
     shared: str
     principal: str | None
     writers: list[ViewWriter]
     unknown: list[dict[str, Any]]
     problems: list[dict[str, Any]]
+    retracted: list[dict[str, Any]] = msgspec.field(default_factory=list)
 
 
 class PeerClaim(msgspec.Struct, frozen=True, kw_only=True):
@@ -232,7 +236,9 @@ def _event(kind: str, payload: dict[str, Any], seq: int, writer: str, at: str) -
 
 
 def peer_claims(view: View, *, principals: set[str] | None = None) -> list[PeerClaim]:
-    """The active claims of the view, each with its origin; only those of ``principals`` when given."""
+    """The active claims of the view, each with its origin; only those of ``principals`` when given. An item the
+    view lists as retracted is left out."""
+    gone = {(r["writer"], r["item"]) for r in view.retracted}
     groups: dict[str, list[ViewWriter]] = {}
     for writer in view.writers:
         if principals is None or writer.principal in principals:
@@ -249,6 +255,8 @@ def peer_claims(view: View, *, principals: set[str] | None = None) -> list[PeerC
                     labels[str(body.get("task"))] = body.get("label")
         for writer in sorted(writers, key=lambda w: w.key_id):
             for entry in writer.items:
+                if (writer.key_id, entry["item"]) in gone:
+                    continue
                 body, seq = entry["body"], entry["seq"]
                 if body.get("type") == "claim" and isinstance(body.get("claim"), dict):
                     claim = body["claim"]

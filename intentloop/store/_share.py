@@ -78,6 +78,24 @@ class TrustedKey(msgspec.Struct, frozen=True, kw_only=True):
     source: str = "local"
 
 
+class Quotas(msgspec.Struct, frozen=True, kw_only=True):
+    """What a reader admits from one writer (docs/SYNC.md, "Teams: quotas and erases"); :data:`QUOTAS` is the one
+    source of the limits.
+
+    Attributes:
+        records_per_sync: records of one writer admitted by one sync (the rest wait for the next syncs).
+        payload_bytes: the largest payload blob a put may carry (a larger one is refused and never shown).
+        live_items: live items of one writer a reader shows (a put beyond it waits until the writer erases some).
+    """
+
+    records_per_sync: int = 5000
+    payload_bytes: int = 64 * 1024
+    live_items: int = 50_000
+
+
+QUOTAS: Final = Quotas()
+
+
 class _Trust(msgspec.Struct, kw_only=True):
     format: int = FORMAT
     keys: list[TrustedKey] = msgspec.field(default_factory=list)
@@ -281,6 +299,8 @@ def trust_key(data_root: Path, key: TrustedKey) -> None:
 __all__ = [
     "FORMAT",
     "PROJECT_FILE",
+    "QUOTAS",
+    "Quotas",
     "Settings",
     "SharedIdentity",
     "TrustedKey",

@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Final
 
@@ -30,6 +31,7 @@ CHECKPOINT_FILE: Final = "checkpoint"
 RECORDS_FILE: Final = "records.jsonl"
 PAYLOAD_DIR: Final = "payloads"
 _SSH_TYPE: Final = b"ssh-ed25519"
+_KEY_ID_RE: Final = re.compile(r"[0-9a-f]{64}\Z")
 
 
 class Record(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -273,8 +275,16 @@ def parse_records(*, shared: str, writer: str, checkpoint: bytes, records: bytes
         if record.kind == "erase":
             if record.target is None or not 1 <= record.target < number or parsed[record.target - 1].kind != "put":
                 raise StreamProblem("an erase record names no earlier put", number)
+        elif record.kind == "retract":
+            if (
+                not record.item
+                or _KEY_ID_RE.match(record.target_writer or "") is None
+                or record.digest is not None
+                or record.target is not None
+            ):
+                raise StreamProblem("a retract record names no item and writer key id", number)
         elif record.kind != "put" or record.item is None or record.digest is None:
-            raise StreamProblem("a record is neither a put nor an erase", number)
+            raise StreamProblem("a record is not a put, an erase or a retract", number)
         parsed.append(record)
         prev = record.hash
     if len(parsed) != point.seq or prev != point.head:

@@ -233,6 +233,19 @@ class Mirror:
             sizes[writer] = int(header[2]) if len(header) >= 3 and header[-1] != b"missing" else 0
         return sizes
 
+    def blob_sizes(self, shas: Sequence[str]) -> dict[str, int]:
+        """The size in bytes of each blob (one ``git cat-file --batch-check`` process), without reading it; a blob
+        git does not have is absent. What lets a reader refuse an oversized payload before reading it."""
+        if not shas:
+            return {}
+        lines = self.git(["cat-file", "--batch-check"], stdin="".join(f"{sha}\n" for sha in shas).encode("ascii"))
+        sizes: dict[str, int] = {}
+        for sha, line in zip(shas, lines.splitlines(), strict=True):
+            header = line.split()
+            if len(header) >= 3 and header[-1] != b"missing":
+                sizes[sha] = int(header[2])
+        return sizes
+
     def read_blobs(self, shas: Sequence[str]) -> dict[str, bytes]:
         """The bytes of each blob (one git process); a blob git does not have is absent."""
         return {sha: data for sha, data in zip(shas, self._cat_in_order(shas), strict=True) if data is not None}
