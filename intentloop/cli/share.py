@@ -8,6 +8,7 @@ these (docs/SYNC.md).
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -142,6 +143,56 @@ def principal(
     return _run("share principal", json_output, lambda root: set_principal(root, name))
 
 
+def quotas(project: ProjectArgument = None, json_output: JsonOption = False) -> int:
+    """The per-writer quotas (records per sync, bytes per payload, live items) and each accepted writer's usage:
+    records accepted, admitted into the view, still waiting for later syncs, and items shown."""
+    from intentloop.service._share_quota import usage
+
+    return _run("share quotas", json_output, lambda root: usage(root, project))
+
+
+def retract(
+    claim: Annotated[str, typer.Argument(metavar="CLAIM", help="A peer claim's id, or a unique prefix of it.")],
+    project: ProjectArgument = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask (required without a terminal).")] = False,
+    json_output: JsonOption = False,
+) -> int:
+    """Ask every reader to stop showing a claim another of your machines (or, as an admin, another member)
+    published: appends a content-free retract record to this installation's stream; the next `sync` pushes it.
+    Readers honour it only from the claim's own principal or an admin, and report any other (`retract_refused`).
+    Shows the claim's text and asks unless --yes. Exit 0 recorded, 1 declined, 5 no such peer claim."""
+    out = Output("share retract", json_mode=json_output)
+
+    def go() -> int:
+        from intentloop.cli._confirm import confirm, declined
+        from intentloop.cli._exit import DAMAGED
+        from intentloop.cli._select import destructive_prefix, unique_match
+        from intentloop.model.printable import escape_controls
+        from intentloop.service._share_retract import retract as run, retract_targets
+        from intentloop.store import resolve_data_root
+
+        root = resolve_data_root()
+        destructive_prefix("claim", claim)
+        targets = retract_targets(root, project)
+        claim_id = unique_match("claim", claim, targets, not_found="CLAIM_NOT_FOUND", invalid="INVALID_ID")
+        if not yes:
+            for holder in targets[claim_id]:
+                sys.stderr.write(
+                    f"claim {claim_id} of {holder['principal']} (writer {holder['writer'][:12]}): "
+                    f"{escape_controls(str(holder['statement']))}\n"
+                )
+            if not confirm("Retract it for every reader?", what="share retract changes what readers show"):
+                return declined(out, {"claim_id": claim_id}, exit_code=DAMAGED)
+        fields = run(root, project, claim_id)
+        if out.json_mode:
+            out.json_object(fields, exit_code=OK)
+        else:
+            _print(out, fields)
+        return OK
+
+    return out.guard(go)
+
+
 def sync(project: ProjectArgument = None, json_output: JsonOption = False) -> int:
     """Push this installation's stream of the shared project and pull the others'; print what it did."""
     from intentloop.service._share import sync as run
@@ -162,6 +213,8 @@ def register(app: typer.Typer) -> None:
     share.command("keys", short_help="This installation's key and principal.")(keys)
     share.command("trust", short_help="Trust another installation's key.")(trust)
     share.command("principal", short_help="Set this installation's principal.")(principal)
+    share.command("quotas", short_help="The per-writer quotas and each writer's usage.")(quotas)
+    share.command("retract", short_help="Ask readers to stop showing a peer claim (author or admin).")(retract)
     app.add_typer(share, name="share", short_help="Share the memory across machines through git.")
     app.command("sync", short_help="Push and pull a shared project's memory (git).")(sync)
 

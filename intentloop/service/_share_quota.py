@@ -12,6 +12,7 @@ payload is too large is admitted as a record, so it never blocks the stream, and
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -97,4 +98,33 @@ def limits(quotas: Quotas = QUOTAS) -> dict[str, int]:
     return msgspec.to_builtins(quotas)  # type: ignore[no-any-return]
 
 
-__all__ = ["Admission", "admit", "limits", "retract_records", "shown_puts"]
+def usage(data_root: Path, raw: str | None) -> dict[str, Any]:
+    """``intentloop share quotas``: the limits and, for each writer this installation accepted, its accepted
+    sequence number, the records admitted into the view, those still waiting, and the items it shows. Reads the
+    files the last sync wrote; no git, no network."""
+    from intentloop.service._share import require_shared
+    from intentloop.service._share_sync import _load_peers as load_peers
+    from intentloop.service._share_view import read_view
+
+    _located, identity = require_shared(data_root, raw)
+    peers = load_peers(data_root, identity.shared_id)
+    view = read_view(data_root, identity.shared_id, items=False)
+    shown = {w.key_id: w for w in view.writers} if view is not None else {}
+    writers = []
+    for writer, state in sorted(peers.items()):
+        held = shown.get(writer)
+        writers.append(
+            {
+                "writer": writer,
+                "principal": held.principal if held is not None else None,
+                "seq": state.seq,
+                "admitted": state.shown(),
+                "waiting": state.seq - state.shown(),
+                "shown_items": held.count if held is not None else 0,
+                "frozen": state.frozen is not None,
+            }
+        )
+    return {"shared_id": identity.shared_id, "limits": limits(), "writers": writers}
+
+
+__all__ = ["Admission", "admit", "limits", "retract_records", "shown_puts", "usage"]

@@ -2,7 +2,8 @@
 
 A stream is built here exactly as a writer builds it (records, salted payloads, the signed checkpoint); each test then
 changes one thing a program without the key could change and expects ``parse_stream`` to name the problem and the
-sequence number.
+sequence number. The retract record's shape and the quota arithmetic a reader applies to a verified stream's records
+(``intentloop/service/_share_quota.py``) are checked here too.
 """
 
 from __future__ import annotations
@@ -15,8 +16,11 @@ import msgspec
 import pytest
 
 from intentloop.model.canonical import canonical_bytes
+from intentloop.service._share_quota import admit, shown_puts
+from intentloop.store._share import QUOTAS, Quotas
 from intentloop.store._signing import SigningKey
 from intentloop.store._stream import (
+    Record,
     StreamProblem,
     key_id_of,
     make_record,
@@ -153,3 +157,80 @@ def test_the_openssh_form_is_what_ssh_keygen_reads(tmp_path: Path, key: SigningK
     assert listed.stdout.split()[1] == ssh_fingerprint(key.public_hex)
     for bad in ("ssh-rsa AAAAB3NzaC1yc2E", "ssh-ed25519 !!!", "ssh-ed25519", line[:-8]):
         assert parse_openssh_public_key(bad) is None
+
+
+def _single(key: SigningKey, record: Record) -> dict[str, Any]:
+    point = sign_checkpoint(
+        key.sign, shared=SHARED, writer=key.key_id, public_hex=key.public_hex, principal=None, records=[record]
+    )
+    return {
+        "shared": SHARED,
+        "writer": key.key_id,
+        "checkpoint": msgspec.json.encode(point),
+        "records": records_bytes([record]),
+        "payloads": {},
+    }
+
+
+def test_a_retract_names_an_item_and_a_writers_key_id_and_carries_nothing_else(key: SigningKey) -> None:
+    target = "ab" * 32
+    good = make_record(1, None, "retract", item="claim:c1", target_writer=target)
+    stream = parse_stream(**_single(key, good))  # the positive control
+    assert [(r.kind, r.item, r.target_writer) for r in stream.records] == [("retract", "claim:c1", target)]
+    assert stream.live() == {} and stream.live_puts() == []
+    for bad in (
+        make_record(1, None, "retract", item="claim:c1"),
+        make_record(1, None, "retract", target_writer=target),
+        make_record(1, None, "retract", item="claim:c1", target_writer="AB" * 32),
+        make_record(1, None, "retract", item="claim:c1", target_writer=target[:-2]),
+        make_record(1, None, "retract", item="claim:c1", target_writer=target, digest="0" * 64),
+        make_record(1, None, "retract", item="claim:c1", target_writer=target, target=1),
+    ):
+        problem = _problem(_single(key, bad))
+        assert (problem.reason, problem.seq) == ("a retract record names no item and writer key id", 1)
+    problem = _problem(_single(key, make_record(1, None, "drop", item="claim:c1")))
+    assert problem.reason == "a record is not a put, an erase or a retract"
+
+
+def _puts(*items: str) -> list[Record]:
+    records: list[Record] = []
+    for item in items:
+        records.append(
+            make_record(len(records) + 1, records[-1].hash if records else None, "put", item=item, digest="d")
+        )
+    return records
+
+
+def test_quotas_admit_the_longest_prefix_within_the_records_per_sync() -> None:
+    records = _puts(*(f"claim:c{n}" for n in range(10)))
+    small = Quotas(records_per_sync=4, payload_bytes=100, live_items=100)
+    first = admit(records, set(), 0, {}, small)
+    assert (first.upto, first.oversize) == (4, [])
+    assert first.quota == [{"limit": "records_per_sync", "max": 4, "refused": 6, "from_seq": 5}]
+    second = admit(records, set(), first.upto, {}, small)
+    assert second.upto == 8 and second.quota[0]["refused"] == 2 and second.quota[0]["from_seq"] == 9
+    last = admit(records, set(), second.upto, {}, small)
+    assert (last.upto, last.quota) == (10, [])  # the positive control: everything admitted, nothing reported
+    assert admit(records, set(), 10, {}, small).upto == 10
+
+
+def test_quotas_stop_at_the_live_items_limit_until_the_writer_erases() -> None:
+    records = _puts("claim:a", "claim:b", "claim:a", "claim:c", "claim:d")
+    limit = Quotas(records_per_sync=100, payload_bytes=100, live_items=2)
+    held = admit(records, set(), 0, {}, limit)
+    assert held.upto == 3  # a second put of claim:a is no new item
+    assert held.quota == [{"limit": "live_items", "max": 2, "refused": 2, "from_seq": 4}]
+    freed = admit(records, {1, 3}, 0, {}, limit)  # claim:a erased (both its puts): room for claim:c
+    assert freed.upto == 4 and freed.quota[0]["from_seq"] == 5
+    assert shown_puts(records, {1, 3}, freed.upto) == {"claim:b": 2, "claim:c": 4}
+    assert shown_puts(records, set(), 3) == {"claim:a": 3, "claim:b": 2}
+
+
+def test_an_oversized_payload_is_admitted_as_a_record_and_listed_never_shown() -> None:
+    records = _puts("claim:a", "claim:b", "claim:c")
+    limit = Quotas(records_per_sync=100, payload_bytes=100, live_items=100)
+    judged = admit(records, set(), 0, {1: 100, 2: 101, 3: 5}, limit)
+    assert (judged.upto, judged.oversize) == (3, [2])
+    assert judged.quota == [{"limit": "payload_bytes", "max": 100, "refused": 1, "from_seq": 2, "seqs": [2]}]
+    assert admit(records, set(), 0, {1: 100, 3: 5}, limit).quota == []  # the positive control at the limit
+    assert (QUOTAS.records_per_sync, QUOTAS.payload_bytes, QUOTAS.live_items) == (5000, 64 * 1024, 50_000)
