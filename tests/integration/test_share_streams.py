@@ -1,10 +1,11 @@
 """Streams under attack and deletion that travels (docs/SYNC.md, "Reading" and "Erasure"), with real git.
 
 A stale force-push of a writer's ref is a rollback (reported, the last good state kept, healed by the writer's next
-push); an edited payload or record is reported with the writer and the sequence number and changes nothing; a
-writer's stream copied under another writer's ref is refused; a second history signed by the same key freezes the
-writer; a private or off task, hook observations and session data leave zero bytes in the bare repository; an erased
-claim leaves no byte of its statement in the streams or the mirrors after ``git gc --prune=now``.
+push; in a team of three, on every reader, while a reader pushes only its own ref); an edited payload or record is
+reported with the writer and the sequence number and changes nothing; a writer's stream copied under another
+writer's ref is refused; a second history signed by the same key freezes the writer; a private or off task, hook
+observations and session data leave zero bytes in the bare repository; an erased claim leaves no byte of its
+statement in the streams or the mirrors after ``git gc --prune=now``.
 """
 
 from __future__ import annotations
@@ -68,6 +69,39 @@ def test_a_stale_force_push_is_a_rollback_reported_and_healed_by_the_writer(tmp_
     healed = a.cli("sync")["own"]
     assert healed["pushed"] is True and healed["healed"] is True
     assert _writer(b.cli("sync"), writer)["status"] == "unchanged"
+
+
+def test_in_a_team_a_rewound_ref_keeps_the_last_good_state_on_every_reader_until_its_writer_heals_it(
+    tmp_path: Path,
+) -> None:
+    remote, (alice, bob, carol), shared = paired(
+        tmp_path, ["a", "b", "c"], ["alice@example.org", "bob@example.org", "carol@example.org"]
+    )
+    writer = alice.cli("share", "keys")["key_id"]
+    task = alice.start()
+    alice.tools(explicit(task, "Alice's first rule"))
+    alice.cli("sync")
+    stale = git("rev-parse", _ref(remote, shared, writer), cwd=remote).strip()
+    alice.tools(explicit(task, "Alice's second rule"))
+    alice.cli("sync")
+    for reader in (bob, carol):
+        reader.tools(explicit(reader.start(), f"{reader.name}'s own rule"))
+        assert _writer(reader.cli("sync"), writer)["status"] == "accepted"
+    git("update-ref", _ref(remote, shared, writer), stale, cwd=remote)  # the host rewinds Alice's ref
+    for reader in (bob, carol):
+        report = reader.cli("sync")
+        entry = _writer(report, writer)
+        assert (entry["status"], entry["problem_seq"], entry["seq"]) == ("rollback", 1, 2)
+        assert {"Alice's first rule", "Alice's second rule"} <= _peers(reader)  # the last good state is kept
+        # a reader pushes only its own ref: Alice's stays as the host left it
+        assert git("rev-parse", _ref(remote, shared, writer), cwd=remote).strip() == stale
+    assert _peers(carol) >= {"b's own rule"} and _peers(bob) >= {"c's own rule"}  # the others' words flow meanwhile
+    healed = alice.cli("sync")["own"]
+    assert healed["pushed"] is True and healed["healed"] is True
+    assert git("rev-parse", _ref(remote, shared, writer), cwd=remote).strip() != stale
+    for reader in (bob, carol):
+        assert _writer(reader.cli("sync"), writer)["status"] == "unchanged"
+        assert {"Alice's first rule", "Alice's second rule"} <= _peers(reader)
 
 
 def test_tampered_payloads_and_records_are_reported_with_writer_and_sequence(tmp_path: Path) -> None:
