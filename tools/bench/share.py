@@ -6,6 +6,10 @@ keys, trusted by the reader), so 100 writers cost no 100 installations; the read
 installations driven through the CLI and the hook process.
 
     python tools/bench/share.py [--writers 100] [--cold-writers 10] [--cold-events 10000] [--claims 1000]
+                                [--spam 100000]
+
+``--spam N`` adds one trusted writer of N records (a member's runaway tool) and measures the reader's first and
+second sync of it, each admitting one quota prefix (docs/SYNC.md, "Teams: quotas and erases"); 0 skips it.
 """
 
 from __future__ import annotations
@@ -171,6 +175,7 @@ def main() -> int:
     parser.add_argument("--cold-writers", type=int, default=10)
     parser.add_argument("--cold-events", type=int, default=10000)
     parser.add_argument("--claims", type=int, default=1000)
+    parser.add_argument("--spam", type=int, default=100_000)
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="intentloop-share-bench-"))
     figures: dict[str, Any] = {}
@@ -258,6 +263,24 @@ def main() -> int:
     _publish(more, base / "scratch", remote, shared)
     figures["incremental_pull_one_event_each_s"], report = _timed(lambda: _cli(roots[1], clones[1], "sync"))
     figures["writers_accepted"] = sum(1 for w in report["writers"] if w["status"] == "accepted")
+    if args.spam:
+        spammer = FakeWriter(shared)
+        spammer.add(args.spam)
+        trust_key(
+            roots[1],
+            TrustedKey(
+                key_id=spammer.key.key_id,
+                public_key=openssh_public_key(spammer.key.public_hex),
+                principal="spam@example.org",
+            ),
+        )
+        _publish([spammer], base / "scratch", remote, shared)
+        del spammer
+        figures["spam_first_sync_s"], figures["spam_first_sync_peak_rss_mb"] = _timed(
+            lambda: _sync_peak(roots[1], clones[1])
+        )
+        figures["spam_second_sync_s"], report = _timed(lambda: _cli(roots[1], clones[1], "sync"))
+        figures["spam_admitted_after_two_syncs"] = max(w.get("admitted", 0) for w in report["writers"])
     print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in figures.items()}, indent=1))
     return 0
 
