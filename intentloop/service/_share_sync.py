@@ -345,11 +345,13 @@ def judge_writers(
             if writer not in changed or writer not in trusted:
                 continue
             checkpoint, records, entries = heads[writer]
+            heads[writer] = (checkpoint, b"", entries)  # the parsed records are all that is used from here on
             try:
                 stream = parse_records(shared=shared, writer=writer, checkpoint=checkpoint, records=records)
             except StreamProblem as problem:
                 parsed[writer] = problem
                 continue
+            del records
             held = before.get(writer)
             full = writer_items(data_root, shared, held) if held is not None else None
             items = full.items if full is not None else []

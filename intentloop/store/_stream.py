@@ -32,6 +32,9 @@ RECORDS_FILE: Final = "records.jsonl"
 PAYLOAD_DIR: Final = "payloads"
 _SSH_TYPE: Final = b"ssh-ed25519"
 _KEY_ID_RE: Final = re.compile(r"[0-9a-f]{64}\Z")
+#: canonical JSON of a record, which holds no float: msgspec's sorted encoding is then byte for byte
+#: :func:`canonical_bytes` (a reader checks 100,000 records of a stream in a fraction of the time)
+_SORTED: Final = msgspec.json.Encoder(order="sorted")
 
 
 class Record(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -268,9 +271,10 @@ def parse_records(*, shared: str, writer: str, checkpoint: bytes, records: bytes
             record = msgspec.json.decode(line, type=Record)
         except msgspec.DecodeError:
             raise StreamProblem("a record is not readable", number) from None
-        if record.seq != number or record.prev != prev or record_hash(record.unsigned()) != record.hash:
+        unsigned = record.unsigned()
+        if record.seq != number or record.prev != prev or sha256_hex(_SORTED.encode(unsigned)) != record.hash:
             raise StreamProblem("a record does not chain", number)
-        if canonical_bytes(record.unsigned() | {"hash": record.hash}) != line:
+        if _SORTED.encode(record) != line:
             raise StreamProblem("a record is not in canonical form", number)
         if record.kind == "erase":
             if record.target is None or not 1 <= record.target < number or parsed[record.target - 1].kind != "put":
