@@ -31,7 +31,7 @@ from intentloop.service._share_view import (
     write_view,
     write_writer,
     writer_file_sealed,
-    writer_items,
+    writer_verified,
 )
 from intentloop.store._share import (
     QUOTAS,
@@ -274,7 +274,7 @@ class _Judged(msgspec.Struct, kw_only=True):
     stream: Stream
     puts: list[Record]
     verified: dict[str, str]
-    known: dict[str, dict[str, Any]]
+    known: dict[str, Any]
     admission: Admission
 
 
@@ -353,10 +353,10 @@ def judge_writers(
                 continue
             del records
             held = before.get(writer)
-            full = writer_items(data_root, shared, held) if held is not None else None
-            items = full.items if full is not None else []
-            verified = {item["digest"]: item["blob"] for item in items}
-            known = {item["digest"]: item["body"] for item in items}
+            kept = writer_verified(data_root, shared, held) if held is not None else {}
+            verified = {digest: blob for digest, (blob, _body) in kept.items()}
+            known: dict[str, Any] = {digest: body for digest, (_blob, body) in kept.items()}  # bodies as JSON
+            del kept
             start = min(peers.get(writer, PeerState()).shown(), stream.checkpoint.seq)
             seen[writer] = (stream, start, verified, known, _size_asks(stream, start, entries, verified, quotas))
         blob_sizes = mirror.blob_sizes(sorted({sha for *_, asks in seen.values() for sha in asks.values()}))
