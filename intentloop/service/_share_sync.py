@@ -414,6 +414,7 @@ def sync(data_root: Path, shared: str, principal: str | None) -> dict[str, Any]:
         key = load_or_create_signing_key(data_root)
         mirror = Mirror(data_root)
         mirror.ensure()
+        mirror.clear_stale_locks()  # a sync killed inside git left them; we hold the sync lock
         mirror.fetch(remote, shared)
         commit, counts = extend_own(mirror, shared, key, principal, found.items)
         remote_own = mirror.ref(f"{FETCHED}/{shared}/{key.key_id}")

@@ -64,6 +64,23 @@ class Mirror:
         if not self.exists():
             raise StorageError("the sharing mirror could not be created", code="STORAGE_WRITE_FAILED")
 
+    def clear_stale_locks(self) -> int:
+        """Remove the ``*.lock`` files a git process of an earlier sync left when it was killed (``update-ref``,
+        ``fetch`` and ``pack-refs`` take them); returns how many. Only under the installation's sync lock: the mirror is
+        intentloop's own and only a sync runs git in it, so every lock found then is stale, and git refuses to update
+        a ref beside one until it is removed by hand."""
+        if not self.exists():
+            return 0
+        found = [self.path / name for name in ("packed-refs.lock", "HEAD.lock", "config.lock", "shallow.lock")]
+        found += (self.path / "refs").rglob("*.lock")
+        removed = 0
+        for path in found:
+            with contextlib.suppress(FileNotFoundError):
+                if path.is_file() and not path.is_symlink():
+                    path.unlink()
+                    removed += 1
+        return removed
+
     def git(self, args: Sequence[str], *, stdin: bytes | None = None, check: bool = True) -> bytes:
         """Run ``git <args>`` in the mirror and return its stdout.
 
