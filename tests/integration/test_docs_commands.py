@@ -116,6 +116,7 @@ class Scratch:
             "9f2c…": self.pid[:8],
             "TIME": self.at,
             "SECONDS": "1",
+            "EVERY": "5m",
             "S": "1",
             "EVENT": "session-start",
             "DIR": str(run_dir / "data"),
