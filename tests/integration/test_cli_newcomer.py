@@ -490,3 +490,37 @@ def test_running_out_of_file_descriptors_is_no_bug_report(memory: Memory) -> Non
         seen.add("ok" if done.returncode == 0 else done.stderr.splitlines()[0])
     assert "ok" in seen, seen  # the limit was met from both sides
     assert any("ulimit -n" in line for line in seen), seen
+    assert not any("LOCK_COMPROMISED" in line for line in seen), seen  # the lock never changed hands
+
+
+def test_a_hook_out_of_file_descriptors_names_the_limit_not_a_lost_lock(memory: Memory) -> None:
+    """An /intent command under every low limit: a receipt, or "not recorded" with a storage failure that names
+    it; never a lock that "changed hands" (an owner record that could not be opened is not another writer's)."""
+    answers: dict[int, str] = {}
+    for limit in range(8, 21):
+
+        def low(limit: int = limit) -> None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
+        payload = {
+            "hook_event_name": "UserPromptSubmit",
+            "session_id": f"fd-{limit}",
+            "cwd": str(memory.root),
+            "prompt": f"/intent remember keep the limit {limit} in mind",
+        }
+        done = subprocess.run(
+            [*INTENTLOOP, "hook"],
+            input=json.dumps(payload),
+            capture_output=True,
+            text=True,
+            env=memory.env,
+            cwd=memory.root,
+            timeout=60,
+            preexec_fn=low,
+        )
+        answer = json.loads(done.stdout)
+        assert done.returncode == 0 and answer["continue"] is True, (limit, done.stdout, done.stderr)
+        answers[limit] = answer["hookSpecificOutput"]["additionalContext"].splitlines()[0]
+    assert any("receipt" in line for line in answers.values()), answers  # the limit was met from both sides
+    assert any("not recorded" in line for line in answers.values()), answers
+    assert not any("LOCK_COMPROMISED" in line for line in answers.values()), answers
