@@ -102,6 +102,17 @@ def test_every_command_that_asks_first_needs_four_characters_of_a_project_id(mem
         assert code == 0, (words, body)
 
 
+def test_verify_counts_signed_events_in_words(memory: Memory) -> None:
+    memory.call("intent_start_task", {"request_id": "one", "label": "one event"})
+    code, body = memory.json("verify")
+    assert code == 0 and body["events"] == 1 and body["signed_events"] == 1
+    out = memory.run("verify").stdout
+    assert "(1 event signed)" in out and "events signed" not in out
+    memory.populate()  # control: more than one is plural
+    code, body = memory.json("verify")
+    assert f"({body['signed_events']} events signed)" in memory.run("verify").stdout
+
+
 def test_the_confirmation_shows_the_claim_and_takes_the_prefix_as_typed(memory: Memory) -> None:
     ids = memory.populate()
     prefix = ids["other"][:6]
