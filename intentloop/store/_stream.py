@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Final
 
@@ -30,6 +31,8 @@ CHECKPOINT_FILE: Final = "checkpoint"
 RECORDS_FILE: Final = "records.jsonl"
 PAYLOAD_DIR: Final = "payloads"
 _SSH_TYPE: Final = b"ssh-ed25519"
+#: a record's ``at``: UTC to the second, the one form a reader compares as text with a key's window
+AT_RE: Final = re.compile(r"^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:[0-5]\dZ\Z")
 
 
 class Record(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -275,6 +278,8 @@ def parse_records(*, shared: str, writer: str, checkpoint: bytes, records: bytes
                 raise StreamProblem("an erase record names no earlier put", number)
         elif record.kind != "put" or record.item is None or record.digest is None:
             raise StreamProblem("a record is neither a put nor an erase", number)
+        if record.at is not None and not AT_RE.match(record.at):
+            raise StreamProblem("a record's time is not YYYY-MM-DDTHH:MM:SSZ", number)
         parsed.append(record)
         prev = record.hash
     if len(parsed) != point.seq or prev != point.head:
@@ -334,6 +339,7 @@ def refuse_erased_payloads(stream: Stream, names: Collection[str]) -> None:
 
 
 __all__ = [
+    "AT_RE",
     "CHECKPOINT_FILE",
     "PAYLOAD_DIR",
     "RECORDS_FILE",
