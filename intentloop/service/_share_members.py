@@ -93,7 +93,17 @@ def members(data_root: Path, raw: str | None) -> dict[str, Any]:
         principal = holder.principal if holder is not None else "(unlisted)"
         source = "allowed_signers" if key_id in listed else "local" if key_id in local else "revoked_signers"
         seq = peers.get(key_id, PeerState()).seq
-        entry = _key_entry(key_id, public_key, source=source, admin=False, seq=seq, status="revoked", why=REVOKED_WHY)
+        entry = _key_entry(
+            key_id,
+            public_key,
+            source=source,
+            admin=False,
+            valid_after=None,
+            valid_before=None,
+            seq=seq,
+            status="revoked",
+            why=REVOKED_WHY,
+        )
         by_principal.setdefault(principal, []).append(entry)
     unknown = [
         {**u, "short": str(u.get("writer", ""))[:12]}

@@ -81,7 +81,7 @@ class PeerState(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 def record_time() -> str:
-    """Now, UTC to the second: the ``at`` a writer stamps on each new record."""
+    """Now, UTC to the second: the ``at`` a writer stamps on each new put."""
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -128,7 +128,7 @@ def extend_own(
     items: dict[str, dict[str, Any]],
     at: str | None = None,
 ) -> tuple[str | None, dict[str, int]]:
-    """Append what changed to this installation's stream and move its ref; ``(commit, counts)``. Every new record
+    """Append what changed to this installation's stream and move its ref; ``(commit, counts)``. Every new put
     carries ``at`` (default: :func:`record_time`), which readers compare with this key's window."""
     stamp = at if at is not None else record_time()
     base, base_commit = _own_base(mirror, shared, key)
@@ -144,7 +144,8 @@ def extend_own(
 
     def append(kind: str, **fields: Any) -> None:
         previous = records[-1].hash if records else None
-        records.append(make_record(len(records) + 1, previous, kind, at=stamp, **fields))
+        dated = stamp if kind == "put" else None  # an erase says nothing of its item, nor when it was forgotten
+        records.append(make_record(len(records) + 1, previous, kind, at=dated, **fields))
 
     for item in sorted(live):
         seq = live[item]

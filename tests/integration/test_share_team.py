@@ -81,7 +81,8 @@ def _say(machine: Machine, *statements: str) -> None:
 
 
 def _members(machine: Machine) -> dict[str, Any]:
-    return machine.cli("share", "members")
+    answer: dict[str, Any] = machine.cli("share", "members")
+    return answer
 
 
 def _key(members: dict[str, Any], key_id: str) -> dict[str, Any]:
