@@ -37,6 +37,7 @@ NAMESPACE: Final = "intentloop"
 ADMIN_NAMESPACE: Final = "intentloop-admin"
 MAX_FILE: Final = 1 << 20
 MAX_LINE: Final = 8 << 10
+_WORD_RE: Final = re.compile(r'[ \t]*((?:"[^"]*"|[^ \t"])+)')
 _TIME_RE: Final = re.compile(r"^(\d{8})(\d{4}(\d{2})?)?(Z)?\Z", re.IGNORECASE)
 #: key types git and ssh-keygen know: a word that is one of them starts the key, anything before it is options
 _KEY_TYPE_RE: Final = re.compile(
@@ -126,24 +127,19 @@ def _read_lines(path: Path, name: str, problems: list[SignerProblem]) -> list[tu
     return lines
 
 
-def _words(text: str) -> list[str]:
-    """Split at unquoted blanks, keeping the quotes (``namespaces="a, b"`` is one word)."""
+def _words(text: str, limit: int = 4) -> list[str]:
+    """The first ``limit`` words, split at unquoted blanks with their quotes kept (``namespaces="a, b"`` is one word);
+    what follows (the key's comment) is never read, so it may hold anything."""
     words: list[str] = []
-    current: list[str] = []
-    quoted = False
-    for ch in text:
-        if ch == '"':
-            quoted = not quoted
-        if ch in " \t" and not quoted:
-            if current:
-                words.append("".join(current))
-                current = []
-            continue
-        current.append(ch)
-    if quoted:
-        raise _LineError("a quote is not closed")
-    if current:
-        words.append("".join(current))
+    at = 0
+    while len(words) < limit:
+        match = _WORD_RE.match(text, at)
+        if match is None:
+            if text[at:].strip(" \t"):
+                raise _LineError("a quote is not closed")
+            break
+        words.append(match.group(1))
+        at = match.end()
     return words
 
 

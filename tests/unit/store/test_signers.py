@@ -93,7 +93,7 @@ def test_quoting_and_option_spelling_are_read_as_ssh_keygen_reads_them() -> None
     text = "\n".join(
         [
             f'"alice@example.org" NameSpaces="intentloop,git",Valid-After="20250101" {PUB_A}',
-            f'carol@example.org valid-before="20300101Z",namespaces="git,intentloop" {PUB_C} a comment "with" quotes',
+            f'carol@example.org valid-before="20300101Z",namespaces="git,intentloop" {PUB_C} carol\'s "old laptop',
         ]
     )
     signers, problems = _parse(text)
