@@ -91,7 +91,8 @@ def _read_lines(path: Path, name: str, problems: list[SignerProblem]) -> list[tu
     """The numbered lines of ``path`` (none when it is missing); a file above :data:`MAX_FILE`, unreadable or not a
     regular file is one problem and gives no line; a line above :data:`MAX_LINE` or not UTF-8 is one problem."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(path, flags | getattr(os, "O_NONBLOCK", 0))  # a FIFO put there must not block a sync
     except FileNotFoundError:
         return []
     except OSError as exc:
@@ -99,15 +100,24 @@ def _read_lines(path: Path, name: str, problems: list[SignerProblem]) -> list[tu
         problems.append(SignerProblem(file=name, line=0, why=f"{why} ({exc.strerror or exc})"))
         return []
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            os.close(fd)
-            problems.append(SignerProblem(file=name, line=0, why="not a regular file"))
-            return []
-        with os.fdopen(fd, "rb") as handle:
-            data = handle.read(MAX_FILE + 1)
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+        chunks: list[bytes] = []
+        size = 0
+        while regular and size <= MAX_FILE:
+            chunk = os.read(fd, MAX_FILE + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
     except OSError as exc:
         problems.append(SignerProblem(file=name, line=0, why=f"unreadable ({exc.strerror or exc})"))
         return []
+    finally:
+        os.close(fd)
+    if not regular:
+        problems.append(SignerProblem(file=name, line=0, why="not a regular file"))
+        return []
+    data = b"".join(chunks)
     if len(data) > MAX_FILE:
         problems.append(SignerProblem(file=name, line=0, why=f"larger than {MAX_FILE} bytes: no line of it counts"))
         return []

@@ -6,6 +6,7 @@ same file, so the format is git's and not a look-alike.
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -201,6 +202,9 @@ def test_a_symlinked_or_unreadable_file_is_a_problem_not_a_crash(tmp_path: Path)
     (Path(root) / ".intentloop" / "allowed_signers").mkdir()
     assert [(p.line, p.why) for p in read_team(root).problems] == [(0, "not a regular file")]
     (Path(root) / ".intentloop" / "allowed_signers").rmdir()
+    os.mkfifo(Path(root) / ".intentloop" / "allowed_signers")  # nobody writes to it: reading must not wait
+    assert [(p.line, p.why) for p in read_team(root).problems] == [(0, "not a regular file")]
+    (Path(root) / ".intentloop" / "allowed_signers").unlink()
     (Path(root) / ".intentloop" / "allowed_signers").write_text(outside.read_text())  # the control: a real file
     assert [s.principal for s in read_team(root).signers] == ["a@x"]
 
