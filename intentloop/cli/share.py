@@ -63,6 +63,13 @@ def _print(out: Output, fields: dict[str, Any], indent: str = "") -> None:
             out.line(f"{indent}{name.replace('_', ' ')}: {'-' if value is None else value}")
 
 
+def _keys_text(fields: dict[str, Any]) -> list[str]:
+    """``share keys`` without ``--json``: ``name: value`` lines, then the allowed_signers line alone, last, to copy."""
+    lines = [f"{name.replace('_', ' ')}: {'-' if value is None else value}" for name, value in fields.items()]
+    lines[-1] = "line for the project's .intentloop/allowed_signers:"
+    return [*lines, fields["allowed_signers"]]
+
+
 def _members_text(fields: dict[str, Any]) -> list[str]:
     """``share members`` without ``--json``: one line a principal, one a key (with why under it), the unknown
     writers, the lines of the files that do not count."""
@@ -156,7 +163,7 @@ def keys(project_root: ProjectRootOption = None, json_output: JsonOption = False
     machines' `share trust`), and the line to add to the project's .intentloop/allowed_signers."""
     from intentloop.service._share import keys as run
 
-    return _run("share keys", json_output, lambda root: run(root, project_root))
+    return _run("share keys", json_output, lambda root: run(root, project_root), _keys_text)
 
 
 def trust(

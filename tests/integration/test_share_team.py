@@ -106,6 +106,7 @@ def test_listed_members_see_each_other_labelled_and_unlisted_or_forged_writers_n
     a, b, c, d = team["a"], team["b"], team["c"], team["d"]
     printed = team.keys["a"]["allowed_signers"]
     assert printed == f'{ALICE} namespaces="intentloop" {team.keys["a"]["public_key"]}'
+    assert _text(a, "share", "keys").splitlines()[-1] == printed  # the last line, alone: ready to paste
     team.commit(
         {
             ".intentloop/allowed_signers": "\n".join(
