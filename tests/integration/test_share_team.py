@@ -5,9 +5,8 @@ Three members (three data roots and keys, three clones) list their keys, as ``sh
 committed file and trust nothing locally: each sees the others' claims labelled with the file's principals. A key
 nobody listed is fetched, reported ``unknown`` and never shown, and a checkpoint claiming another member's principal
 never gets that label (nor, when it is the reader's own, a place in the reader's hook context); a committed
-``valid-before`` makes a member's later records ignored and keeps the earlier
-ones; a key in ``revoked_signers`` has its whole stream set aside until the line goes; ``share members`` says all of
-it, as text and as JSON.
+``valid-before`` makes a member's later records ignored and keeps the earlier ones; a key in ``revoked_signers`` has
+its whole stream set aside until the line goes; ``share members`` says all of it, as text and as JSON.
 """
 
 from __future__ import annotations
