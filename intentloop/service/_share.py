@@ -159,12 +159,17 @@ def keys(data_root: Path, raw: str | None) -> dict[str, Any]:
     from intentloop.store._stream import openssh_public_key, ssh_fingerprint
 
     located = locate_project(raw if raw is not None else os.getcwd(), data_root)
+    from intentloop.store._signers import allowed_signers_line
+
     key = load_or_create_signing_key(data_root)
+    public_key = openssh_public_key(key.public_hex)
+    principal = principal_of(data_root, located.root)
     return {
         "key_id": key.key_id,
         "fingerprint": ssh_fingerprint(key.public_hex),
-        "public_key": openssh_public_key(key.public_hex),
-        "principal": principal_of(data_root, located.root),
+        "public_key": public_key,
+        "principal": principal,
+        "allowed_signers": allowed_signers_line(principal, public_key),
     }
 
 
@@ -214,7 +219,7 @@ def sync(data_root: Path, raw: str | None) -> dict[str, Any]:
 
     located, identity = require_shared(data_root, raw)
     note_local(data_root, identity.shared_id, located.project_id)
-    return run_sync(data_root, identity.shared_id, principal_of(data_root, located.root))
+    return run_sync(data_root, identity.shared_id, principal_of(data_root, located.root), located.root)
 
 
 def snapshot_peers(data_root: Path, root: str, project_id: str) -> list[dict[str, Any]]:

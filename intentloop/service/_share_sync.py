@@ -7,6 +7,11 @@ erase records for items that no longer travel — a forgotten claim, a task turn
 push), then judge each other writer's stream against the last one accepted from it (docs/SYNC.md, "Reading") and
 write the combined view (``R/share/projects/<shared>/view.json``) that snapshots and hooks read without the network.
 Nothing here runs from a hook.
+
+Who may write is read from the project's checkout (``.intentloop/allowed_signers`` and ``revoked_signers``,
+``store/_signers.py``) beside the keys trusted here: a key's window filters the records it dated (``at``, stamped
+by the writer at each sync), a revoked key's whole stream is set aside, and the trusted principal, never the one a
+checkpoint claims, labels a writer's claims (docs/SYNC.md, "Teams: who may write").
 """
 
 from __future__ import annotations
@@ -14,7 +19,8 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +45,7 @@ from intentloop.store._share import (
     trusted_keys,
     write_json,
 )
+from intentloop.store._signers import SignerProblem, Team, in_window, read_team, trust_from
 from intentloop.store._signing import SigningKey, load_or_create_signing_key
 from intentloop.store._stream import (
     CHECKPOINT_FILE,
@@ -66,18 +73,26 @@ _PEERS_FILE = "peers.json"
 _BLOB_BATCH = 4096  # payloads read per git process while judging writers
 _HEADS_BYTES = 4 << 20  # bytes of records files read per git process while judging writers (a writer is never split)
 _SEEN = 32  # accepted (sequence number, head) pairs kept per writer for checking witnesses
+REVOKED_WHY = "the key is listed in .intentloop/revoked_signers: its whole stream is set aside until re-attested"
 
 
 class PeerState(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """What this installation accepted from one writer: sequence number and head, and why it is frozen, if it is;
-    ``seen``: the last :data:`_SEEN` (sequence number, head) pairs accepted, against which other writers' witnesses
-    are checked without reading the stream again."""
+    """What this installation accepted from one writer: sequence number and head, why it is frozen, if it is, and
+    the principal its checkpoint claims when that is not the one it is trusted as; ``seen``: the last :data:`_SEEN`
+    (sequence number, head) pairs accepted, against which other writers' witnesses are checked without reading the
+    stream again."""
 
     seq: int = 0
     head: str | None = None
     frozen: str | None = None
     frozen_seq: int | None = None
+    claimed: str | None = None
     seen: list[tuple[int, str]] = msgspec.field(default_factory=list)
+
+
+def record_time() -> str:
+    """Now, UTC to the second: the ``at`` a writer stamps on each new put."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @contextlib.contextmanager
@@ -122,10 +137,13 @@ def extend_own(
     principal: str | None,
     items: dict[str, dict[str, Any]],
     witnesses: bytes = b"",
+    at: str | None = None,
 ) -> tuple[str | None, dict[str, int]]:
-    """Append what changed to this installation's stream and move its ref; ``(commit, counts)``. ``witnesses`` is
+    """Append what changed to this installation's stream and move its ref; ``(commit, counts)``. Every new put
+    carries ``at`` (default: :func:`record_time`), which readers compare with this key's window. ``witnesses`` is
     the stream's ``witnesses`` file: a change of it alone writes a new commit (``counts["witnessed"]`` 1) with the
     same checkpoint."""
+    stamp = at if at is not None else record_time()
     base, base_commit = _own_base(mirror, shared, key)
     records: list[Record] = list(base.records) if base else []
     blobs: dict[str, bytes] = {}
@@ -138,7 +156,9 @@ def extend_own(
     added = erased = 0
 
     def append(kind: str, **fields: Any) -> None:
-        records.append(make_record(len(records) + 1, records[-1].hash if records else None, kind, **fields))
+        previous = records[-1].hash if records else None
+        dated = stamp if kind == "put" else None  # an erase says nothing of its item, nor when it was forgotten
+        records.append(make_record(len(records) + 1, previous, kind, at=dated, **fields))
 
     for item in sorted(live):
         seq = live[item]
@@ -172,7 +192,12 @@ def extend_own(
     return commit, counts
 
 
-def _load_peers(data_root: Path, shared: str) -> dict[str, PeerState]:
+def load_peers(data_root: Path, shared: str) -> dict[str, PeerState]:
+    """What this installation accepted from each writer of ``shared`` (``peers.json``).
+
+    Raises:
+        StorageError: ``STORAGE_READ_FAILED`` (garbled).
+    """
     path = project_dir(data_root, shared) / _PEERS_FILE
     try:
         return msgspec.json.decode(path.read_bytes(), type=dict[str, PeerState])
@@ -230,14 +255,19 @@ def _first_look(
     trusted: dict[str, TrustedKey],
     peers: dict[str, PeerState],
     heads: dict[str, tuple[bytes, bytes, dict[str, str]]],
+    revoked: Collection[str] = (),
 ) -> dict[str, Any]:
-    """A writer's report entry, its status already set when there is nothing to verify: ``unknown`` (not trusted:
-    its checkpoint's claims are listed), ``frozen``, or ``unchanged`` (the accepted commit)."""
+    """A writer's report entry, its status already set when there is nothing to verify: ``set_aside`` (a revoked
+    key), ``unknown`` (not trusted: its checkpoint's claims are listed), ``frozen``, or ``unchanged`` (the accepted
+    commit)."""
     state = peers.get(writer, PeerState())
     entry: dict[str, Any] = {"writer": writer, "principal": None, "status": "", "seq": state.seq}
-    if writer not in trusted:
-        entry["status"] = "unknown"
-        with contextlib.suppress(msgspec.DecodeError):
+    if writer in revoked or writer not in trusted:
+        if writer in revoked:
+            entry.update(status="set_aside", problem=REVOKED_WHY, problem_seq=None)
+        else:
+            entry["status"] = "unknown"
+        with contextlib.suppress(msgspec.DecodeError, KeyError):
             claimed = msgspec.json.decode(heads[writer][0], type=Checkpoint)
             entry.update(seq=claimed.seq, principal_claimed=claimed.principal)
         return entry
@@ -277,6 +307,7 @@ def judge_writers(
     me: str,
     trusted: dict[str, TrustedKey],
     previous: View | None = None,
+    revoked: Collection[str] = (),
 ) -> tuple[list[dict[str, Any]], dict[str, ViewWriter]]:
     """Judge every fetched writer's ref against the last stream accepted from it; move ``refs/accepted`` and write
     the view file of each stream accepted now.
@@ -285,9 +316,9 @@ def judge_writers(
     :data:`_HEADS_BYTES` of records, one git process per group; payloads through :class:`_BlobReader`, about
     :data:`_BLOB_BATCH` blobs at a time, verified as they are read, so memory holds one group's heads and one batch
     of payloads, however long one writer's stream; a payload held under the blob id the previous view verified is not
-    read again. An unknown writer's payloads are never read. Returns the report and the index entries of the writers
-    accepted now."""
-    peers = _load_peers(data_root, shared)
+    read again. An unknown or revoked writer's payloads are never read. Returns the report and the index entries of
+    the writers accepted now."""
+    peers = load_peers(data_root, shared)
     fetched = mirror.refs(f"{FETCHED}/{shared}")
     accepted = mirror.refs(f"{ACCEPTED}/{shared}")
     before = {w.key_id: w for w in previous.writers} if previous is not None else {}
@@ -325,7 +356,7 @@ def judge_writers(
                     order.append(sha)
         reader = _BlobReader(mirror, order)
         for writer in group:
-            entry = _first_look(writer, fetched[writer], accepted.get(writer), trusted, peers, heads)
+            entry = _first_look(writer, fetched[writer], accepted.get(writer), trusted, peers, heads, revoked)
             report.append(entry)
             if entry["status"]:
                 continue
@@ -348,19 +379,53 @@ def judge_writers(
             except StreamProblem as problem:
                 entry.update(status="tampered", problem=problem.reason, problem_seq=problem.seq)
                 continue
+            claimed = stream.checkpoint.principal
+            if claimed != trusted[writer].principal:
+                entry["principal_claimed"] = claimed
             if _accept(peers, writer, stream, entry):
                 commit = fetched[writer]
+                if claimed != trusted[writer].principal:
+                    peers[writer].claimed = claimed
                 mirror.set_ref(f"{ACCEPTED}/{shared}/{writer}", commit, accepted.get(writer))
-                fresh[writer] = write_writer(data_root, shared, _view_writer(stream, commit, entries, trusted[writer]))
+                view_writer = _view_writer(stream, commit, entries, trusted[writer])
+                if view_writer.ignored:
+                    entry["out_of_window"] = view_writer.ignored
+                fresh[writer] = write_writer(data_root, shared, view_writer)
         del heads, parsed, reader
     _save_peers(data_root, shared, peers)
     return report, fresh
 
 
+def window_text(key: TrustedKey) -> str | None:
+    """A key's window as the view records it (``after..before``; ``None`` without one)."""
+    if key.valid_after is None and key.valid_before is None:
+        return None
+    return f"{key.valid_after or ''}..{key.valid_before or ''}"
+
+
+def _window_cut(stream: Stream, key: TrustedKey) -> int | None:
+    """The first put dated after the key's ``valid-before`` (or undated): it and every later put are ignored, so a
+    record dated back after it does not slip in again; ``None`` without ``valid-before`` or such a put."""
+    if key.valid_before is None:
+        return None
+    for record in stream.records:
+        if record.kind == "put" and (record.at is None or record.at > key.valid_before):
+            return record.seq
+    return None
+
+
 def _view_writer(stream: Stream, commit: str, blob_ids: dict[str, str], trusted: TrustedKey) -> ViewWriter:
+    """The view's entry of a trusted writer's accepted stream: its live items whose puts lie in the key's window
+    (``ignored`` counts the others; erases always apply, they only ever remove the writer's own items)."""
     items = []
+    cut = _window_cut(stream, trusted)
+    ignored = 0
     for item, seq in sorted(stream.live().items(), key=lambda kv: kv[1]):
-        digest = stream.records[seq - 1].digest or ""
+        record = stream.records[seq - 1]
+        if (cut is not None and seq >= cut) or not in_window(record.at, trusted):
+            ignored += 1
+            continue
+        digest = record.digest or ""
         items.append({"seq": seq, "item": item, "body": stream.bodies[seq], "digest": digest, "blob": blob_ids[digest]})
     return ViewWriter(
         key_id=stream.checkpoint.writer,
@@ -368,6 +433,8 @@ def _view_writer(stream: Stream, commit: str, blob_ids: dict[str, str], trusted:
         seq=stream.checkpoint.seq,
         commit=commit,
         items=items,
+        window=window_text(trusted),
+        ignored=ignored,
     )
 
 
@@ -399,7 +466,7 @@ def check_witnesses(
     files = mirror.read_file({w: fresh[w].commit for w in fresh}, WITNESSES_FILE)
     if not files:
         return
-    peers = _load_peers(data_root, shared)
+    peers = load_peers(data_root, shared)
     entries = {e["writer"]: e for e in report}
     accepted = mirror.refs(f"{ACCEPTED}/{shared}")
     records: dict[str, list[bytes]] = {}
@@ -450,7 +517,12 @@ def build_view(
             writers.append(fresh[writer])
             continue
         kept = before.get(writer)
-        if kept is not None and kept.commit == commit and writer_file_sealed(mirror.data_root, shared, writer):
+        if (
+            kept is not None
+            and kept.commit == commit
+            and kept.window == window_text(trusted[writer])
+            and writer_file_sealed(mirror.data_root, shared, writer)
+        ):
             writers.append(msgspec.structs.replace(kept, principal=trusted[writer].principal))
             continue
         stream = _read_stream(mirror, commit, shared, writer)
@@ -461,12 +533,16 @@ def build_view(
         for e in report
         if e["status"] == "unknown"
     ]
-    problems = [e for e in report if e["status"] in ("tampered", "rollback", "frozen")]
+    problems = [e for e in report if e["status"] in ("tampered", "rollback", "frozen", "set_aside")]
     return View(shared=shared, principal=principal, writers=writers, unknown=unknown, problems=problems)
 
 
-def sync(data_root: Path, shared: str, principal: str | None) -> dict[str, Any]:
+def sync(data_root: Path, shared: str, principal: str | None, project_root: str | None = None) -> dict[str, Any]:
     """Fetch, extend and push this installation's stream, judge the others, write the view; returns the report.
+
+    Who may write: the keys trusted here and, with ``project_root``, the keys its checkout's
+    ``.intentloop/allowed_signers`` lists, less those ``.intentloop/revoked_signers`` lists (``signer_problems``
+    reports the lines that do not count).
 
     Raises:
         ConflictError: ``SHARE_NOT_INITIALIZED`` (no remote), ``SHARE_REDACTION_HIT`` (nothing pushed).
@@ -499,9 +575,11 @@ def sync(data_root: Path, shared: str, principal: str | None) -> dict[str, Any]:
             # the remote now holds it: the fetched copy of the old one would keep an erased payload reachable
             mirror.set_ref(f"{FETCHED}/{shared}/{key.key_id}", commit, remote_own)
             pushed = True
-        trusted = {k.key_id: k for k in trusted_keys(data_root)}
+        team = read_team(project_root) if project_root is not None else Team(signers=[], revoked={}, problems=[])
+        trusted, conflicts = trust_from(team, trusted_keys(data_root))
+        signer_problems: list[SignerProblem] = [*team.problems, *conflicts]
         previous = read_view(data_root, shared, items=False)
-        report, fresh = judge_writers(data_root, mirror, shared, key.key_id, trusted, previous)
+        report, fresh = judge_writers(data_root, mirror, shared, key.key_id, trusted, previous, team.revoked)
         check_witnesses(data_root, mirror, shared, key.key_id, trusted, report, fresh)
         view = build_view(mirror, shared, principal, trusted, report, fresh, previous)
         write_view(data_root, view)
@@ -520,16 +598,21 @@ def sync(data_root: Path, shared: str, principal: str | None) -> dict[str, Any]:
         },
         "writers": report,
         "view": {"writers": len(view.writers), "items": sum(w.count for w in view.writers)},
+        "signer_problems": [msgspec.to_builtins(p) for p in signer_problems],
     }
 
 
 __all__ = [
+    "REVOKED_WHY",
     "PeerState",
     "build_view",
     "check_witnesses",
     "extend_own",
     "judge_writers",
+    "load_peers",
     "own_witnesses",
+    "record_time",
     "sync",
     "sync_lock",
+    "window_text",
 ]

@@ -40,7 +40,8 @@ _DOMAIN = b"intentloop-share-view-v1\0"
 
 class ViewWriter(msgspec.Struct, kw_only=True):
     """One trusted writer's accepted stream (``commit``) as the view holds it: its live items in sequence order
-    (``count`` of them; the index file holds the writer without its items, its own file holds them)."""
+    (``count`` of them; the index file holds the writer without its items, its own file holds them); ``window`` is
+    the key's validity window the items were chosen by and ``ignored`` the live items outside it."""
 
     key_id: str
     principal: str
@@ -48,6 +49,8 @@ class ViewWriter(msgspec.Struct, kw_only=True):
     commit: str
     count: int = 0
     items: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    window: str | None = None
+    ignored: int = 0
 
 
 class View(msgspec.Struct, kw_only=True):

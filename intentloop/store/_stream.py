@@ -24,6 +24,7 @@ import base64
 import contextlib
 import hashlib
 import os
+import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Final
 
@@ -39,6 +40,8 @@ PAYLOAD_DIR: Final = "payloads"
 WITNESSES_FILE: Final = "witnesses"
 _MAX_WITNESS_LINE: Final = 4096
 _SSH_TYPE: Final = b"ssh-ed25519"
+#: a record's ``at``: UTC to the second, the one form a reader compares as text with a key's window
+AT_RE: Final = re.compile(r"^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:[0-5]\dZ\Z")
 
 
 class Record(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -276,6 +279,8 @@ def parse_records(*, shared: str, writer: str, checkpoint: bytes, records: bytes
                 raise StreamProblem("an erase record names no earlier put", number)
         elif record.kind != "put" or record.item is None or record.digest is None:
             raise StreamProblem("a record is neither a put nor an erase", number)
+        if record.at is not None and not AT_RE.match(record.at):
+            raise StreamProblem("a record's time is not YYYY-MM-DDTHH:MM:SSZ", number)
         parsed.append(record)
         prev = record.hash
     if len(parsed) != point.seq or prev != point.head:
@@ -374,6 +379,7 @@ def refuse_erased_payloads(stream: Stream, names: Collection[str]) -> None:
 
 
 __all__ = [
+    "AT_RE",
     "CHECKPOINT_FILE",
     "PAYLOAD_DIR",
     "RECORDS_FILE",

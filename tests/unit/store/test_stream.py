@@ -144,6 +144,38 @@ def test_an_erase_must_name_an_earlier_put(key: SigningKey) -> None:
     assert _problem(parts).reason == "an erase record names no earlier put"
 
 
+@pytest.mark.parametrize(
+    ("at", "refused"),
+    [
+        (None, False),  # a record of a writer from before times were stamped: still valid
+        ("2026-12-03T06:00:00Z", False),
+        ("2026-12-03T06:00:00.123Z", True),
+        ("2026-12-03 06:00:00Z", True),
+        ("2026-13-03T06:00:00Z", True),
+        ("2026-12-03T24:00:00Z", True),
+        ("2026-12-03T06:00:00+00:00", True),
+    ],
+)
+def test_a_records_time_must_be_utc_to_the_second(key: SigningKey, at: str | None, refused: bool) -> None:
+    digest, blob = payload_blob(_body(1))
+    record = make_record(1, None, "put", item="claim:c1", digest=digest, at=at)
+    point = sign_checkpoint(
+        key.sign, shared=SHARED, writer=key.key_id, public_hex=key.public_hex, principal=None, records=[record]
+    )
+    parts = {
+        "shared": SHARED,
+        "writer": key.key_id,
+        "checkpoint": msgspec.json.encode(point),
+        "records": records_bytes([record]),
+        "payloads": {digest: blob},
+    }
+    if refused:
+        problem = _problem(parts)
+        assert (problem.reason, problem.seq) == ("a record's time is not YYYY-MM-DDTHH:MM:SSZ", 1)
+    else:
+        assert parse_stream(**parts).records[0].at == at
+
+
 def test_the_openssh_form_is_what_ssh_keygen_reads(tmp_path: Path, key: SigningKey) -> None:
     line = openssh_public_key(key.public_hex)
     assert line.startswith("ssh-ed25519 AAAA")
