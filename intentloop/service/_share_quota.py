@@ -103,7 +103,7 @@ def usage(data_root: Path, raw: str | None) -> dict[str, Any]:
     sequence number, the records admitted into the view, those still waiting, and the items it shows. Reads the
     files the last sync wrote; no git, no network."""
     from intentloop.service._share import require_shared
-    from intentloop.service._share_sync import _load_peers as load_peers
+    from intentloop.service._share_sync import load_peers
     from intentloop.service._share_view import read_view
 
     _located, identity = require_shared(data_root, raw)

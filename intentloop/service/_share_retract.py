@@ -99,7 +99,7 @@ def retract(data_root: Path, raw: str | None, claim_id: str) -> dict[str, Any]:
         ConflictError: ``SHARE_NOT_INITIALIZED``.
     """
     from intentloop.service._share import principal_of, require_shared
-    from intentloop.service._share_sync import _own_base as own_base, sync_lock
+    from intentloop.service._share_sync import _own_base as own_base, record_time, sync_lock
     from intentloop.store._signing import load_or_create_signing_key
     from intentloop.store._stream import make_record, records_bytes, sign_checkpoint
     from intentloop.store._stream_git import OWN, Mirror
@@ -125,7 +125,8 @@ def retract(data_root: Path, raw: str | None, claim_id: str) -> dict[str, Any]:
             if holder["writer"] in done:
                 continue
             prev = records[-1].hash if records else None
-            records.append(make_record(len(records) + 1, prev, "retract", item=item, target_writer=holder["writer"]))
+            fields = {"item": item, "target_writer": holder["writer"], "at": record_time()}
+            records.append(make_record(len(records) + 1, prev, "retract", **fields))
             added.append(holder["writer"])
         commit = base_commit
         if added:

@@ -40,7 +40,8 @@ _DOMAIN = b"intentloop-share-view-v1\0"
 
 class ViewWriter(msgspec.Struct, kw_only=True):
     """One trusted writer's accepted stream (``commit``) as the view holds it: its live items in sequence order
-    (``count`` of them; the index file holds the writer without its items, its own file holds them), and its
+    (``count`` of them; the index file holds the writer without its items, its own file holds them); ``window`` is
+    the key's validity window the items were chosen by and ``ignored`` the live items outside it; ``retracts`` its
     retract records (``{seq, item, target_writer}``, content-free, kept in the index too)."""
 
     key_id: str
@@ -49,6 +50,8 @@ class ViewWriter(msgspec.Struct, kw_only=True):
     commit: str
     count: int = 0
     items: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    window: str | None = None
+    ignored: int = 0
     retracts: list[dict[str, Any]] = msgspec.field(default_factory=list)
 
 
