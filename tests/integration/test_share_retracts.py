@@ -2,14 +2,12 @@
 
 Three data roots, one bare repository: Alice's two machines (``a1``, ``a2``, one principal) and Bob's. Bob's retract of
 Alice's claim is refused and reported on every reader, and her claim stays; Alice's retract from her second machine
-of a claim her first machine published takes it out everywhere; a reader that trusts Bob's key as an admin honours
-Bob's retract. Everything runs through the CLI, the service and real git.
+of a claim her first machine published takes it out everywhere; a reader whose checkout's allowed_signers makes Bob a
+project admin honours Bob's retract. Everything runs through the CLI, the service and real git.
 """
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,21 +20,12 @@ def _peers(machine: Machine) -> dict[str, dict[str, Any]]:
     return {c["statement"]: c for c in answer["peer_claims"]}
 
 
-def _make_admin(machine: Machine, public_key: str, principal: str) -> None:
-    """Trust ``public_key`` as an admin's on ``machine`` (the flag a committed allowed_signers line sets)."""
-    script = (
-        "import sys\nfrom pathlib import Path\nfrom intentloop.store._share import TrustedKey, trust_key\n"
-        "from intentloop.store._stream import key_id_of, parse_openssh_public_key\n"
-        "raw = parse_openssh_public_key(sys.argv[2])\n"
-        "trust_key(Path(sys.argv[1]), TrustedKey(key_id=key_id_of(raw), public_key=sys.argv[2], principal=sys.argv[3],"
-        " admin=True))\n"
-    )
-    subprocess.run(
-        [sys.executable, "-c", script, str(machine.root), public_key, principal],
-        check=True,
-        env=machine.env(),
-        timeout=60,
-    )
+def _make_admin(machine: Machine, keys: dict[str, Any]) -> None:
+    """List ``keys``' line in ``machine``'s checkout's ``.intentloop/allowed_signers`` as a project admin's (the
+    working tree as it is counts, docs/SYNC.md "Teams: who may write")."""
+    line = str(keys["allowed_signers"]).replace('namespaces="intentloop"', 'namespaces="intentloop,intentloop-admin"')
+    (machine.clone / ".intentloop").mkdir(exist_ok=True)
+    (machine.clone / ".intentloop" / "allowed_signers").write_text(line + "\n")
 
 
 def test_only_the_authors_principal_or_an_admin_takes_a_claim_out(tmp_path: Path) -> None:
@@ -96,7 +85,7 @@ def test_only_the_authors_principal_or_an_admin_takes_a_claim_out(tmp_path: Path
     assert bob.cli("share", "retract", withdrawn, "--yes", check=False)["error"]["code"] == "CLAIM_NOT_FOUND"
 
     # a reader that trusts Bob's key as an admin's honours Bob's retract; the others still refuse it
-    _make_admin(a2, bob_keys["public_key"], "bob@example.org")
+    _make_admin(a2, bob_keys)
     admin = a2.cli("sync")
     assert (a1_key, f"claim:{guarded}") in {(r["writer"], r["item"]) for r in admin["retracted"]}
     assert admin["retract_refused"] == []
