@@ -486,11 +486,21 @@ def _window_cut(stream: Stream, key: TrustedKey) -> int | None:
 
 
 def _view_writer(
-    stream: Stream, commit: str, blob_ids: dict[str, str], trusted: TrustedKey, puts: list[Record], upto: int
+    stream: Stream,
+    commit: str,
+    blob_ids: dict[str, str],
+    trusted: TrustedKey,
+    puts: list[Record] | None = None,
+    upto: int | None = None,
 ) -> ViewWriter:
     """The view's entry of a trusted writer's accepted stream: the shown ``puts`` (admitted by the quotas, their
-    bodies verified) that lie in the key's window (``ignored`` counts the others; erases always apply, they only ever
-    remove the writer's own items), and the retracts among records ``1..upto`` that lie in it too."""
+    bodies verified; default: every live put) that lie in the key's window (``ignored`` counts the others; erases
+    always apply, they only ever remove the writer's own items), and the retracts among records ``1..upto``
+    (default: all) that lie in it too."""
+    if puts is None:
+        puts = [stream.records[seq - 1] for seq in sorted(stream.live().values())]
+    if upto is None:
+        upto = stream.checkpoint.seq
     items = []
     cut = _window_cut(stream, trusted)
     ignored = 0
