@@ -8,16 +8,31 @@ project admin honours Bob's retract. Everything runs through the CLI, the servic
 
 from __future__ import annotations
 
+import json
+import subprocess
+import uuid
 from pathlib import Path
 from typing import Any
 
-from _support.share_world import Machine, explicit, paired
+from _support.share_world import HOOK, Machine, explicit, paired
 
 
 def _peers(machine: Machine) -> dict[str, dict[str, Any]]:
     task = machine.start()
     answer = machine.tools(("intent_get_snapshot", {"task_id": task, "include_peers": True}))[0]
     return {c["statement"]: c for c in answer["peer_claims"]}
+
+
+def _session_context(machine: Machine) -> str:
+    """What SessionStart injects in a new session linked to a new task of ``machine``."""
+    session = "sess-" + uuid.uuid4().hex
+    task = str(uuid.uuid4())
+    machine.tools(("intent_start_task", {"task_id": task, "request_id": "s", "mode": "on", "host_session_id": session}))
+    payload = {"session_id": session, "cwd": str(machine.clone), "hook_event_name": "SessionStart", "source": "startup"}
+    done = subprocess.run(HOOK, input=json.dumps(payload).encode(), capture_output=True, env=machine.env(), timeout=30)
+    assert done.returncode == 0, done.stderr
+    answer: dict[str, Any] = json.loads(done.stdout)
+    return str(answer.get("hookSpecificOutput", {}).get("additionalContext", ""))
 
 
 def _make_admin(machine: Machine, keys: dict[str, Any]) -> None:
@@ -77,6 +92,8 @@ def test_only_the_authors_principal_or_an_admin_takes_a_claim_out(tmp_path: Path
     own = a2.cli("sync")
     assert [(r["writer"], r["item"]) for r in own["retracted"]] == [(a1_key, f"claim:{withdrawn}")]
     assert "Alice: tabs, not spaces" not in _peers(a2)
+    context = _session_context(a2)  # her own words on her second machine: the hooks no longer inject it either
+    assert "Alice: never force-push main" in context and "Alice: tabs, not spaces" not in context
     gone = bob.cli("sync")
     assert [(r["writer"], r["item"], r["principal"]) for r in gone["retracted"]] == [
         (a1_key, f"claim:{withdrawn}", "alice@example.org")
