@@ -26,7 +26,7 @@ import trio
 from intentloop.errors import IntentLoopError
 from intentloop.service._evidence import mark_evidence_stale
 from intentloop.service._state import Ctx, Engine
-from intentloop.service.args import TOOL_NAMES, TOOLS, Tool, decode_arguments
+from intentloop.service.args import TOOL_NAMES, TOOLS, ImportArgs, Tool, decode_arguments
 from intentloop.service.inline import HandlerMissingError, tool_function
 from intentloop.store import ProjectStore, resolve_data_root
 
@@ -125,6 +125,20 @@ class IntentService:
         if self._resident and tool not in _UNWARMED:
             await self._warmed(ctx.store)
         return await _HANDLERS[tool](self._engine, ctx, args)
+
+    async def adopt(
+        self, args: ImportArgs, adopted: dict[str, str], *, project_root: str, project_id: str
+    ) -> dict[str, Any]:
+        """``intent_import`` of a graph holding one teammate's claim (``intentloop share adopt``): the tool's own
+        path, its record naming the claim's writer, principal and id (``imported_from.adopted``).
+
+        Raises:
+            IntentLoopError: every code ``intent_import`` defines.
+        """
+        from intentloop.service._import import import_graph
+
+        ctx = self._engine.context(project_root, project_id)
+        return await import_graph(self._engine, ctx, args, adopted=adopted)
 
     async def warm(self, project_root: str, project_id: str) -> None:
         """Verify and index the project's ledger in the background, unless this process holds it as it is now; returns

@@ -21,7 +21,7 @@ def test_every_documented_command_is_registered() -> None:
         *("projects", "tasks", "show", "export", "forget", "relink", "keys", "mode", "share", "sync"),
     }
     assert set(group.commands["share"].commands) == {  # type: ignore[attr-defined]
-        *("init", "join", "remote", "publish", "preview", "keys", "trust", "principal"),
+        *("init", "join", "remote", "publish", "preview", "keys", "trust", "principal", "adopt"),
     }
     assert set(group.commands["keys"].commands) == {"show", "rotate"}  # type: ignore[attr-defined]
     assert set(group.commands["recover"].commands) == {"export", "quarantine", "salvage"}  # type: ignore[attr-defined]
