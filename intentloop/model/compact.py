@@ -63,7 +63,7 @@ def team_line(team: TeamCount | None) -> list[str]:
     names = plain[:_SHOWN_PRINCIPALS]
     others = len(team.principals) - len(names)
     if others:
-        names.append(f"{others} more" if names else f"{others} members")
+        names.append(f"{others} more" if names else f"{others} member" + ("s" if others > 1 else ""))
     whose = f" ({', '.join(names)})" if names else ""
     noun = "claim" if team.count == 1 else "claims"
     return [
