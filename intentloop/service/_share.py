@@ -206,8 +206,8 @@ def snapshot_peers(
     """What ``intent_get_snapshot`` adds with ``include_peers``: the active peer claims, ordered as the snapshot orders
     claims, and the disputes between principals (``_share_disputes.py``) that involve them or ``task``'s own claims;
     nothing when the project is not shared or never synced. ``own`` compares with the principal the last sync ran as
-    (no git is asked on this path). A peer claim of the user's own principal that ``task`` supersedes or invalidates
-    is not shown; another principal's stays, disputed."""
+    (no git is asked on this path). A peer claim of the user's own principal that ``task`` (or, after a sync, any
+    task of this installation) supersedes or invalidates is not shown; another principal's stays, disputed."""
     from intentloop.service._share_disputes import applied, disputes, task_refs
     from intentloop.service._share_view import folded_view
 
@@ -218,7 +218,7 @@ def snapshot_peers(
     if found is None:
         return [], []
     own = found.view.principal
-    local = task_refs(task, own) if task is not None else []
+    local = [*found.view.refs, *(task_refs(task, own) if task is not None else ())]
     owners: dict[str, str | None] = {claim_id: peer.principal for claim_id, peer in found.by_id.items()}
     gone = applied(local, owners)
     for claim_id in gone:

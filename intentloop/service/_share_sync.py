@@ -25,6 +25,7 @@ from intentloop.service._share_publish import publish_set
 from intentloop.service._share_view import (
     View,
     ViewWriter,
+    own_refs,
     read_view,
     write_view,
     write_writer,
@@ -427,6 +428,7 @@ def sync(data_root: Path, shared: str, principal: str | None) -> dict[str, Any]:
         previous = read_view(data_root, shared, items=False)
         report, fresh = judge_writers(data_root, mirror, shared, key.key_id, trusted, previous)
         view = build_view(mirror, shared, principal, trusted, report, fresh, previous)
+        view.refs = own_refs(found.items, principal)
         write_view(data_root, view)
     return {
         "shared_id": shared,

@@ -28,6 +28,7 @@ from intentloop.model.claims import Claim
 from intentloop.model.compact import TeamCount
 from intentloop.model.events import Event
 from intentloop.model.projection import ProjectState, TaskState, apply_event
+from intentloop.service._share_disputes import Ref, view_refs
 from intentloop.store._fs import read_regular
 from intentloop.store._keyfile import CACHE_KEY, load_key, load_or_create_key
 from intentloop.store._share import project_dir, write_bytes
@@ -53,14 +54,16 @@ class ViewWriter(msgspec.Struct, kw_only=True):
 
 
 class View(msgspec.Struct, kw_only=True):
-    """What one sync accepted: the trusted writers' live items, the unknown writers, the problems, and the principal
-    this installation synced as (its own words are that principal's)."""
+    """What one sync accepted: the trusted writers' live items, the unknown writers, the problems, the principal
+    this installation synced as (its own words are that principal's), and the references its own stream makes to
+    peer claims (``refs``: its supersessions and invalidations of claims it does not hold, :func:`own_refs`)."""
 
     shared: str
     principal: str | None
     writers: list[ViewWriter]
     unknown: list[dict[str, Any]]
     problems: list[dict[str, Any]]
+    refs: list[Ref] = msgspec.field(default_factory=list)
 
 
 class PeerClaim(msgspec.Struct, frozen=True, kw_only=True):
@@ -205,7 +208,6 @@ def folded_view(data_root: Path, shared: str) -> Folded | None:
     held = _FOLDED.get(path)
     if held is None or held[0] != key:
         from intentloop.model.compact import context_order
-        from intentloop.service._share_disputes import view_refs
 
         view = read_view(data_root, shared)
         if view is None:
@@ -233,6 +235,7 @@ def _hook_extract(data_root: Path, view: View) -> OwnClaims:
     own: list[Claim] = []
     team = 0
     principals: list[str] = []
+    withdrawn = {ref.target for ref in view.refs}  # the user's own supersessions and invalidations, from here
     for principal, writers in sorted(groups.items()):
         full = [w for w in (_with_items(data_root, view, writer) for writer in writers) if w is not None]
         found = [
@@ -241,7 +244,7 @@ def _hook_extract(data_root: Path, view: View) -> OwnClaims:
             if p.claim.is_direct_user_explicit and p.claim.scope in ("project", "long_term")
         ]
         if view.principal is not None and principal == view.principal:
-            own = found
+            own = [claim for claim in found if claim.claim_id not in withdrawn]
         elif found:
             team += len(found)
             principals.append(principal)
@@ -262,6 +265,15 @@ def _event(kind: str, payload: dict[str, Any], seq: int, writer: str, at: str) -
         schema_version=1,
         task_id=_FOLD_TASK,
     )
+
+
+def own_refs(items: dict[str, dict[str, Any]], principal: str | None) -> list[Ref]:
+    """The references this installation's own stream (``items``, as it now publishes them) makes to claims it does
+    not hold: its supersessions and invalidations of peer claims, as ``principal``'s."""
+    entries = [{"seq": seq, "body": body} for seq, body in enumerate(items.values(), 1)]
+    writer = ViewWriter(key_id="own", principal=principal or "", seq=len(entries), commit="", items=entries)
+    folds = fold(View(shared="", principal=principal, writers=[writer], unknown=[], problems=[]))
+    return [msgspec.structs.replace(ref, by_principal=principal) for ref in view_refs(folds)]
 
 
 def fold(view: View, *, principals: set[str] | None = None) -> list[Fold]:
@@ -370,6 +382,7 @@ __all__ = [
     "fold",
     "folded_view",
     "own_hook_claims",
+    "own_refs",
     "peer_claims",
     "peer_wire",
     "read_view",

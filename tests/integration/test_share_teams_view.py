@@ -223,6 +223,7 @@ def test_another_principals_supersession_and_invalidation_are_disputes_both_clai
     assert _snapshot(b, mine)["disagreements"] == []  # without include_peers: as before
     # after the syncs: carol sees both members' claims and the disputes; alice keeps hers and sees them disputed
     _sync(b, c, a)
+    assert _disputes(_snapshot(b, b.start(), include_peers=True)) == expected  # in bob's other tasks after his sync
     snap_c = _snapshot(c, c.start(), include_peers=True)
     assert {(p["statement"], p["origin"]["principal"]) for p in snap_c["peer_claims"]} == {
         ("Deploy on Fridays", ALICE),
@@ -249,13 +250,19 @@ def test_the_same_principals_other_machine_supersedes_and_invalidates(tmp_path: 
         explicit(origin, "Use Python 3.11"), explicit(origin, "Ship weekly"), explicit(origin, "Keep")
     )
     _sync(a, a2)
+    session, elsewhere = _linked(a2)
+    assert "Use Python 3.11" in _hook(a2, session)  # the positive control: her other machine's words are hers
     mine = a2.start()
     (new,) = a2.tools(_replace(mine, old["claim_id"], "Use Python 3.13"))
     a2.tools(_invalidate(mine, gone["claim_id"], "we ship when ready"))
     snap = _snapshot(a2, mine, include_peers=True)
-    assert {p["statement"] for p in snap["peer_claims"]} == {"Keep"}  # applied at once on that machine
+    assert {p["statement"] for p in snap["peer_claims"]} == {"Keep"}  # applied at once in that task
     assert _disputes(snap) == []
     _sync(a2, b)
+    # after the sync, in every task of that machine and in its hooks
+    assert {p["statement"] for p in _snapshot(a2, elsewhere, include_peers=True)["peer_claims"]} == {"Keep"}
+    context = _hook(a2, session)
+    assert "Keep" in context and "Use Python 3.11" not in context and "Ship weekly" not in context
     snap_b = _snapshot(b, b.start(), include_peers=True)
     assert {(p["statement"], p["origin"]["principal"]) for p in snap_b["peer_claims"]} == {
         ("Use Python 3.13", ALICE),
