@@ -207,7 +207,8 @@ def snapshot_peers(
     claims, and the disputes between principals (``_share_disputes.py``) that involve them or ``task``'s own claims;
     nothing when the project is not shared or never synced. ``own`` compares with the principal the last sync ran as
     (no git is asked on this path). A peer claim of the user's own principal that ``task`` (or, after a sync, any
-    task of this installation) supersedes or invalidates is not shown; another principal's stays, disputed."""
+    task of this installation) supersedes or invalidates is not shown; another principal's stays, disputed. The claim
+    dicts are the process's cached ones: read them, never change them (the list is the caller's)."""
     from intentloop.service._share_disputes import applied, disputes, task_refs
     from intentloop.service._share_view import folded_view
 
@@ -219,14 +220,16 @@ def snapshot_peers(
         return [], []
     own = found.view.principal
     local = [*found.view.refs, *(task_refs(task, own) if task is not None else ())]
-    owners: dict[str, str | None] = {claim_id: peer.principal for claim_id, peer in found.by_id.items()}
-    gone = applied(local, owners)
-    for claim_id in gone:
-        del owners[claim_id]
-    for claim in task.active_claims() if task is not None else ():
-        owners.setdefault(claim.claim_id, own)
-    wire = [dict(claim) for claim in found.wire if claim["claim_id"] not in gone]
-    return wire, disputes([*found.refs, *local], owners)
+    gone = applied(local, found.owners)
+    refs = [*found.refs, *local]
+    owners: dict[str, str | None] = {}  # whose each named claim is, if it is active here: only the few refs ask
+    for ref in refs:
+        if ref.target in found.owners and ref.target not in gone:
+            owners[ref.target] = found.owners[ref.target]
+        elif task is not None and task.is_active(ref.target):
+            owners[ref.target] = own
+    wire = [claim for claim in found.wire if claim["claim_id"] not in gone] if gone else list(found.wire)
+    return wire, disputes(refs, owners)
 
 
 def peer_claim(data_root: Path, root: str, project_id: str, claim_id: str) -> PeerClaim | None:

@@ -36,6 +36,7 @@ from intentloop.store._share import project_dir, write_bytes
 _VIEW_FILE = "view.json"
 _WRITERS_DIR = "writers"
 _HOOK_FILE = "own-claims.json"
+_TEAM_FILE = "team-counts.json"
 _MAX_VIEW = 1 << 30  # the view of 100,000 peer events is some 40 MB
 _FOLD_TASK = "00000000-0000-4000-8000-000000000000"
 _DOMAIN = b"intentloop-share-view-v1\0"
@@ -145,7 +146,7 @@ def write_view(data_root: Path, view: View) -> None:
         for name in os.listdir(directory / _WRITERS_DIR):
             if name.endswith(".json") and name not in keep:
                 os.unlink(directory / _WRITERS_DIR / name)
-    _write_sealed(directory / _HOOK_FILE, key, _hook_extract(data_root, view))
+    _write_sealed(directory / _HOOK_FILE, key, _hook_extract(data_root, view, directory, key))
     index = msgspec.structs.replace(view, writers=[msgspec.structs.replace(w, items=[]) for w in view.writers])
     _write_sealed(directory / _VIEW_FILE, key, index)
 
@@ -183,13 +184,15 @@ def writer_file_sealed(data_root: Path, shared: str, key_id: str) -> bool:
 
 class Folded(msgspec.Struct, kw_only=True):
     """A view folded for snapshots: its active peer claims (``wire``, :func:`peer_wire`, in the snapshot's claim
-    order; ``by_id`` the same claims by id), and the other principals' claims that a principal's supersessions and
-    invalidations name (``refs``, judged by :mod:`intentloop.service._share_disputes`)."""
+    order; ``by_id`` the same claims by id, ``owners`` their principals), and the claims a principal's supersessions
+    and invalidations name that its fold does not hold (``refs``, judged by :mod:`intentloop.service._share_disputes`).
+    Nothing of it is changed after the fold: a resident server hands the same dicts to every snapshot."""
 
     view: View
     wire: list[dict[str, Any]]
     by_id: dict[str, PeerClaim]
-    refs: list[Any]
+    owners: dict[str, str | None]
+    refs: list[Ref]
 
 
 #: view file → (its stat, the view folded): a resident server folds and orders a view once per sync.
@@ -198,7 +201,7 @@ _FOLDED: dict[Path, tuple[tuple[int, int, int, int], Folded]] = {}
 
 def folded_view(data_root: Path, shared: str) -> Folded | None:
     """:func:`read_view` folded (:class:`Folded`), kept in this process while the file is unchanged (device, inode,
-    size and mtime); ``None`` without a usable view. The callers copy what they change."""
+    size and mtime); ``None`` without a usable view. Callers never change it."""
     path = project_dir(data_root, shared) / _VIEW_FILE
     try:
         st = os.stat(path)
@@ -218,7 +221,11 @@ def folded_view(data_root: Path, shared: str) -> Folded | None:
         ordered = sorted(peers, key=lambda p: order[id(p.claim)])
         wire = [peer_wire(p, view.principal) for p in ordered]
         by_id = {p.claim.claim_id: p for p in ordered}
-        held = _FOLDED[path] = (key, Folded(view=view, wire=wire, by_id=by_id, refs=view_refs(folds)))
+        owners: dict[str, str | None] = {claim_id: p.principal for claim_id, p in by_id.items()}
+        held = _FOLDED[path] = (
+            key,
+            Folded(view=view, wire=wire, by_id=by_id, owners=owners, refs=view_refs(folds)),
+        )
     return held[1]
 
 
@@ -226,9 +233,35 @@ def _with_items(data_root: Path, view: View, writer: ViewWriter) -> ViewWriter |
     return writer if writer.items or not writer.count else writer_items(data_root, view.shared, writer)
 
 
-def _hook_extract(data_root: Path, view: View) -> OwnClaims:
+class WriterCount(msgspec.Struct, kw_only=True):
+    """What one writer's stream (at ``commit``) gives the teammates' count: the ids of its active direct user-explicit
+    project and long-term claims, and the ids it supersedes or invalidates that it does not hold."""
+
+    commit: str
+    counted: list[str]
+    outside: list[str]
+
+
+def _writer_count(writer: ViewWriter) -> WriterCount:
+    found = fold(View(shared="", principal=None, writers=[writer], unknown=[], problems=[]))
+    if not found:
+        return WriterCount(commit=writer.commit, counted=[], outside=[])
+    state = found[0].state
+    counted = [
+        claim.claim_id
+        for claim in state.active_claims()
+        if claim.is_direct_user_explicit and claim.scope in ("project", "long_term")
+    ]
+    named = {t for claim in state.claims.values() for t in claim.supersedes} | set(state.invalidations)
+    return WriterCount(commit=writer.commit, counted=counted, outside=sorted(named - set(state.claims)))
+
+
+def _hook_extract(data_root: Path, view: View, directory: Path, key: bytes) -> OwnClaims:
     """The user's own direct user-explicit project and long-term claims of ``view``, and how many of other
-    principals' there are (writers without their items in it are read from their files, one principal at a time)."""
+    principals' there are. The own principal's writers are folded together (their files read); another principal's
+    are counted one writer at a time (``team-counts.json`` keeps each writer's ids while its stream is unchanged, so a
+    sync neither reads nor holds every teammate's claims at once): a claim counts unless a writer of the same principal
+    supersedes or invalidates it, as the fold per principal would have it."""
     groups: dict[str, list[ViewWriter]] = {}
     for writer in view.writers:
         groups.setdefault(writer.principal, []).append(writer)
@@ -236,18 +269,35 @@ def _hook_extract(data_root: Path, view: View) -> OwnClaims:
     team = 0
     principals: list[str] = []
     withdrawn = {ref.target for ref in view.refs}  # the user's own supersessions and invalidations, from here
+    cache: dict[str, WriterCount] = _read_sealed(directory / _TEAM_FILE, key, dict[str, WriterCount]) or {}
+    kept: dict[str, WriterCount] = {}
     for principal, writers in sorted(groups.items()):
-        full = [w for w in (_with_items(data_root, view, writer) for writer in writers) if w is not None]
-        found = [
-            p.claim
-            for p in active_peers(fold(msgspec.structs.replace(view, writers=full)))
-            if p.claim.is_direct_user_explicit and p.claim.scope in ("project", "long_term")
-        ]
         if view.principal is not None and principal == view.principal:
-            own = [claim for claim in found if claim.claim_id not in withdrawn]
-        elif found:
-            team += len(found)
+            full = [w for w in (_with_items(data_root, view, writer) for writer in writers) if w is not None]
+            own = [
+                p.claim
+                for p in active_peers(fold(msgspec.structs.replace(view, writers=full)))
+                if p.claim.is_direct_user_explicit
+                and p.claim.scope in ("project", "long_term")
+                and p.claim.claim_id not in withdrawn
+            ]
+            continue
+        counted: set[str] = set()
+        outside: set[str] = set()
+        for writer in writers:
+            entry = cache.get(writer.key_id)
+            if entry is None or entry.commit != writer.commit:
+                loaded = _with_items(data_root, view, writer)
+                if loaded is None:
+                    continue
+                entry = _writer_count(loaded)
+            kept[writer.key_id] = entry
+            counted.update(entry.counted)
+            outside.update(entry.outside)
+        if counted - outside:
+            team += len(counted - outside)
             principals.append(principal)
+    _write_sealed(directory / _TEAM_FILE, key, kept)
     return OwnClaims(shared=view.shared, claims=own, team=TeamCount(count=team, principals=tuple(principals)))
 
 

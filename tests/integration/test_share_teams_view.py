@@ -270,6 +270,9 @@ def test_the_same_principals_other_machine_supersedes_and_invalidates(tmp_path: 
     }
     assert _disputes(snap_b) == []
     assert new["supersedes"] == [old["claim_id"]] and kept["statement"] == "Keep"
+    # bob's hooks count alice's claims as her fold has them: one machine's correction of the other's is not counted
+    bob_session, _bob_task = _linked(b)
+    assert f"- [2 explicit claims from teammates ({ALICE}) - not" in _hook(b, bob_session)
 
 
 def test_adopt_records_an_explicit_import_naming_its_source_and_show_peers_labels(tmp_path: Path) -> None:
