@@ -36,15 +36,24 @@ from intentloop.store._share import project_dir, write_bytes
 _VIEW_FILE = "view.json"
 _WRITERS_DIR = "writers"
 _HOOK_FILE = "own-claims.json"
-_TEAM_FILE = "team-counts.json"
 _MAX_VIEW = 1 << 30  # the view of 100,000 peer events is some 40 MB
 _FOLD_TASK = "00000000-0000-4000-8000-000000000000"
 _DOMAIN = b"intentloop-share-view-v1\0"
 
 
+class WriterCount(msgspec.Struct, kw_only=True):
+    """What one writer's stream (at ``commit``) gives the teammates' count: the ids of its active direct user-explicit
+    project and long-term claims, and the ids it supersedes or invalidates that it does not hold."""
+
+    commit: str
+    counted: list[str]
+    outside: list[str]
+
+
 class ViewWriter(msgspec.Struct, kw_only=True):
     """One trusted writer's accepted stream (``commit``) as the view holds it: its live items in sequence order
-    (``count`` of them; the index file holds the writer without its items, its own file holds them)."""
+    (``count`` of them; the index file holds the writer without its items, its own file holds them), and what they
+    give the teammates' count (``team``, computed when the file is written)."""
 
     key_id: str
     principal: str
@@ -52,6 +61,7 @@ class ViewWriter(msgspec.Struct, kw_only=True):
     commit: str
     count: int = 0
     items: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    team: WriterCount | None = None
 
 
 class View(msgspec.Struct, kw_only=True):
@@ -129,9 +139,10 @@ def _writer_path(data_root: Path, shared: str, key_id: str) -> Path:
 
 
 def write_writer(data_root: Path, shared: str, writer: ViewWriter) -> ViewWriter:
-    """Write one writer's items to its sealed file; returns its index entry (``count`` set, no items)."""
+    """Write one writer's items to its sealed file; returns its index entry (``count`` and ``team`` set, no items)."""
     key = load_or_create_key(data_root, CACHE_KEY)
     writer.count = len(writer.items)
+    writer.team = _writer_count(writer)
     _write_sealed(_writer_path(data_root, shared, writer.key_id), key, writer)
     return msgspec.structs.replace(writer, items=[])
 
@@ -146,7 +157,7 @@ def write_view(data_root: Path, view: View) -> None:
         for name in os.listdir(directory / _WRITERS_DIR):
             if name.endswith(".json") and name not in keep:
                 os.unlink(directory / _WRITERS_DIR / name)
-    _write_sealed(directory / _HOOK_FILE, key, _hook_extract(data_root, view, directory, key))
+    _write_sealed(directory / _HOOK_FILE, key, _hook_extract(data_root, view))
     index = msgspec.structs.replace(view, writers=[msgspec.structs.replace(w, items=[]) for w in view.writers])
     _write_sealed(directory / _VIEW_FILE, key, index)
 
@@ -233,35 +244,54 @@ def _with_items(data_root: Path, view: View, writer: ViewWriter) -> ViewWriter |
     return writer if writer.items or not writer.count else writer_items(data_root, view.shared, writer)
 
 
-class WriterCount(msgspec.Struct, kw_only=True):
-    """What one writer's stream (at ``commit``) gives the teammates' count: the ids of its active direct user-explicit
-    project and long-term claims, and the ids it supersedes or invalidates that it does not hold."""
+class _Kind(msgspec.Struct):
+    kind: str
 
-    commit: str
-    counted: list[str]
-    outside: list[str]
+
+class _Counted(msgspec.Struct):
+    """The fields of a claim a teammates' count reads (the rule is :attr:`Claim.is_direct_user_explicit`'s)."""
+
+    claim_id: str
+    role: str
+    epistemic_status: str
+    scope: str
+    source_ref: _Kind
+    supersedes: list[str] = msgspec.field(default_factory=list)
 
 
 def _writer_count(writer: ViewWriter) -> WriterCount:
-    found = fold(View(shared="", principal=None, writers=[writer], unknown=[], problems=[]))
-    if not found:
-        return WriterCount(commit=writer.commit, counted=[], outside=[])
-    state = found[0].state
+    """:class:`WriterCount` of one writer's items, without folding them: a writer's count costs little more than
+    reading its items once (a claim whose counted fields do not decode is not one)."""
+    claims: dict[str, _Counted] = {}
+    named: set[str] = set()
+    for entry in writer.items:
+        body = entry["body"]
+        if body.get("type") == "claim" and isinstance(body.get("claim"), dict):
+            try:
+                claim = msgspec.convert(body["claim"], type=_Counted)
+            except msgspec.ValidationError:
+                continue
+            claims[claim.claim_id] = claim
+        elif body.get("type") == "invalidation" and isinstance(body.get("claim_id"), str):
+            named.add(body["claim_id"])
+    for claim in claims.values():
+        named.update(claim.supersedes)
     counted = [
-        claim.claim_id
-        for claim in state.active_claims()
-        if claim.is_direct_user_explicit and claim.scope in ("project", "long_term")
+        claim_id
+        for claim_id, claim in claims.items()
+        if claim_id not in named
+        and (claim.role, claim.epistemic_status, claim.source_ref.kind) == ("user", "explicit", "user_event")
+        and claim.scope in ("project", "long_term")
     ]
-    named = {t for claim in state.claims.values() for t in claim.supersedes} | set(state.invalidations)
-    return WriterCount(commit=writer.commit, counted=counted, outside=sorted(named - set(state.claims)))
+    return WriterCount(commit=writer.commit, counted=counted, outside=sorted(named - claims.keys()))
 
 
-def _hook_extract(data_root: Path, view: View, directory: Path, key: bytes) -> OwnClaims:
+def _hook_extract(data_root: Path, view: View) -> OwnClaims:
     """The user's own direct user-explicit project and long-term claims of ``view``, and how many of other
     principals' there are. The own principal's writers are folded together (their files read); another principal's
-    are counted one writer at a time (``team-counts.json`` keeps each writer's ids while its stream is unchanged, so a
-    sync neither reads nor holds every teammate's claims at once): a claim counts unless a writer of the same principal
-    supersedes or invalidates it, as the fold per principal would have it."""
+    are counted from each writer's ``team`` (computed when its file was written, so a sync neither reads nor holds a
+    teammate's claims again): a claim counts unless a writer of the same principal supersedes or invalidates it, as
+    the fold per principal would have it."""
     groups: dict[str, list[ViewWriter]] = {}
     for writer in view.writers:
         groups.setdefault(writer.principal, []).append(writer)
@@ -269,8 +299,6 @@ def _hook_extract(data_root: Path, view: View, directory: Path, key: bytes) -> O
     team = 0
     principals: list[str] = []
     withdrawn = {ref.target for ref in view.refs}  # the user's own supersessions and invalidations, from here
-    cache: dict[str, WriterCount] = _read_sealed(directory / _TEAM_FILE, key, dict[str, WriterCount]) or {}
-    kept: dict[str, WriterCount] = {}
     for principal, writers in sorted(groups.items()):
         if view.principal is not None and principal == view.principal:
             full = [w for w in (_with_items(data_root, view, writer) for writer in writers) if w is not None]
@@ -285,19 +313,17 @@ def _hook_extract(data_root: Path, view: View, directory: Path, key: bytes) -> O
         counted: set[str] = set()
         outside: set[str] = set()
         for writer in writers:
-            entry = cache.get(writer.key_id)
-            if entry is None or entry.commit != writer.commit:
+            entry = writer.team
+            if entry is None or entry.commit != writer.commit:  # a view written before counts were kept
                 loaded = _with_items(data_root, view, writer)
                 if loaded is None:
                     continue
                 entry = _writer_count(loaded)
-            kept[writer.key_id] = entry
             counted.update(entry.counted)
             outside.update(entry.outside)
         if counted - outside:
             team += len(counted - outside)
             principals.append(principal)
-    _write_sealed(directory / _TEAM_FILE, key, kept)
     return OwnClaims(shared=view.shared, claims=own, team=TeamCount(count=team, principals=tuple(principals)))
 
 
