@@ -214,11 +214,11 @@ def main() -> int:
         return took
 
     figures["session_start_with_peers_ms"] = statistics.median(hook() for _ in range(15)) * 1000
-    view = next((roots[1] / "share" / "projects").rglob("view.json"))
-    saved = view.read_bytes()
-    view.unlink()
+    extract = next((roots[1] / "share" / "projects").rglob("own-claims.json"))  # the one file the hook reads
+    saved = extract.read_bytes()
+    extract.unlink()
     figures["session_start_without_view_ms"] = statistics.median(hook() for _ in range(15)) * 1000
-    view.write_bytes(saved)
+    extract.write_bytes(saved)
     probe = (
         "import sys, time\nfrom pathlib import Path\nfrom intentloop.service._share import snapshot_peers\n"
         "from intentloop.store import locate_project\n"
