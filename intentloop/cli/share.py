@@ -26,7 +26,12 @@ ProjectArgument = Annotated[
 ]
 
 
-def _run(command: str, json_output: bool, body: Callable[[Path], dict[str, Any]]) -> int:
+def _run(
+    command: str,
+    json_output: bool,
+    body: Callable[[Path], dict[str, Any]],
+    text: Callable[[dict[str, Any]], list[str]] | None = None,
+) -> int:
     out = Output(command, json_mode=json_output)
 
     def go() -> int:
@@ -35,6 +40,9 @@ def _run(command: str, json_output: bool, body: Callable[[Path], dict[str, Any]]
         fields = body(resolve_data_root())
         if out.json_mode:
             out.json_object(fields, exit_code=OK)
+        elif text is not None:
+            for line in text(fields):
+                out.line(line)
         else:
             _print(out, fields)
         return OK
@@ -53,6 +61,43 @@ def _print(out: Output, fields: dict[str, Any], indent: str = "") -> None:
             _print(out, value, indent + "  ")
         else:
             out.line(f"{indent}{name.replace('_', ' ')}: {'-' if value is None else value}")
+
+
+def _keys_text(fields: dict[str, Any]) -> list[str]:
+    """``share keys`` without ``--json``: ``name: value`` lines, then the allowed_signers line alone, last, to copy."""
+    lines = [f"{name.replace('_', ' ')}: {'-' if value is None else value}" for name, value in fields.items()]
+    lines[-1] = "line for the project's .intentloop/allowed_signers:"
+    return [*lines, fields["allowed_signers"]]
+
+
+def _members_text(fields: dict[str, Any]) -> list[str]:
+    """``share members`` without ``--json``: one line a principal, one a key (with why under it), the unknown
+    writers, the lines of the files that do not count."""
+    lines = [f"shared id: {fields['shared_id']}"]
+    if not fields["members"]:
+        lines.append("members: none (list keys in .intentloop/allowed_signers, or `intentloop share trust`)")
+    for member in fields["members"]:
+        lines.append(f"{member['principal']}{' (admin)' if member['admin'] else ''}")
+        for key in member["keys"]:
+            window = ""
+            if key.get("valid_after") or key.get("valid_before"):
+                window = f"  valid {key.get('valid_after') or '…'} .. {key.get('valid_before') or '…'}"
+            lines.append(
+                f"  {key['short']}  {key['fingerprint']}  {key['source']}  seq {key['seq']}  {key['status']}{window}"
+            )
+            if key.get("why"):
+                lines.append(f"    why: {key['why']}")
+            if key.get("principal_claimed"):
+                lines.append(f"    its checkpoint claims {key['principal_claimed']}: never shown as theirs")
+    if fields["unknown"]:
+        lines.append("unknown writers (fetched, never shown):")
+        for writer in fields["unknown"]:
+            claimed = writer.get("principal_claimed") or "-"
+            lines.append(f"  {writer['short']}  seq {writer.get('seq', 0)}  claims to be {claimed}")
+    for problem in fields["problems"]:
+        where = f"{problem['file']}:{problem['line']}" if problem["line"] else problem["file"]
+        lines.append(f"not counted: .intentloop/{where}: {problem['why']}")
+    return lines
 
 
 def init(project: ProjectArgument = None, json_output: JsonOption = False) -> int:
@@ -86,6 +131,34 @@ def remote(
     return _run("share remote", json_output, lambda root: set_remote(root, project_root, url))
 
 
+def _every(text: str) -> int | None:
+    """``off``, or seconds with an optional unit: ``300``, ``90s``, ``5m``, ``1h``."""
+    from intentloop.errors import InvalidInputError
+
+    value = text.strip().lower()
+    if value == "off":
+        return None
+    unit = {"s": 1, "m": 60, "h": 3600}.get(value[-1:], 0)
+    number = value[:-1] if unit else value
+    if not number.isdigit() or len(number) > 6:
+        raise InvalidInputError("EVERY is off, or seconds such as 300, 90s, 5m or 1h")
+    return int(number) * (unit or 1)
+
+
+def auto_sync(
+    every: Annotated[
+        str, typer.Argument(metavar="EVERY", help="off, or how often: seconds, or with a unit (90s, 5m, 1h).")
+    ],
+    project_root: ProjectRootOption = None,
+    json_output: JsonOption = False,
+) -> int:
+    """Let a running MCP server (intentloop serve) sync this shared project in the background every EVERY (10 s to
+    1 day), as `intentloop sync` does; `off` stops it. Hooks never sync."""
+    from intentloop.service._share import set_auto_sync
+
+    return _run("share auto-sync", json_output, lambda root: set_auto_sync(root, project_root, _every(every)))
+
+
 def publish(
     task: Annotated[
         str | None, typer.Argument(metavar="[TASK]", help="A task id to publish.", show_default=False)
@@ -115,10 +188,10 @@ def preview(project: ProjectArgument = None, json_output: JsonOption = False) ->
 
 def keys(project_root: ProjectRootOption = None, json_output: JsonOption = False) -> int:
     """This installation's key id, fingerprint, OpenSSH public key and principal (give them to your other
-    machines' `share trust`)."""
+    machines' `share trust`), and the line to add to the project's .intentloop/allowed_signers."""
     from intentloop.service._share import keys as run
 
-    return _run("share keys", json_output, lambda root: run(root, project_root))
+    return _run("share keys", json_output, lambda root: run(root, project_root), _keys_text)
 
 
 def trust(
@@ -140,6 +213,14 @@ def principal(
     from intentloop.service._share import set_principal
 
     return _run("share principal", json_output, lambda root: set_principal(root, name))
+
+
+def members(project: ProjectArgument = None, json_output: JsonOption = False) -> int:
+    """List who may write: each principal's keys (allowed_signers or trusted here), admin, window, the last
+    sequence accepted and the status, with why; the unknown writers and the lines that do not count."""
+    from intentloop.service._share_members import members as run
+
+    return _run("share members", json_output, lambda root: run(root, project), _members_text)
 
 
 def sync(project: ProjectArgument = None, json_output: JsonOption = False) -> int:
@@ -195,11 +276,13 @@ def register(app: typer.Typer) -> None:
     share.command("init", short_help="Give the project a shared id (.intentloop/project.json).")(init)
     share.command("join", short_help="Bind a checkout without the file to a shared id.")(join)
     share.command("remote", short_help="Name the git repository streams travel through.")(remote)
+    share.command("auto-sync", short_help="Let a running server sync in the background, or stop it.")(auto_sync)
     share.command("publish", short_help="Publish a task, or opt inferences in or out.")(publish)
     share.command("preview", short_help="Exactly what would travel, and what is refused.")(preview)
     share.command("keys", short_help="This installation's key and principal.")(keys)
     share.command("trust", short_help="Trust another installation's key.")(trust)
     share.command("principal", short_help="Set this installation's principal.")(principal)
+    share.command("members", short_help="Who may write, and what became of each writer.")(members)
     share.command("adopt", short_help="Copy a teammate's claim into a task (explicit import).")(adopt)
     app.add_typer(share, name="share", short_help="Share the memory across machines through git.")
     app.command("sync", short_help="Push and pull a shared project's memory (git).")(sync)

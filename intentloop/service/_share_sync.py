@@ -7,6 +7,11 @@ erase records for items that no longer travel — a forgotten claim, a task turn
 push), then judge each other writer's stream against the last one accepted from it (docs/SYNC.md, "Reading") and
 write the combined view (``R/share/projects/<shared>/view.json``) that snapshots and hooks read without the network.
 Nothing here runs from a hook.
+
+Who may write is read from the project's checkout (``.intentloop/allowed_signers`` and ``revoked_signers``,
+``store/_signers.py``) beside the keys trusted here: a key's window filters the records it dated (``at``, stamped
+by the writer at each sync), a revoked key's whole stream is set aside, and the trusted principal, never the one a
+checkpoint claims, labels a writer's claims (docs/SYNC.md, "Teams: who may write").
 """
 
 from __future__ import annotations
@@ -14,7 +19,8 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -40,12 +46,17 @@ from intentloop.store._share import (
     trusted_keys,
     write_json,
 )
+from intentloop.store._signers import SignerProblem, Team, in_window, read_team, trust_from
 from intentloop.store._signing import SigningKey, load_or_create_signing_key
 from intentloop.store._stream import (
+    CHECKPOINT_FILE,
+    RECORDS_FILE,
+    WITNESSES_FILE,
     Checkpoint,
     Record,
     Stream,
     StreamProblem,
+    check_checkpoint,
     make_record,
     parse_records,
     parse_stream,
@@ -54,21 +65,35 @@ from intentloop.store._stream import (
     refuse_erased_payloads,
     sign_checkpoint,
     verify_payloads,
+    witnessed,
+    witnesses_bytes,
 )
 from intentloop.store._stream_git import ACCEPTED, FETCHED, OWN, Mirror
 
 _PEERS_FILE = "peers.json"
 _BLOB_BATCH = 4096  # payloads read per git process while judging writers
 _HEADS_BYTES = 4 << 20  # bytes of records files read per git process while judging writers (a writer is never split)
+_SEEN = 32  # accepted (sequence number, head) pairs kept per writer for checking witnesses
+REVOKED_WHY = "the key is listed in .intentloop/revoked_signers: its whole stream is set aside until re-attested"
 
 
 class PeerState(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """What this installation accepted from one writer: sequence number and head, and why it is frozen, if it is."""
+    """What this installation accepted from one writer: sequence number and head, why it is frozen, if it is, and
+    the principal its checkpoint claims when that is not the one it is trusted as; ``seen``: the last :data:`_SEEN`
+    (sequence number, head) pairs accepted, against which other writers' witnesses are checked without reading the
+    stream again."""
 
     seq: int = 0
     head: str | None = None
     frozen: str | None = None
     frozen_seq: int | None = None
+    claimed: str | None = None
+    seen: list[tuple[int, str]] = msgspec.field(default_factory=list)
+
+
+def record_time() -> str:
+    """Now, UTC to the second: the ``at`` a writer stamps on each new put."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @contextlib.contextmanager
@@ -107,9 +132,19 @@ def _own_base(mirror: Mirror, shared: str, key: SigningKey) -> tuple[Stream | No
 
 
 def extend_own(
-    mirror: Mirror, shared: str, key: SigningKey, principal: str | None, items: dict[str, dict[str, Any]]
+    mirror: Mirror,
+    shared: str,
+    key: SigningKey,
+    principal: str | None,
+    items: dict[str, dict[str, Any]],
+    witnesses: bytes = b"",
+    at: str | None = None,
 ) -> tuple[str | None, dict[str, int]]:
-    """Append what changed to this installation's stream and move its ref; ``(commit, counts)``."""
+    """Append what changed to this installation's stream and move its ref; ``(commit, counts)``. Every new put
+    carries ``at`` (default: :func:`record_time`), which readers compare with this key's window. ``witnesses`` is
+    the stream's ``witnesses`` file: a change of it alone writes a new commit (``counts["witnessed"]`` 1) with the
+    same checkpoint."""
+    stamp = at if at is not None else record_time()
     base, base_commit = _own_base(mirror, shared, key)
     records: list[Record] = list(base.records) if base else []
     blobs: dict[str, bytes] = {}
@@ -122,7 +157,9 @@ def extend_own(
     added = erased = 0
 
     def append(kind: str, **fields: Any) -> None:
-        records.append(make_record(len(records) + 1, records[-1].hash if records else None, kind, **fields))
+        previous = records[-1].hash if records else None
+        dated = stamp if kind == "put" else None  # an erase says nothing of its item, nor when it was forgotten
+        records.append(make_record(len(records) + 1, previous, kind, at=dated, **fields))
 
     for item in sorted(live):
         seq = live[item]
@@ -138,19 +175,30 @@ def extend_own(
         blobs[digest] = blob
         append("put", item=item, digest=digest)
         added += 1
-    counts = {"added": added, "erased": erased, "seq": len(records)}
+    counts = {"added": added, "erased": erased, "seq": len(records), "witnessed": 0}
     if not added and not erased:
-        return base_commit, counts
-    checkpoint = sign_checkpoint(
-        key.sign, shared=shared, writer=key.key_id, public_hex=key.public_hex, principal=principal, records=records
-    )
+        held = mirror.read_file({"own": base_commit}, WITNESSES_FILE).get("own", b"") if base_commit else b""
+        if held == witnesses:
+            return base_commit, counts
+        counts["witnessed"] = 1
+    if base is not None and not added and not erased:
+        checkpoint = base.checkpoint
+    else:
+        checkpoint = sign_checkpoint(
+            key.sign, shared=shared, writer=key.key_id, public_hex=key.public_hex, principal=principal, records=records
+        )
     kept = mirror.payload_entries(base_commit) if base_commit else {}
-    commit = mirror.write_stream(msgspec.json.encode(checkpoint), records_bytes(records), blobs, kept)
+    commit = mirror.write_stream(msgspec.json.encode(checkpoint), records_bytes(records), blobs, kept, witnesses)
     mirror.set_ref(f"{OWN}/{shared}/{key.key_id}", commit, mirror.ref(f"{OWN}/{shared}/{key.key_id}"))
     return commit, counts
 
 
-def _load_peers(data_root: Path, shared: str) -> dict[str, PeerState]:
+def load_peers(data_root: Path, shared: str) -> dict[str, PeerState]:
+    """What this installation accepted from each writer of ``shared`` (``peers.json``).
+
+    Raises:
+        StorageError: ``STORAGE_READ_FAILED`` (garbled).
+    """
     path = project_dir(data_root, shared) / _PEERS_FILE
     try:
         return msgspec.json.decode(path.read_bytes(), type=dict[str, PeerState])
@@ -208,14 +256,19 @@ def _first_look(
     trusted: dict[str, TrustedKey],
     peers: dict[str, PeerState],
     heads: dict[str, tuple[bytes, bytes, dict[str, str]]],
+    revoked: Collection[str] = (),
 ) -> dict[str, Any]:
-    """A writer's report entry, its status already set when there is nothing to verify: ``unknown`` (not trusted:
-    its checkpoint's claims are listed), ``frozen``, or ``unchanged`` (the accepted commit)."""
+    """A writer's report entry, its status already set when there is nothing to verify: ``set_aside`` (a revoked
+    key), ``unknown`` (not trusted: its checkpoint's claims are listed), ``frozen``, or ``unchanged`` (the accepted
+    commit)."""
     state = peers.get(writer, PeerState())
     entry: dict[str, Any] = {"writer": writer, "principal": None, "status": "", "seq": state.seq}
-    if writer not in trusted:
-        entry["status"] = "unknown"
-        with contextlib.suppress(msgspec.DecodeError):
+    if writer in revoked or writer not in trusted:
+        if writer in revoked:
+            entry.update(status="set_aside", problem=REVOKED_WHY, problem_seq=None)
+        else:
+            entry["status"] = "unknown"
+        with contextlib.suppress(msgspec.DecodeError, KeyError):
             claimed = msgspec.json.decode(heads[writer][0], type=Checkpoint)
             entry.update(seq=claimed.seq, principal_claimed=claimed.principal)
         return entry
@@ -243,7 +296,8 @@ def _accept(peers: dict[str, PeerState], writer: str, stream: Stream, entry: dic
         _freeze(peers, writer, state, "equivocation: the stream forks from the accepted one", state.seq, entry)
         return False
     entry.update(status="accepted" if seq > state.seq else "unchanged", seq=seq, added=seq - state.seq)
-    peers[writer] = PeerState(seq=seq, head=head)
+    seen = state.seen if seq == state.seq or head is None else [*state.seen, (seq, head)][-_SEEN:]
+    peers[writer] = PeerState(seq=seq, head=head, seen=seen)
     return True
 
 
@@ -254,6 +308,7 @@ def judge_writers(
     me: str,
     trusted: dict[str, TrustedKey],
     previous: View | None = None,
+    revoked: Collection[str] = (),
 ) -> tuple[list[dict[str, Any]], dict[str, ViewWriter]]:
     """Judge every fetched writer's ref against the last stream accepted from it; move ``refs/accepted`` and write
     the view file of each stream accepted now.
@@ -262,9 +317,9 @@ def judge_writers(
     :data:`_HEADS_BYTES` of records, one git process per group; payloads through :class:`_BlobReader`, about
     :data:`_BLOB_BATCH` blobs at a time, verified as they are read, so memory holds one group's heads and one batch
     of payloads, however long one writer's stream; a payload held under the blob id the previous view verified is not
-    read again. An unknown writer's payloads are never read. Returns the report and the index entries of the writers
-    accepted now."""
-    peers = _load_peers(data_root, shared)
+    read again. An unknown or revoked writer's payloads are never read. Returns the report and the index entries of
+    the writers accepted now."""
+    peers = load_peers(data_root, shared)
     fetched = mirror.refs(f"{FETCHED}/{shared}")
     accepted = mirror.refs(f"{ACCEPTED}/{shared}")
     before = {w.key_id: w for w in previous.writers} if previous is not None else {}
@@ -302,7 +357,7 @@ def judge_writers(
                     order.append(sha)
         reader = _BlobReader(mirror, order)
         for writer in group:
-            entry = _first_look(writer, fetched[writer], accepted.get(writer), trusted, peers, heads)
+            entry = _first_look(writer, fetched[writer], accepted.get(writer), trusted, peers, heads, revoked)
             report.append(entry)
             if entry["status"]:
                 continue
@@ -325,19 +380,53 @@ def judge_writers(
             except StreamProblem as problem:
                 entry.update(status="tampered", problem=problem.reason, problem_seq=problem.seq)
                 continue
+            claimed = stream.checkpoint.principal
+            if claimed != trusted[writer].principal:
+                entry["principal_claimed"] = claimed
             if _accept(peers, writer, stream, entry):
                 commit = fetched[writer]
+                if claimed != trusted[writer].principal:
+                    peers[writer].claimed = claimed
                 mirror.set_ref(f"{ACCEPTED}/{shared}/{writer}", commit, accepted.get(writer))
-                fresh[writer] = write_writer(data_root, shared, _view_writer(stream, commit, entries, trusted[writer]))
+                view_writer = _view_writer(stream, commit, entries, trusted[writer])
+                if view_writer.ignored:
+                    entry["out_of_window"] = view_writer.ignored
+                fresh[writer] = write_writer(data_root, shared, view_writer)
         del heads, parsed, reader
     _save_peers(data_root, shared, peers)
     return report, fresh
 
 
+def window_text(key: TrustedKey) -> str | None:
+    """A key's window as the view records it (``after..before``; ``None`` without one)."""
+    if key.valid_after is None and key.valid_before is None:
+        return None
+    return f"{key.valid_after or ''}..{key.valid_before or ''}"
+
+
+def _window_cut(stream: Stream, key: TrustedKey) -> int | None:
+    """The first put dated after the key's ``valid-before`` (or undated): it and every later put are ignored, so a
+    record dated back after it does not slip in again; ``None`` without ``valid-before`` or such a put."""
+    if key.valid_before is None:
+        return None
+    for record in stream.records:
+        if record.kind == "put" and (record.at is None or record.at > key.valid_before):
+            return record.seq
+    return None
+
+
 def _view_writer(stream: Stream, commit: str, blob_ids: dict[str, str], trusted: TrustedKey) -> ViewWriter:
+    """The view's entry of a trusted writer's accepted stream: its live items whose puts lie in the key's window
+    (``ignored`` counts the others; erases always apply, they only ever remove the writer's own items)."""
     items = []
+    cut = _window_cut(stream, trusted)
+    ignored = 0
     for item, seq in sorted(stream.live().items(), key=lambda kv: kv[1]):
-        digest = stream.records[seq - 1].digest or ""
+        record = stream.records[seq - 1]
+        if (cut is not None and seq >= cut) or not in_window(record.at, trusted):
+            ignored += 1
+            continue
+        digest = record.digest or ""
         items.append({"seq": seq, "item": item, "body": stream.bodies[seq], "digest": digest, "blob": blob_ids[digest]})
     return ViewWriter(
         key_id=stream.checkpoint.writer,
@@ -345,14 +434,67 @@ def _view_writer(stream: Stream, commit: str, blob_ids: dict[str, str], trusted:
         seq=stream.checkpoint.seq,
         commit=commit,
         items=items,
+        window=window_text(trusted),
+        ignored=ignored,
     )
 
 
 def _freeze(
     peers: dict[str, PeerState], writer: str, state: PeerState, why: str, seq: int, entry: dict[str, Any]
 ) -> None:
-    peers[writer] = PeerState(seq=state.seq, head=state.head, frozen=why, frozen_seq=seq)
+    peers[writer] = PeerState(seq=state.seq, head=state.head, frozen=why, frozen_seq=seq, seen=state.seen)
     entry.update(status="frozen", problem=why, problem_seq=seq)
+
+
+def own_witnesses(mirror: Mirror, shared: str) -> bytes:
+    """The ``witnesses`` file this installation publishes: the checkpoint of every stream it accepted."""
+    return witnesses_bytes(list(mirror.read_file(mirror.refs(f"{ACCEPTED}/{shared}"), CHECKPOINT_FILE).values()))
+
+
+def check_witnesses(
+    data_root: Path,
+    mirror: Mirror,
+    shared: str,
+    me: str,
+    trusted: dict[str, TrustedKey],
+    report: list[dict[str, Any]],
+    fresh: dict[str, ViewWriter],
+) -> None:
+    """Freeze every writer another writer's witnesses prove to have shown two histories: a checkpoint of it, signed
+    by its key, at a sequence number this installation accepted but with another head. Only the witnesses of
+    writers accepted now are read (the others' were read when they changed); a checkpoint is verified only where it
+    contradicts what was accepted, and one past what was accepted proves nothing yet."""
+    files = mirror.read_file({w: fresh[w].commit for w in fresh}, WITNESSES_FILE)
+    if not files:
+        return
+    peers = load_peers(data_root, shared)
+    entries = {e["writer"]: e for e in report}
+    accepted = mirror.refs(f"{ACCEPTED}/{shared}")
+    records: dict[str, list[bytes]] = {}
+    for witness, data in sorted(files.items()):
+        for point in witnessed(data):
+            writer, state = point.writer, peers.get(point.writer)
+            if writer in (me, witness) or writer not in trusted or state is None or state.frozen is not None:
+                continue
+            if point.seq > state.seq or point.seq < 1 or (point.seq, point.head) in {tuple(p) for p in state.seen}:
+                continue
+            if point.seq == state.seq:
+                ours = state.head
+            else:
+                if writer not in records:
+                    found = mirror.read_file({writer: accepted[writer]}, RECORDS_FILE) if writer in accepted else {}
+                    records[writer] = found.get(writer, b"").splitlines()
+                lines = records[writer]
+                ours = msgspec.json.decode(lines[point.seq - 1], type=Record).hash if point.seq <= len(lines) else None
+            if ours is None or ours == point.head:
+                continue
+            try:
+                check_checkpoint(point, shared=shared, writer=writer)
+            except StreamProblem:
+                continue
+            why = f"equivocation: writer {witness[:12]} holds this writer's signed checkpoint with another head"
+            _freeze(peers, writer, state, why, point.seq, entries.setdefault(writer, {"writer": writer}))
+    _save_peers(data_root, shared, peers)
 
 
 def build_view(
@@ -376,7 +518,12 @@ def build_view(
             writers.append(fresh[writer])
             continue
         kept = before.get(writer)
-        if kept is not None and kept.commit == commit and writer_file_sealed(mirror.data_root, shared, writer):
+        if (
+            kept is not None
+            and kept.commit == commit
+            and kept.window == window_text(trusted[writer])
+            and writer_file_sealed(mirror.data_root, shared, writer)
+        ):
             writers.append(msgspec.structs.replace(kept, principal=trusted[writer].principal))
             continue
         stream = _read_stream(mirror, commit, shared, writer)
@@ -387,12 +534,16 @@ def build_view(
         for e in report
         if e["status"] == "unknown"
     ]
-    problems = [e for e in report if e["status"] in ("tampered", "rollback", "frozen")]
+    problems = [e for e in report if e["status"] in ("tampered", "rollback", "frozen", "set_aside")]
     return View(shared=shared, principal=principal, writers=writers, unknown=unknown, problems=problems)
 
 
-def sync(data_root: Path, shared: str, principal: str | None) -> dict[str, Any]:
+def sync(data_root: Path, shared: str, principal: str | None, project_root: str | None = None) -> dict[str, Any]:
     """Fetch, extend and push this installation's stream, judge the others, write the view; returns the report.
+
+    Who may write: the keys trusted here and, with ``project_root``, the keys its checkout's
+    ``.intentloop/allowed_signers`` lists, less those ``.intentloop/revoked_signers`` lists (``signer_problems``
+    reports the lines that do not count).
 
     Raises:
         ConflictError: ``SHARE_NOT_INITIALIZED`` (no remote), ``SHARE_REDACTION_HIT`` (nothing pushed).
@@ -415,8 +566,9 @@ def sync(data_root: Path, shared: str, principal: str | None) -> dict[str, Any]:
         key = load_or_create_signing_key(data_root)
         mirror = Mirror(data_root)
         mirror.ensure()
+        mirror.clear_stale_locks()  # a sync killed inside git left them; we hold the sync lock
         mirror.fetch(remote, shared)
-        commit, counts = extend_own(mirror, shared, key, principal, found.items)
+        commit, counts = extend_own(mirror, shared, key, principal, found.items, own_witnesses(mirror, shared))
         remote_own = mirror.ref(f"{FETCHED}/{shared}/{key.key_id}")
         pushed = False
         if commit is not None and commit != remote_own:
@@ -424,9 +576,12 @@ def sync(data_root: Path, shared: str, principal: str | None) -> dict[str, Any]:
             # the remote now holds it: the fetched copy of the old one would keep an erased payload reachable
             mirror.set_ref(f"{FETCHED}/{shared}/{key.key_id}", commit, remote_own)
             pushed = True
-        trusted = {k.key_id: k for k in trusted_keys(data_root)}
+        team = read_team(project_root) if project_root is not None else Team(signers=[], revoked={}, problems=[])
+        trusted, conflicts = trust_from(team, trusted_keys(data_root))
+        signer_problems: list[SignerProblem] = [*team.problems, *conflicts]
         previous = read_view(data_root, shared, items=False)
-        report, fresh = judge_writers(data_root, mirror, shared, key.key_id, trusted, previous)
+        report, fresh = judge_writers(data_root, mirror, shared, key.key_id, trusted, previous, team.revoked)
+        check_witnesses(data_root, mirror, shared, key.key_id, trusted, report, fresh)
         view = build_view(mirror, shared, principal, trusted, report, fresh, previous)
         view.refs = own_refs(found.items, principal)
         write_view(data_root, view)
@@ -435,13 +590,31 @@ def sync(data_root: Path, shared: str, principal: str | None) -> dict[str, Any]:
         "remote": remote,
         "writer": key.key_id,
         "own": {
-            **counts,
+            "added": counts["added"],
+            "erased": counts["erased"],
+            "seq": counts["seq"],
             "pushed": pushed,
-            "healed": pushed and remote_own is not None and counts["added"] + counts["erased"] == 0,
+            "healed": pushed
+            and remote_own is not None
+            and counts["added"] + counts["erased"] + counts["witnessed"] == 0,
         },
         "writers": report,
         "view": {"writers": len(view.writers), "items": sum(w.count for w in view.writers)},
+        "signer_problems": [msgspec.to_builtins(p) for p in signer_problems],
     }
 
 
-__all__ = ["PeerState", "build_view", "extend_own", "judge_writers", "sync", "sync_lock"]
+__all__ = [
+    "REVOKED_WHY",
+    "PeerState",
+    "build_view",
+    "check_witnesses",
+    "extend_own",
+    "judge_writers",
+    "load_peers",
+    "own_witnesses",
+    "record_time",
+    "sync",
+    "sync_lock",
+    "window_text",
+]

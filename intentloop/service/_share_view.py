@@ -52,8 +52,9 @@ class WriterCount(msgspec.Struct, kw_only=True):
 
 class ViewWriter(msgspec.Struct, kw_only=True):
     """One trusted writer's accepted stream (``commit``) as the view holds it: its live items in sequence order
-    (``count`` of them; the index file holds the writer without its items, its own file holds them), and what they
-    give the teammates' count (``team``, computed when the file is written)."""
+    (``count`` of them; the index file holds the writer without its items, its own file holds them); ``window`` is
+    the key's validity window the items were chosen by and ``ignored`` the live items outside it; ``team`` is what
+    they give the teammates' count (computed when the file is written)."""
 
     key_id: str
     principal: str
@@ -61,6 +62,8 @@ class ViewWriter(msgspec.Struct, kw_only=True):
     commit: str
     count: int = 0
     items: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    window: str | None = None
+    ignored: int = 0
     team: WriterCount | None = None
 
 

@@ -197,8 +197,11 @@ def load_or_create_key(data_root: Path, key: KeyFile) -> bytes:
     existing = load_key(data_root, key)
     if existing is not None:
         return existing
+    from intentloop.store._paths import ensure_data_root
+
     directory = data_root / KEY_DIR
     tmp = directory / key.temp_name()
+    ensure_data_root(data_root)  # `share keys` may be an installation's first step
     try:
         with contextlib.suppress(FileExistsError):
             os.mkdir(directory, 0o700)

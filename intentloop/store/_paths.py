@@ -237,15 +237,7 @@ class ProjectPaths(msgspec.Struct, frozen=True, dict=True):
         Raises:
             StorageError: ``PATH_ESCAPE``, ``INVALID_DATA_DIR`` or ``STORAGE_WRITE_FAILED``.
         """
-        missing: list[Path] = []
-        probe = self.data_root
-        while not os.path.lexists(probe) and probe.parent != probe:
-            missing.append(probe)
-            probe = probe.parent
-        for path in reversed(missing):
-            make_dir(path)
-        if not os.path.isdir(self.data_root):
-            raise StorageError("the data root is not a directory", code="INVALID_DATA_DIR")
+        ensure_data_root(self.data_root)
         if not check_dir(self.projects_dir, missing_ok=True):
             make_dir(self.projects_dir)
         check_dir(self.projects_dir, missing_ok=False)
@@ -266,6 +258,23 @@ class ProjectPaths(msgspec.Struct, frozen=True, dict=True):
             make_dir(path)
             if not self.check_subdir(path):
                 raise StorageError(f"{path.name} vanished", code="INVALID_DATA_DIR")
+
+
+def ensure_data_root(data_root: Path) -> None:
+    """Create the data root and its missing parents (0700) when it does not exist yet.
+
+    Raises:
+        StorageError: ``INVALID_DATA_DIR`` (it is not a directory) or ``STORAGE_WRITE_FAILED``.
+    """
+    missing: list[Path] = []
+    probe = data_root
+    while not os.path.lexists(probe) and probe.parent != probe:
+        missing.append(probe)
+        probe = probe.parent
+    for path in reversed(missing):
+        make_dir(path)
+    if not os.path.isdir(data_root):
+        raise StorageError("the data root is not a directory", code="INVALID_DATA_DIR")
 
 
 def _tighten(directory: Path) -> None:
@@ -302,6 +311,7 @@ __all__ = [
     "DataRootSource",
     "ProjectPaths",
     "canonicalize_project_root",
+    "ensure_data_root",
     "locate_data_root",
     "resolve_data_root",
     "validate_project_id",

@@ -10,6 +10,8 @@ across one principal's machines, unknown writers fetched but not shown, hook inj
 from __future__ import annotations
 
 import json
+import os
+import stat
 import subprocess
 import sys
 import uuid
@@ -17,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from _support.share_world import HOOK, Machine, explicit, git, paired, world
+from _support.share_world import HOOK, INTENTLOOP, Machine, explicit, git, paired, world
 
 
 def _snapshot(machine: Machine, task: str, **extra: Any) -> dict[str, Any]:
@@ -390,3 +392,28 @@ def test_an_unreachable_remote_is_a_retryable_git_failure_and_a_bad_url_is_refus
     assert failed["error"]["code"] == "SHARE_GIT_FAILED" and failed["error"]["retryable"] is True
     a.cli("share", "remote", f"file://{remote}")  # the positive control
     assert a.cli("sync")["own"]["added"] == 1
+
+
+def test_share_keys_is_a_first_step_on_a_new_installation(tmp_path: Path) -> None:
+    """A team member's first command may be `share keys` (to send the allowed_signers line): with no data root yet it
+    creates the root (0700) and the key, where it failed with STORAGE_WRITE_FAILED (ENOENT)."""
+    project = tmp_path / "project"
+    project.mkdir()
+    git("init", "-q", cwd=project)
+    git("config", "user.email", "new@example.org", cwd=project)
+    data = tmp_path / "fresh" / "data"
+    done = subprocess.run(
+        [*INTENTLOOP, "share", "keys", "--json"],
+        cwd=project,
+        env={
+            **{k: v for k, v in os.environ.items() if not k.startswith("INTENT_LOOP_")},
+            "INTENT_LOOP_DATA_DIR": str(data),
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    answer = json.loads(done.stdout)
+    assert answer["principal"] == "new@example.org" and answer["allowed_signers"].endswith(answer["public_key"])
+    assert stat.S_IMODE(data.stat().st_mode) == 0o700 and stat.S_IMODE((data / "keys").stat().st_mode) == 0o700

@@ -139,10 +139,46 @@ def _trust(
         )
 
 
+def _allowed_signers(
+    report: Report,
+    host: str,
+    sides: list[tuple[str, dict[str, str], Path, str]],
+    keys: dict[str, dict[str, Any]],
+    logs: Path,
+) -> None:
+    """A commits ``.intentloop/allowed_signers`` with both members' lines (as ``share keys`` printed them) and pushes
+    it; B pulls it: the team's members are whom the repository lists, as a team sets it up (no ``share trust``)."""
+    (_a, env_a, clone_a, _pa), (_b, _env_b, clone_b, _pb) = sides
+    listed = "".join(f"{keys[name].get('allowed_signers')}\n" for name in ("A", "B"))
+    (clone_a / ".intentloop" / "allowed_signers").write_text(f"# the team's intentloop writers\n{listed}")
+    steps: list[tuple[str, list[str], dict[str, str], Path]] = [
+        ("git add allowed_signers (A)", ["add", ".intentloop/allowed_signers"], env_a, clone_a),
+        ("git commit allowed_signers (A)", ["-c", "user.name=A", "commit", "-qm", "intentloop: team"], env_a, clone_a),
+        ("git push (A)", ["push", "-q", "origin", "HEAD"], env_a, clone_a),
+        ("git pull (B)", ["pull", "-q", "--ff-only"], env_a, clone_b),
+    ]
+    ok = all(git(report, host, step, argv, env, cwd, logs) for step, argv, env, cwd in steps)
+    report.check(
+        host,
+        "A commits .intentloop/allowed_signers listing both members' share keys lines; B pulls it",
+        ok and (clone_b / ".intentloop" / "allowed_signers").read_text().count("namespaces=") == 2,
+        f"lines: {listed!r}",
+    )
+
+
 def codex_claim_synced(
-    report: Report, host: str, base: Path, model: FakeModel, codex: str, intentloop: str, principals: tuple[str, str]
+    report: Report,
+    host: str,
+    base: Path,
+    model: FakeModel,
+    codex: str,
+    intentloop: str,
+    principals: tuple[str, str],
+    *,
+    team_file: bool = False,
 ) -> Members | None:
-    """Set up A and B (principals ``principals``, keys trusted both ways), let Codex on A record a project-scope
+    """Set up A and B (principals ``principals``; keys trusted both ways with ``share trust``, or with
+    ``team_file`` listed in a committed ``.intentloop/allowed_signers``), let Codex on A record a project-scope
     explicit claim through the scripted model, then ``intentloop sync`` on A and on B, which must accept A's stream
     under A's principal; ``None`` when the set-up failed before the hosts ran."""
     logs = base / "logs"
@@ -161,7 +197,10 @@ def codex_claim_synced(
     env_b = scripted_env(home_b, home_b / ".claude", model.port, MCP_CONNECTION_NONBLOCKING="0")
     sides = [("A", env_a, clone_a, principals[0]), ("B", env_b, clone_b, principals[1])]
     keys = _keys(report, host, intentloop, sides, remote)
-    _trust(report, host, intentloop, sides, keys)
+    if team_file:
+        _allowed_signers(report, host, sides, keys, logs)
+    else:
+        _trust(report, host, intentloop, sides, keys)
     # A: Codex, configured by the installer, records a project-scope explicit claim.
     inst = run(report, host, "intentloop install codex (A)", [intentloop, "install", "codex"], env=env_a)
     report.check(host, "install codex on A: exit 0", inst.rc == 0, f"rc={inst.rc}")

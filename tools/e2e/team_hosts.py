@@ -4,9 +4,9 @@ never in B's hook context.
 
 The set-up of the ``sync`` scenario (``sync_hosts.py``: two HOMEs, two clones of one project repository with its
 shared id committed, one bare ``file://`` share remote), with two principals: A's clone has ``user.email``
-``alice@example.org``, B's ``bob@example.org``, and each member trusts the other's key under the other's principal
-with ``intentloop share trust KEY --principal …`` (``sync_hosts._trust``; a committed
-``.intentloop/allowed_signers`` listing both keys replaces that one step). On A, Codex (installer route) records a
+``alice@example.org``, B's ``bob@example.org``, and the team's members are listed in ``.intentloop/allowed_signers``,
+which A commits with both members' lines as ``share keys`` printed them and B pulls (``sync_hosts._allowed_signers``;
+no ``share trust``). On A, Codex (installer route) records a
 project-scope explicit claim with the facet ``hard_constraint``; ``intentloop sync`` runs on A, then on B, which must
 accept A's stream as alice's. On B, Claude Code (installer route) starts a session the model links to a task of B's
 own, then in the resumed turn the model calls ``intent_get_snapshot`` with ``include_peers: true`` and answers with
@@ -49,7 +49,7 @@ def _finding(requests: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, int
 def run_team(report: Report, base: Path, codex: str, claude: str, intentloop: str) -> None:
     (base / "logs").mkdir(parents=True, exist_ok=True)
     with FakeModel(base / "logs" / "model-requests.jsonl") as model:
-        members = codex_claim_synced(report, HOST, base, model, codex, intentloop, PRINCIPALS)
+        members = codex_claim_synced(report, HOST, base, model, codex, intentloop, PRINCIPALS, team_file=True)
         if members is None:
             return
         b_start = len(model.requests())
