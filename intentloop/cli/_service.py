@@ -51,4 +51,27 @@ def call_tool(target: Target, tool: str, arguments: dict[str, Any], *, reads_off
     return trio.run(run)
 
 
-__all__ = ["call_tool"]
+def adopt_claim(target: Target, arguments: dict[str, Any], adopted: dict[str, str]) -> Any:
+    """``intent_import`` of one teammate's claim (``intentloop share adopt``): the tool's arguments and path, the
+    record naming its source (:meth:`~intentloop.service.intent_service.IntentService.adopt`).
+
+    Raises:
+        IntentLoopError: every code ``intent_import`` defines.
+    """
+    import os
+
+    import trio
+
+    from intentloop.service import IntentService
+    from intentloop.service.args import ImportArgs, decode_arguments
+    from intentloop.store.catalog import load_catalog
+
+    load_catalog(os.environ, cold_ok=True)
+    args = decode_arguments("intent_import", arguments)
+    assert isinstance(args, ImportArgs)
+    service = IntentService(lambda: target.data_root, resident=False)
+    run = partial(service.adopt, args, adopted, project_root=target.project_root or "", project_id=target.project_id)
+    return trio.run(run)
+
+
+__all__ = ["adopt_claim", "call_tool"]

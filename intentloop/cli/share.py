@@ -281,6 +281,44 @@ def sync(project: ProjectArgument = None, json_output: JsonOption = False) -> in
     return _run("sync", json_output, lambda root: run(root, project))
 
 
+def adopt(
+    claim: Annotated[
+        str,
+        typer.Argument(
+            metavar="CLAIM", help="A peer claim's id or a unique prefix, as `show TASK --peers` or a snapshot lists it."
+        ),
+    ],
+    task: Annotated[str, typer.Option("--task", metavar="TASK", help="The task to copy it into (id or prefix).")],
+    project_root: ProjectRootOption = None,
+    json_output: JsonOption = False,
+) -> int:
+    """Adopt a teammate's claim: copy it into one of your tasks through intent_import, recorded as explicit_import
+    history naming its source (writer, principal, claim id). Until adopted, a teammate's claim is never your words."""
+
+    def body(root: Path) -> dict[str, Any]:
+        from intentloop.cli._select import select_project, unique_match
+        from intentloop.cli._service import adopt_claim
+        from intentloop.cli.views import resolve_task
+        from intentloop.service._share import adoption, peer_claim_ids, require_shared
+
+        located, _identity = require_shared(root, project_root)  # first: an unshared project has no peers
+        ids = peer_claim_ids(root, located.root, located.project_id)
+        claim_id = unique_match("peer claim", claim, ids, not_found="CLAIM_NOT_FOUND", invalid="INVALID_ID")
+        target = select_project(project_root, None)
+        task_id, _summary = resolve_task(target, task)
+        _located, arguments, source = adoption(root, project_root, claim_id, task_id)
+        snapshot = adopt_claim(target, arguments, source)
+        statement = arguments["graph"]["claims"][0]["statement"]
+        copies = [
+            c
+            for c in snapshot["active_claims"]
+            if c["source_ref"]["kind"] == "explicit_import" and c["statement"] == statement
+        ]
+        return {"task_id": task_id, "adopted": source, "claim": copies[-1] if copies else None}
+
+    return _run("share adopt", json_output, body)
+
+
 def register(app: typer.Typer) -> None:
     """Add ``share …`` and ``sync`` to the application."""
     share = command_group(
@@ -298,6 +336,7 @@ def register(app: typer.Typer) -> None:
     share.command("quotas", short_help="The per-writer quotas and each writer's usage.")(quotas)
     share.command("retract", short_help="Ask readers to stop showing a peer claim (author or admin).")(retract)
     share.command("members", short_help="Who may write, and what became of each writer.")(members)
+    share.command("adopt", short_help="Copy a teammate's claim into a task (explicit import).")(adopt)
     app.add_typer(share, name="share", short_help="Share the memory across machines through git.")
     app.command("sync", short_help="Push and pull a shared project's memory (git).")(sync)
 

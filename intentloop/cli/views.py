@@ -267,6 +267,14 @@ def show(
     history: Annotated[
         bool, typer.Option("--history", help="Also list superseded and invalidated claims: by what, when, why.")
     ] = False,
+    peers: Annotated[
+        bool,
+        typer.Option(
+            "--peers",
+            help="Also list a shared project's peer claims, labelled with their principal, and the disputes between "
+            "members (as the last `intentloop sync` accepted them).",
+        ),
+    ] = False,
     as_of: Annotated[
         str | None,
         typer.Option(
@@ -282,10 +290,11 @@ def show(
 
     TASK is a task id or a unique prefix of one. A private task is refused as the tool refuses it; a task that is off
     is shown (`intentloop mode TASK on` turns it back on). --history adds the claims that were superseded or
-    invalidated; --as-of shows the task as it was recorded at an instant.
+    invalidated; --as-of shows the task as it was recorded at an instant; --peers adds a shared project's peer claims
+    with their principal and the disputes between members.
     """
     out = Output("show", json_mode=json_output)
-    return out.guard(lambda: _show(out, task, project_root, project_id, history=history, as_of=as_of))
+    return out.guard(lambda: _show(out, task, project_root, project_id, history=history, as_of=as_of, peers=peers))
 
 
 def resolve_task(target: Target, prefix: str) -> tuple[str, TaskSummary | None]:
@@ -306,7 +315,14 @@ def resolve_task(target: Target, prefix: str) -> tuple[str, TaskSummary | None]:
 
 
 def _show(
-    out: Output, prefix: str, project_root: str | None, project_id: str | None, *, history: bool, as_of: str | None
+    out: Output,
+    prefix: str,
+    project_root: str | None,
+    project_id: str | None,
+    *,
+    history: bool,
+    as_of: str | None,
+    peers: bool = False,
 ) -> int:
     from intentloop.cli._select import select_project
     from intentloop.cli._service import call_tool
@@ -317,6 +333,8 @@ def _show(
     arguments: dict[str, Any] = {"task_id": task_id, "max_characters": 8000}
     if history:
         arguments["include_history"] = True
+    if peers:
+        arguments["include_peers"] = True
     if as_of is not None:
         arguments["as_of"] = instant(as_of)
     try:
@@ -345,16 +363,21 @@ def _show(
     if as_of is not None:
         out.line(f"as recorded at {arguments['as_of']} (UTC; --as-of {as_of})")
     out.line(f"mode {snapshot['mode']}, {plural(snapshot['candidate_count'], 'unconfirmed candidate')}")
+    disputes = [d for d in snapshot["disagreements"] if d.get("kind") == "peer_dispute"]
+    snapshot["disagreements"] = [d for d in snapshot["disagreements"] if d.get("kind") != "peer_dispute"]
     for key, heading in (
         ("active_claims", "Active claims"),
         ("unknowns", "Unknowns"),
         ("disagreements", "Disagreements"),
         ("stale_long_term", "Stale long-term preferences"),
+        ("peer_claims", "Peer claims (not your words; `share adopt` copies one)"),
     ):
-        claims = snapshot[key]
+        claims = snapshot.get(key, [])
         if not claims:
             continue
         table = Table(title=f"{heading} ({len(claims)})", title_justify="left", box=box.SIMPLE_HEAD)
+        if key == "peer_claims":
+            table.add_column("principal", no_wrap=True)
         table.add_column("claim", no_wrap=True)
         table.add_column("status/role", no_wrap=True)
         table.add_column("facets", overflow="fold")
@@ -365,6 +388,7 @@ def _show(
             table.add_column("evidence file", overflow="fold")
         for claim, file in zip(claims, files, strict=True):
             table.add_row(
+                *([Text(escape_controls(claim["origin"]["principal"]))] if key == "peer_claims" else []),
                 short(claim["claim_id"], 8),
                 f"{claim['epistemic_status']}/{claim['role']}",
                 ",".join(claim["facets"]),
@@ -375,6 +399,8 @@ def _show(
         out.show(table)
     if not snapshot["active_claims"]:
         out.line("No active claims.")
+    if disputes:
+        _show_disputes(out, disputes)
     if history:
         _show_history(out, snapshot.get("history", []))
     return OK
@@ -399,6 +425,32 @@ def bound_file(claim: dict[str, Any]) -> tuple[str, str] | None:
 def _file_cell(claim: dict[str, Any]) -> str:
     file = bound_file(claim)
     return "" if file is None else f"{file[0]} ({file[1]})"
+
+
+def _show_disputes(out: Output, disputes: list[dict[str, Any]]) -> None:
+    """The disputes between members: whose claim, who disputes it and how (both claims stay active)."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(
+        title=f"Disputes between members ({len(disputes)}; both claims stay active)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+    )
+    for column in ("claim", "of", "disputed by", "how"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("reason", overflow="fold", ratio=1)
+    for entry in disputes:
+        how = "invalidates" if entry["action"] == "invalidate" else f"superseded by {short(entry['by_claim_id'], 8)}"
+        table.add_row(
+            short(entry["claim_id"], 8),
+            Text(escape_controls(entry["principal"] or "-")),
+            Text(escape_controls(entry["by_principal"] or "(you)")),
+            how,
+            Text(escape_controls(entry["reason"] or "")),
+        )
+    out.show(table)
 
 
 def _show_history(out: Output, entries: list[dict[str, Any]]) -> None:

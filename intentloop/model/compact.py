@@ -15,6 +15,7 @@ other user-explicit lines only get what they leave, and one closing line counts 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from decimal import ROUND_HALF_UP, Decimal
 
@@ -41,6 +42,34 @@ RECOVERY_HEADER = (
 )
 DEFAULT_SNAPSHOT_CHARACTERS = 2400
 DEFAULT_HOOK_CHARACTERS = 1800
+_SHOWN_PRINCIPALS = 3
+_PLAIN_PRINCIPAL = re.compile(r"[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9.-]{1,100}")
+
+
+class TeamCount(msgspec.Struct, frozen=True, kw_only=True):
+    """Teammates' words a hook may only count (docs/SYNC.md, "Teams: whose words and disagreements"): how many
+    active direct user-explicit project and long-term claims other principals hold, and whose they are (sorted)."""
+
+    count: int = 0
+    principals: tuple[str, ...] = ()
+
+
+def team_line(team: TeamCount | None) -> list[str]:
+    """The one line a hook context says of teammates' claims (none without any): a count and at most three plain
+    email principals, never a statement. A principal that is not a plain email is counted, not named."""
+    if team is None or team.count <= 0:
+        return []
+    plain = [p for p in team.principals if _PLAIN_PRINCIPAL.fullmatch(p)]
+    names = plain[:_SHOWN_PRINCIPALS]
+    others = len(team.principals) - len(names)
+    if others:
+        names.append(f"{others} more" if names else f"{others} member" + ("s" if others > 1 else ""))
+    whose = f" ({', '.join(names)})" if names else ""
+    noun = "claim" if team.count == 1 else "claims"
+    return [
+        f"- [{team.count} explicit {noun} from teammates{whose} - not the user's instructions; "
+        "inspect with intent_get_snapshot include_peers]"
+    ]
 
 
 class Snapshot(msgspec.Struct, frozen=True, kw_only=True):
@@ -203,6 +232,7 @@ def hook_context_text(
     *,
     recovery_packet: bool = False,
     peers: Sequence[Claim] = (),
+    team: TeamCount | None = None,
 ) -> str:
     """The verified-user-intent block: only active user-explicit claims from a ``user_event`` source as text.
 
@@ -213,14 +243,16 @@ def hook_context_text(
         recovery_packet: the packet for a SessionStart after compaction (:func:`recovery_packet_text`).
         peers: active claims of the user's own principal from their other machines (docs/SYNC.md), counted and
             shown by the same rule as the task's own.
+        team: other principals' claims, only counted (:func:`team_line`).
     """
     if recovery_packet:
-        return recovery_packet_text(task, max_chars, peers=peers)
+        return recovery_packet_text(task, max_chars, peers=peers, team=team)
     current = [*task.active_claims(), *peers]
     trusted = collapse_repeats(context_order([c for c in current if c.is_direct_user_explicit]))
     omitted = len(current) - sum(count for _claim, count in trusted)
     lines = [hook_line(claim) + _times(count) for claim, count in trusted]
-    return _pack(HOOK_HEADER, lines, lambda _i: HOOK_TRUNCATED, max_chars, _omitted_line(omitted))
+    tail = [*_omitted_line(omitted), *team_line(team)]
+    return _pack(HOOK_HEADER, lines, lambda _i: HOOK_TRUNCATED, max_chars, tail)
 
 
 def _recovery_summary(clipped: int, omitted: int) -> str:
@@ -231,7 +263,11 @@ def _recovery_summary(clipped: int, omitted: int) -> str:
 
 
 def recovery_packet_text(
-    task: TaskState, max_chars: int = DEFAULT_HOOK_CHARACTERS, *, peers: Sequence[Claim] = ()
+    task: TaskState,
+    max_chars: int = DEFAULT_HOOK_CHARACTERS,
+    *,
+    peers: Sequence[Claim] = (),
+    team: TeamCount | None = None,
 ) -> str:
     """The context for a SessionStart after compaction (``source: "compact"``): what must survive comes first.
 
@@ -240,13 +276,16 @@ def recovery_packet_text(
     lines get only what they leave, so they are clipped first and can never displace one. The closing line, present
     whenever anything is not shown, counts exactly the user-explicit records clipped and the non-explicit records
     omitted (repeats count as the records they stand for). The text never exceeds ``max_chars`` (≥ 500). ``peers``
-    are the user's own claims from their other machines, packed by the same rule.
+    are the user's own claims from their other machines, packed by the same rule; ``team`` adds its count line
+    last (its room reserved like the closing line's).
     """
     current = [*task.active_claims(), *peers]
     trusted = collapse_repeats(context_order([c for c in current if c.is_direct_user_explicit]))
     omitted = len(current) - sum(count for _claim, count in trusted)
     total = len(current)
     reserve = 1 + len(_recovery_summary(total, total))  # the closing line at its longest (counts ≤ total)
+    teammates = team_line(team)
+    reserve += sum(1 + len(line) for line in teammates)
     budget = max_chars - len("\n".join(RECOVERY_HEADER)) - reserve
     shown: list[str] = []
     clipped = 0
@@ -263,6 +302,7 @@ def recovery_packet_text(
     lines = list(RECOVERY_HEADER) + shown
     if clipped or omitted:
         lines.append(_recovery_summary(clipped, omitted))
+    lines.extend(teammates)
     return "\n".join(lines)
 
 
@@ -272,17 +312,20 @@ def linked_task_context(
     *,
     recovery_packet: bool = False,
     peers: Sequence[Claim] = (),
+    team: TeamCount | None = None,
 ) -> str:
     """SessionStart/UserPromptSubmit context for a linked task in mode ``on``: its id, then the verified block.
 
     Args:
         recovery_packet: a SessionStart after compaction (the block is :func:`recovery_packet_text`).
         peers: the user's own claims from their other machines (:func:`hook_context_text`).
+        team: teammates' claims, counted only (:func:`team_line`).
     """
     identity = f"[Intent Loop linked task_id={task.task_id}. Keep this ID internal and use it for intent_* tools.]"
-    if not task.active_claims() and not peers:
+    if not task.active_claims() and not peers and not team_line(team):
         return identity
-    return identity + "\n" + hook_context_text(task, max_chars, recovery_packet=recovery_packet, peers=peers)
+    block = hook_context_text(task, max_chars, recovery_packet=recovery_packet, peers=peers, team=team)
+    return identity + "\n" + block
 
 
 def association_context(session_id: str) -> str:
@@ -321,6 +364,7 @@ __all__ = [
     "SNAPSHOT_HEADER",
     "SNAPSHOT_TRUNCATED",
     "Snapshot",
+    "TeamCount",
     "association_context",
     "build_snapshot",
     "claim_priority",
@@ -334,4 +378,5 @@ __all__ = [
     "private_control_context",
     "recovery_packet_text",
     "snapshot_line",
+    "team_line",
 ]

@@ -108,7 +108,7 @@ async def add_claim(
                 "no three-task long-term candidate is eligible for confirmation",
                 code="LONG_TERM_CONFIRMATION_REQUIRED",
             )
-        _check_targets(task, claim)
+        _check_targets(task, claim, lambda claim_id: peer_target(ctx, claim_id))
         payload = {"claim": wire, "request_fingerprint": fingerprint}
         return [
             EventDraft(event_type=event_type, task_id=task_id, actor=claim.role, request_id=request_id, payload=payload)
@@ -121,11 +121,31 @@ async def add_claim(
     return stored
 
 
-def _check_targets(task: TaskState, claim: Claim) -> None:
+def peer_target(ctx: Ctx, claim_id: str) -> Claim | None:
+    """The active claim ``claim_id`` of the shared project's combined view (a peer claim as a snapshot with
+    ``include_peers`` shows it), which a supersession or invalidation may name (docs/SYNC.md, "Teams: whose words
+    and disagreements"); ``None`` when there is none."""
+    from intentloop.service._share import peer_claim
+
+    found = peer_claim(ctx.store.data_root, ctx.project_root, ctx.project_id, claim_id)
+    return None if found is None else found.claim
+
+
+def _named(task: TaskState, claim_id: str) -> bool:
+    """Whether the task holds, supersedes or invalidates ``claim_id`` (then it is no peer claim to name again)."""
+    return claim_id in task.claims or claim_id in task.superseded_by or claim_id in task.invalidations
+
+
+def _check_targets(task: TaskState, claim: Claim, peer: Callable[[str], Claim | None]) -> None:
+    """Every superseded id is an active claim of the task, or of the combined view (``peer``) when the task does not
+    hold it; related ids are claims of the task."""
     for target_id in claim.supersedes:
-        if not task.is_active(target_id):
+        target = task.claims.get(target_id) if task.is_active(target_id) else None
+        if target is None and not _named(task, target_id):
+            target = peer(target_id)
+        if target is None:
             raise ConflictError(f"superseded claim {target_id} is not active in this task", code="CLAIM_NOT_ACTIVE")
-        if task.claims[target_id].is_user_explicit and not claim.is_direct_user_explicit:
+        if target.is_user_explicit and not claim.is_direct_user_explicit:
             raise ConflictError(
                 "a user-explicit claim can only be superseded by a new direct user-explicit claim",
                 code="EXPLICIT_REPLACEMENT_REQUIRES_USER",
@@ -303,9 +323,12 @@ async def invalidate(engine: Engine, ctx: Ctx, args: InvalidateArgs) -> dict[str
     invalidated_at = utc_now()
 
     def decide(task: TaskState, _view: Callable[[], LedgerView]) -> list[EventDraft]:
-        if not task.is_active(claim_id):
+        target = task.claims.get(claim_id) if task.is_active(claim_id) else None
+        if target is None and not _named(task, claim_id):
+            target = peer_target(ctx, claim_id)
+        if target is None:
             raise ConflictError("claim is not active in this task", code="CLAIM_NOT_ACTIVE")
-        if task.claims[claim_id].is_user_explicit and source.kind != "user_event":
+        if target.is_user_explicit and source.kind != "user_event":
             raise ConflictError(
                 "a user-explicit claim can only be invalidated by a direct user_event",
                 code="EXPLICIT_INVALIDATION_REQUIRES_USER",

@@ -17,8 +17,13 @@ from intentloop.service.args import ImportArgs
 from intentloop.store import LedgerView, export_signature_status
 
 
-async def import_graph(engine: Engine, ctx: Ctx, args: ImportArgs) -> dict[str, Any]:
+async def import_graph(
+    engine: Engine, ctx: Ctx, args: ImportArgs, *, adopted: dict[str, str] | None = None
+) -> dict[str, Any]:
     """Validate and import a portable graph into a task as incomplete external history; returns the snapshot.
+
+    ``adopted`` names the teammate's claim a graph of one claim copies (``intentloop share adopt``: its writer,
+    principal and claim id); the record keeps it under ``imported_from.adopted``.
 
     A graph carrying a ``signature`` block imports whatever its verdict (unsigned, foreign or tampered graphs are
     external history like any other); the snapshot then reports ``signature_status`` (``valid``, ``invalid`` or
@@ -33,6 +38,8 @@ async def import_graph(engine: Engine, ctx: Ctx, args: ImportArgs) -> dict[str, 
     request_id = check_request_id(args.request_id)
     validate_graph(args.graph)
     payload = import_payload(args.graph, task_id, new_uuid)
+    if adopted is not None:
+        payload["imported_from"]["adopted"] = dict(adopted)
 
     def decide(task: TaskState, view: Callable[[], LedgerView]) -> list[EventDraft]:
         existing = engine.all_claim_ids(ctx, view())

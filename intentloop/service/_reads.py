@@ -13,7 +13,7 @@ import msgspec
 
 from intentloop import SCHEMA_VERSION
 from intentloop.errors import InvalidInputError
-from intentloop.model import claim_history, parse_time, project_task_as_of, utc_now
+from intentloop.model import TaskState, claim_history, parse_time, project_task_as_of, utc_now
 from intentloop.model.compact import DEFAULT_SNAPSHOT_CHARACTERS
 from intentloop.service._evidence import strip_extensions
 from intentloop.service._graph import portable_export, summary_export
@@ -85,7 +85,8 @@ def snapshot(engine: Engine, ctx: Ctx, args: SnapshotArgs) -> dict[str, Any]:
     that is off or private elsewhere now is not readable in the past either); long-term staleness is judged at that
     instant. ``include_history`` appends ``history`` (superseded and invalidated claims of that same projection);
     ``include_peers`` appends ``peer_claims`` (docs/SYNC.md: the other writers' active claims, each with its
-    origin, as the last sync accepted them); without these arguments the answer is exactly the original's.
+    origin, as the last sync accepted them) and the disputes between principals to ``disagreements``; without these
+    arguments the answer is exactly the original's.
 
     Raises:
         IntentLoopError: ``INVALID_ID``, ``INVALID_ARGUMENTS`` (an ``as_of`` that is no real instant),
@@ -112,7 +113,10 @@ def snapshot(engine: Engine, ctx: Ctx, args: SnapshotArgs) -> dict[str, Any]:
     if args.include_peers:
         from intentloop.service._share import snapshot_peers
 
-        result["peer_claims"] = snapshot_peers(ctx.store.data_root, ctx.project_root, ctx.project_id)
+        peers, disputes = snapshot_peers(ctx.store.data_root, ctx.project_root, ctx.project_id, task)
+        result["peer_claims"] = peers
+        if disputes:
+            result["disagreements"] = [*result["disagreements"], *disputes]
     return result
 
 
@@ -153,8 +157,8 @@ def export(engine: Engine, ctx: Ctx, args: ExportArgs) -> dict[str, Any]:
         project_id=ctx.project_id,
         task_id=task_id,
         exported_at=utc_now(),
-        claims=[msgspec.to_builtins(claim) for claim in task.claims.values()],
-        invalidated=list(task.invalidations),
+        claims=[_without_peer_refs(msgspec.to_builtins(claim), task) for claim in task.claims.values()],
+        invalidated=[claim_id for claim_id in task.invalidations if claim_id in task.claims],
         candidates=[candidate.to_wire() for candidate in task.candidates],
     )
     if args.original_format:
@@ -163,6 +167,14 @@ def export(engine: Engine, ctx: Ctx, args: ExportArgs) -> dict[str, Any]:
     if signature is not None:  # no key yet (nothing was written by this installation): an unsigned export
         graph["signature"] = signature
     return graph
+
+
+def _without_peer_refs(claim: dict[str, Any], task: TaskState) -> dict[str, Any]:
+    """A claim as an export carries it: ``supersedes`` and ``related_claim_ids`` name only the task's own claims (a
+    shared project's claim may name a peer claim; docs/SYNC.md: no peer id leaves in an export)."""
+    for field in ("supersedes", "related_claim_ids"):
+        claim[field] = [claim_id for claim_id in claim[field] if claim_id in task.claims]
+    return claim
 
 
 __all__ = ["RECOVERY_ACTION", "export", "list_candidates", "snapshot", "status"]

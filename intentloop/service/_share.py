@@ -11,9 +11,10 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from intentloop.errors import ConflictError, IntentLoopError, InvalidInputError
+from intentloop.model.projection import TaskState
 from intentloop.store import ProjectRoot, ProjectStore, locate_project
 from intentloop.store._share import (
     SharedIdentity,
@@ -33,6 +34,9 @@ from intentloop.store._share import (
     write_project_file,
     write_settings,
 )
+
+if TYPE_CHECKING:
+    from intentloop.service._share_view import PeerClaim
 
 
 def locate(data_root: Path, raw: str | None) -> tuple[ProjectRoot, SharedIdentity | None]:
@@ -222,24 +226,112 @@ def sync(data_root: Path, raw: str | None) -> dict[str, Any]:
     return run_sync(data_root, identity.shared_id, principal_of(data_root, located.root), located.root)
 
 
-def snapshot_peers(data_root: Path, root: str, project_id: str) -> list[dict[str, Any]]:
-    """The active peer claims ``intent_get_snapshot`` adds with ``include_peers`` (none when the project is not
-    shared or never synced), ordered as the snapshot orders claims; ``own`` compares with the principal the last
-    sync ran as (no git is asked on this path)."""
+def snapshot_peers(
+    data_root: Path, root: str, project_id: str, task: TaskState | None = None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """What ``intent_get_snapshot`` adds with ``include_peers``: the active peer claims, ordered as the snapshot orders
+    claims, and the disputes between principals (``_share_disputes.py``) that involve them or ``task``'s own claims;
+    nothing when the project is not shared or never synced. ``own`` compares with the principal the last sync ran as
+    (no git is asked on this path). A peer claim of the user's own principal that ``task`` (or, after a sync, any
+    task of this installation) supersedes or invalidates is not shown; another principal's stays, disputed. The claim
+    dicts are the process's cached ones: read them, never change them (the list is the caller's)."""
+    from intentloop.service._share_disputes import applied, disputes, task_refs
     from intentloop.service._share_view import folded_view
 
     identity = shared_identity(data_root, root, project_id)
     if identity is None:
-        return []
+        return [], []
     found = folded_view(data_root, identity.shared_id)
-    return [] if found is None else found[1]
+    if found is None:
+        return [], []
+    own = found.view.principal
+    local = [*found.view.refs, *(task_refs(task, own) if task is not None else ())]
+    gone = applied(local, found.owners)
+    refs = [*found.refs, *local]
+    owners: dict[str, str | None] = {}  # whose each named claim is, if it is active here: only the few refs ask
+    for ref in refs:
+        if ref.target in found.owners and ref.target not in gone:
+            owners[ref.target] = found.owners[ref.target]
+        elif task is not None and task.is_active(ref.target):
+            owners[ref.target] = own
+    wire = [claim for claim in found.wire if claim["claim_id"] not in gone] if gone else list(found.wire)
+    return wire, disputes(refs, owners)
+
+
+def peer_claim(data_root: Path, root: str, project_id: str, claim_id: str) -> PeerClaim | None:
+    """The active claim ``claim_id`` of the shared project's combined view (as a snapshot with ``include_peers``
+    shows it), or ``None`` (also when the project is not shared or never synced)."""
+    from intentloop.service._share_view import folded_view
+
+    identity = shared_identity(data_root, root, project_id)
+    found = None if identity is None else folded_view(data_root, identity.shared_id)
+    return None if found is None else found.by_id.get(claim_id)
+
+
+def peer_claim_ids(data_root: Path, root: str, project_id: str) -> list[str]:
+    """The ids of the combined view's active claims (none when the project is not shared or never synced)."""
+    from intentloop.service._share_view import folded_view
+
+    identity = shared_identity(data_root, root, project_id)
+    found = None if identity is None else folded_view(data_root, identity.shared_id)
+    return [] if found is None else list(found.by_id)
+
+
+#: the task a peer claim's graph names when the stream did not say which task it came from
+_NO_TASK = "00000000-0000-4000-8000-000000000000"
+
+
+def adoption(
+    data_root: Path, raw: str | None, claim_id: str, task_id: str
+) -> tuple[ProjectRoot, dict[str, Any], dict[str, str]]:
+    """What ``intentloop share adopt`` imports: the ``intent_import`` arguments copying the active peer claim
+    ``claim_id`` into ``task_id`` (a graph of that one claim, its references left out), and its source (writer,
+    principal, claim id) for the record. Only an adoption makes a teammate's words the reader's, and then as
+    ``explicit_import`` history, never as a direct user statement (docs/SYNC.md, "Teams: whose words and
+    disagreements").
+
+    Raises:
+        IntentLoopError: ``SHARE_NOT_INITIALIZED``, ``INVALID_ID``, ``CLAIM_NOT_ACTIVE`` (no such active claim in the
+            combined view the last sync wrote).
+    """
+    from intentloop.service._rules import check_uuid
+
+    located, _identity = require_shared(data_root, raw)
+    wanted = check_uuid(claim_id.strip().lower(), "claim_id")
+    task = check_uuid(task_id, "task_id")
+    peer = peer_claim(data_root, located.root, located.project_id, wanted)
+    if peer is None:
+        raise ConflictError(
+            f"claim {wanted} is not an active claim of the shared view (intent_get_snapshot with include_peers lists "
+            "them; run `intentloop sync` first)",
+            code="CLAIM_NOT_ACTIVE",
+        )
+    claim = peer.claim.to_wire()
+    claim["supersedes"], claim["related_claim_ids"] = [], []
+    claim.pop("evidence_stale", None)
+    graph = {
+        "format": "intent-loop-export",
+        "schema_version": 1,
+        "exported_at": peer.claim.valid_from,
+        "source_project_id": peer.writer,
+        "source_task_id": peer.task_id or _NO_TASK,
+        "history_complete": False,
+        "claims": [claim],
+        "invalidated_claim_ids": [],
+        "candidates": [],
+    }
+    arguments = {"task_id": task, "request_id": f"adopt-{wanted}", "graph": graph}
+    return located, arguments, {"writer": peer.writer, "principal": peer.principal, "claim_id": wanted}
 
 
 __all__ = [
+    "adoption",
     "init",
     "join",
     "keys",
     "locate",
+    "peer_claim",
+    "peer_claim_ids",
     "preview",
     "principal_of",
     "publish",

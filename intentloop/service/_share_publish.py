@@ -2,11 +2,13 @@
 
 One rule (docs/SYNC.md, "What travels"): user-explicit and evidence claims of scope ``project`` and ``long_term`` of
 every task that is ``on`` and not private anywhere; every user-explicit and evidence claim of a task the user
-published (``share publish TASK``) with the task's label; inferred claims only when the user opted in; and the
-invalidations of the claims that travel. Nothing else: no candidate (hook observations, long-term signals), no
-session hash, request id, fingerprint, host turn id or source digest (a claim's ``source_ref`` keeps only its
-``kind`` and ``excerpt``), nothing of a task that is off or private, no tombstone, lock record or quarantine. Every
-text is redacted again here; a text with anything left to redact is refused and stops the push
+published (``share publish TASK``) with the task's label; inferred claims only when the user opted in; the
+invalidations of the claims that travel; and a task's references to peer claims (a ``supersedes`` id or an
+invalidation naming a claim of the combined view, never one of this installation's that does not travel), which
+readers show as disputes or apply (``_share_disputes.py``). Nothing else: no candidate (hook observations, long-term
+signals), no session hash, request id, fingerprint, host turn id or source digest (a claim's ``source_ref`` keeps
+only its ``kind`` and ``excerpt``), nothing of a task that is off or private, no tombstone, lock record or
+quarantine. Every text is redacted again here; a text with anything left to redact is refused and stops the push
 (``SHARE_REDACTION_HIT``).
 """
 
@@ -71,7 +73,7 @@ def publish_set(data_root: Path, project_ids: list[str], settings: Settings) -> 
                 continue
             published = task_id in published_tasks
             claims = [c for c in task.claims.values() if _travels(c, published, settings.inferences)]
-            if claims or published:
+            if claims or published or any(cid not in task.claims for cid in task.invalidations):
                 chosen.append((task, claims, published))
     ids = {c.claim_id for _task, claims, _p in chosen for c in claims}
     items: dict[str, dict[str, Any]] = {}
@@ -80,30 +82,33 @@ def publish_set(data_root: Path, project_ids: list[str], settings: Settings) -> 
         if published:
             _put(items, refused, f"task:{task.task_id}", {"type": "task", "task": task.task_id, "label": task.label})
         for claim in claims:
-            _put(items, refused, f"claim:{claim.claim_id}", _claim_body(task.task_id, claim, ids))
-            gone = task.invalidations.get(claim.claim_id)
-            if gone is not None:
+            _put(items, refused, f"claim:{claim.claim_id}", _claim_body(task, claim, ids))
+        travelling = {c.claim_id for c in claims}
+        for claim_id, gone in task.invalidations.items():
+            if claim_id in travelling or claim_id not in task.claims:  # a peer claim's: a reference
                 body = {
                     "type": "invalidation",
                     "task": task.task_id,
-                    "claim_id": claim.claim_id,
+                    "claim_id": claim_id,
                     "invalidated_at": gone.invalidated_at,
                     "reason": gone.reason,
                     "source_kind": gone.source_ref.kind if gone.source_ref is not None else None,
                 }
-                _put(items, refused, f"invalidation:{claim.claim_id}", body)
+                _put(items, refused, f"invalidation:{claim_id}", body)
     return PublishSet(items=dict(sorted(items.items())), refused=refused)
 
 
-def _claim_body(task_id: str, claim: Claim, published: set[str]) -> dict[str, Any]:
+def _claim_body(task: TaskState, claim: Claim, published: set[str]) -> dict[str, Any]:
+    """A claim as it travels; its ``supersedes`` keeps the claims that travel and the peer claims it names (ids the
+    task does not hold: the tools accept only those of the combined view)."""
     wire = claim.to_wire()
     source: dict[str, Any] = {"kind": claim.source_ref.kind}
     if claim.source_ref.excerpt is not None:
         source["excerpt"] = claim.source_ref.excerpt
     wire["source_ref"] = source
-    wire["supersedes"] = [cid for cid in claim.supersedes if cid in published]
+    wire["supersedes"] = [cid for cid in claim.supersedes if cid in published or cid not in task.claims]
     wire["related_claim_ids"] = [cid for cid in claim.related_claim_ids if cid in published]
-    return {"type": "claim", "task": task_id, "claim": wire}
+    return {"type": "claim", "task": task.task_id, "claim": wire}
 
 
 def _texts(body: dict[str, Any]) -> list[tuple[str, Any]]:

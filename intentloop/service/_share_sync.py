@@ -33,6 +33,7 @@ from intentloop.service._share_retract import judge_retracts
 from intentloop.service._share_view import (
     View,
     ViewWriter,
+    own_refs,
     read_view,
     write_view,
     write_writer,
@@ -735,6 +736,7 @@ def sync(data_root: Path, shared: str, principal: str | None, project_root: str 
         check_witnesses(data_root, mirror, shared, key.key_id, trusted, report, fresh)
         mine = _own_retracts(mirror, shared, key.key_id, commit)
         view = build_view(mirror, shared, principal, trusted, report, fresh, previous, key.key_id, own_retracts=mine)
+        view.refs = own_refs(found.items, principal)
         write_view(data_root, view)
     return {
         "shared_id": shared,

@@ -9,7 +9,8 @@ read.
 The fold is the local ledger's (:func:`intentloop.model.projection.apply_event`): each writer's claims and
 invalidations become ``claim_added`` / ``claim_invalidated`` events, folded per principal (writers sorted by key id,
 records by sequence number; no wall clock orders anything), so supersessions and invalidations by the same principal
-apply across that principal's machines and never across principals.
+apply across that principal's machines and never across principals: one principal naming another's claim is a
+dispute (``_share_disputes.py``), listed, never applied.
 """
 
 from __future__ import annotations
@@ -24,8 +25,10 @@ from typing import Any
 import msgspec
 
 from intentloop.model.claims import Claim
+from intentloop.model.compact import TeamCount
 from intentloop.model.events import Event
-from intentloop.model.projection import ProjectState, apply_event
+from intentloop.model.projection import ProjectState, TaskState, apply_event
+from intentloop.service._share_disputes import Ref, view_refs
 from intentloop.store._fs import read_regular
 from intentloop.store._keyfile import CACHE_KEY, load_key, load_or_create_key
 from intentloop.store._share import project_dir, write_bytes
@@ -38,11 +41,21 @@ _FOLD_TASK = "00000000-0000-4000-8000-000000000000"
 _DOMAIN = b"intentloop-share-view-v1\0"
 
 
+class WriterCount(msgspec.Struct, kw_only=True):
+    """What one writer's stream (at ``commit``) gives the teammates' count: the ids of its active direct user-explicit
+    project and long-term claims, and the ids it supersedes or invalidates that it does not hold."""
+
+    commit: str
+    counted: list[str]
+    outside: list[str]
+
+
 class ViewWriter(msgspec.Struct, kw_only=True):
     """One trusted writer's accepted stream (``commit``) as the view holds it: its live items in sequence order
     (``count`` of them; the index file holds the writer without its items, its own file holds them); ``window`` is
     the key's validity window the items were chosen by and ``ignored`` the live items outside it; ``retracts`` its
-    retract records (``{seq, item, target_writer}``, content-free, kept in the index too)."""
+    retract records (``{seq, item, target_writer}``, content-free, kept in the index too); ``team`` is what they
+    give the teammates' count (computed when the file is written)."""
 
     key_id: str
     principal: str
@@ -53,12 +66,15 @@ class ViewWriter(msgspec.Struct, kw_only=True):
     window: str | None = None
     ignored: int = 0
     retracts: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    team: WriterCount | None = None
 
 
 class View(msgspec.Struct, kw_only=True):
-    """What one sync accepted: the trusted writers' live items, the unknown writers, the problems, and the principal
-    this installation synced as (its own words are that principal's); ``retracted`` the items retracts took out
-    (``{writer, item, by}``: the writer holding the item, the retracting writer), never shown."""
+    """What one sync accepted: the trusted writers' live items, the unknown writers, the problems, the principal
+    this installation synced as (its own words are that principal's), the references its own stream makes to peer
+    claims (``refs``: its supersessions and invalidations of claims it does not hold, :func:`own_refs`), and
+    ``retracted``, the items retracts took out (``{writer, item, by}``: the writer holding the item, the retracting
+    writer), never shown."""
 
     shared: str
     principal: str | None
@@ -66,6 +82,7 @@ class View(msgspec.Struct, kw_only=True):
     unknown: list[dict[str, Any]]
     problems: list[dict[str, Any]]
     retracted: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    refs: list[Ref] = msgspec.field(default_factory=list)
 
 
 class PeerClaim(msgspec.Struct, frozen=True, kw_only=True):
@@ -79,11 +96,22 @@ class PeerClaim(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class OwnClaims(msgspec.Struct, kw_only=True):
-    """What SessionStart injects from the user's other machines, computed by the sync that wrote the view (a hook
-    reads this small file, never the whole view)."""
+    """What SessionStart injects from the user's other machines, and the count of teammates' claims it only counts,
+    computed by the sync that wrote the view (a hook reads this small file, never the whole view)."""
 
     shared: str
     claims: list[Claim]
+    team: TeamCount = msgspec.field(default_factory=TeamCount)
+
+
+class Fold(msgspec.Struct, kw_only=True):
+    """One principal's writers folded together: the state (every claim, its supersessions and invalidations), where
+    each claim comes from (writer, task) and the labels of the tasks they published."""
+
+    principal: str
+    state: TaskState
+    origin: dict[str, tuple[str, str | None]]
+    labels: dict[str, str | None]
 
 
 def _write_sealed(path: Path, key: bytes, value: Any) -> None:
@@ -119,9 +147,10 @@ def _writer_path(data_root: Path, shared: str, key_id: str) -> Path:
 
 
 def write_writer(data_root: Path, shared: str, writer: ViewWriter) -> ViewWriter:
-    """Write one writer's items to its sealed file; returns its index entry (``count`` set, no items)."""
+    """Write one writer's items to its sealed file; returns its index entry (``count`` and ``team`` set, no items)."""
     key = load_or_create_key(data_root, CACHE_KEY)
     writer.count = len(writer.items)
+    writer.team = _writer_count(writer)
     _write_sealed(_writer_path(data_root, shared, writer.key_id), key, writer)
     return msgspec.structs.replace(writer, items=[])
 
@@ -136,8 +165,7 @@ def write_view(data_root: Path, view: View) -> None:
         for name in os.listdir(directory / _WRITERS_DIR):
             if name.endswith(".json") and name not in keep:
                 os.unlink(directory / _WRITERS_DIR / name)
-    own = OwnClaims(shared=view.shared, claims=_hook_claims(data_root, view))
-    _write_sealed(directory / _HOOK_FILE, key, own)
+    _write_sealed(directory / _HOOK_FILE, key, _hook_extract(data_root, view))
     index = msgspec.structs.replace(view, writers=[msgspec.structs.replace(w, items=[]) for w in view.writers])
     _write_sealed(directory / _VIEW_FILE, key, index)
 
@@ -198,15 +226,26 @@ def writer_file_sealed(data_root: Path, shared: str, key_id: str) -> bool:
     return _sealed_bytes(_writer_path(data_root, shared, key_id), load_key(data_root, CACHE_KEY)) is not None
 
 
-#: view file → (its stat, the view, its active peer claims as snapshots show them): a resident server folds and
-#: orders a view once per sync.
-_FOLDED: dict[Path, tuple[tuple[int, int, int, int], View, list[dict[str, Any]]]] = {}
+class Folded(msgspec.Struct, kw_only=True):
+    """A view folded for snapshots: its active peer claims (``wire``, :func:`peer_wire`, in the snapshot's claim
+    order; ``by_id`` the same claims by id, ``owners`` their principals), and the claims a principal's supersessions
+    and invalidations name that its fold does not hold (``refs``, judged by :mod:`intentloop.service._share_disputes`).
+    Nothing of it is changed after the fold: a resident server hands the same dicts to every snapshot."""
+
+    view: View
+    wire: list[dict[str, Any]]
+    by_id: dict[str, PeerClaim]
+    owners: dict[str, str | None]
+    refs: list[Ref]
 
 
-def folded_view(data_root: Path, shared: str) -> tuple[View, list[dict[str, Any]]] | None:
-    """:func:`read_view` and its active peer claims (:func:`peer_wire`, in the snapshot's claim order), kept in this
-    process while the file is unchanged (device, inode, size and mtime); ``None`` without a usable view. The dicts
-    are the caller's to change (each is a fresh shallow copy)."""
+#: view file → (its stat, the view folded): a resident server folds and orders a view once per sync.
+_FOLDED: dict[Path, tuple[tuple[int, int, int, int], Folded]] = {}
+
+
+def folded_view(data_root: Path, shared: str) -> Folded | None:
+    """:func:`read_view` folded (:class:`Folded`), kept in this process while the file is unchanged (device, inode,
+    size and mtime); ``None`` without a usable view. Callers never change it."""
     path = project_dir(data_root, shared) / _VIEW_FILE
     try:
         st = os.stat(path)
@@ -220,31 +259,105 @@ def folded_view(data_root: Path, shared: str) -> tuple[View, list[dict[str, Any]
         view = read_view(data_root, shared)
         if view is None:
             return None
-        peers = peer_claims(view)
+        folds = fold(view)
+        peers = active_peers(folds)
         order = {id(c): i for i, c in enumerate(context_order([p.claim for p in peers]))}
-        wire = [peer_wire(p, view.principal) for p in sorted(peers, key=lambda p: order[id(p.claim)])]
-        held = _FOLDED[path] = (key, view, wire)
-    return held[1], [dict(claim) for claim in held[2]]
+        ordered = sorted(peers, key=lambda p: order[id(p.claim)])
+        wire = [peer_wire(p, view.principal) for p in ordered]
+        by_id = {p.claim.claim_id: p for p in ordered}
+        owners: dict[str, str | None] = {claim_id: p.principal for claim_id, p in by_id.items()}
+        held = _FOLDED[path] = (
+            key,
+            Folded(view=view, wire=wire, by_id=by_id, owners=owners, refs=view_refs(folds)),
+        )
+    return held[1]
 
 
-def _hook_claims(data_root: Path, view: View) -> list[Claim]:
-    """The user's own direct user-explicit project and long-term claims of ``view`` (writers without their items in
-    it are read from their files)."""
-    if view.principal is None:
-        return []
-    own = []
-    for writer in view.writers:
-        if writer.principal != view.principal:
-            continue
-        full = writer if writer.items or not writer.count else writer_items(data_root, view.shared, writer)
-        if full is not None:
-            own.append(full)
-    mine = msgspec.structs.replace(view, writers=own)
-    return [
-        p.claim
-        for p in peer_claims(mine)
-        if p.claim.is_direct_user_explicit and p.claim.scope in ("project", "long_term")
+def _with_items(data_root: Path, view: View, writer: ViewWriter) -> ViewWriter | None:
+    return writer if writer.items or not writer.count else writer_items(data_root, view.shared, writer)
+
+
+class _Kind(msgspec.Struct):
+    kind: str
+
+
+class _Counted(msgspec.Struct):
+    """The fields of a claim a teammates' count reads (the rule is :attr:`Claim.is_direct_user_explicit`'s)."""
+
+    claim_id: str
+    role: str
+    epistemic_status: str
+    scope: str
+    source_ref: _Kind
+    supersedes: list[str] = msgspec.field(default_factory=list)
+
+
+def _writer_count(writer: ViewWriter) -> WriterCount:
+    """:class:`WriterCount` of one writer's items, without folding them: a writer's count costs little more than
+    reading its items once (a claim whose counted fields do not decode is not one)."""
+    claims: dict[str, _Counted] = {}
+    named: set[str] = set()
+    for entry in writer.items:
+        body = entry["body"]
+        if body.get("type") == "claim" and isinstance(body.get("claim"), dict):
+            try:
+                claim = msgspec.convert(body["claim"], type=_Counted)
+            except msgspec.ValidationError:
+                continue
+            claims[claim.claim_id] = claim
+        elif body.get("type") == "invalidation" and isinstance(body.get("claim_id"), str):
+            named.add(body["claim_id"])
+    for claim in claims.values():
+        named.update(claim.supersedes)
+    counted = [
+        claim_id
+        for claim_id, claim in claims.items()
+        if claim_id not in named
+        and (claim.role, claim.epistemic_status, claim.source_ref.kind) == ("user", "explicit", "user_event")
+        and claim.scope in ("project", "long_term")
     ]
+    return WriterCount(commit=writer.commit, counted=counted, outside=sorted(named - claims.keys()))
+
+
+def _hook_extract(data_root: Path, view: View) -> OwnClaims:
+    """The user's own direct user-explicit project and long-term claims of ``view``, and how many of other
+    principals' there are. The own principal's writers are folded together (their files read); another principal's
+    are counted from each writer's ``team`` (computed when its file was written, so a sync neither reads nor holds a
+    teammate's claims again): a claim counts unless a writer of the same principal supersedes or invalidates it, as
+    the fold per principal would have it."""
+    groups: dict[str, list[ViewWriter]] = {}
+    for writer in view.writers:
+        groups.setdefault(writer.principal, []).append(writer)
+    own: list[Claim] = []
+    team = 0
+    principals: list[str] = []
+    withdrawn = {ref.target for ref in view.refs}  # the user's own supersessions and invalidations, from here
+    for principal, writers in sorted(groups.items()):
+        if view.principal is not None and principal == view.principal:
+            full = [w for w in (_with_items(data_root, view, writer) for writer in writers) if w is not None]
+            own = [
+                p.claim
+                for p in active_peers(fold(msgspec.structs.replace(view, writers=full)))
+                if p.claim.is_direct_user_explicit
+                and p.claim.scope in ("project", "long_term")
+                and p.claim.claim_id not in withdrawn
+            ]
+            continue
+        counted: set[str] = set()
+        outside: set[str] = set()
+        for writer in writers:
+            entry = writer.team
+            if entry is None or entry.commit != writer.commit:  # a view written before counts were kept
+                loaded = _with_items(data_root, view, writer)
+                if loaded is None:
+                    continue
+                entry = _writer_count(loaded)
+            counted.update(entry.counted)
+            outside.update(entry.outside)
+        if counted - outside:
+            team += len(counted - outside)
+            principals.append(principal)
+    return OwnClaims(shared=view.shared, claims=own, team=TeamCount(count=team, principals=tuple(principals)))
 
 
 def _event(kind: str, payload: dict[str, Any], seq: int, writer: str, at: str) -> Event:
@@ -263,15 +376,24 @@ def _event(kind: str, payload: dict[str, Any], seq: int, writer: str, at: str) -
     )
 
 
-def peer_claims(view: View, *, principals: set[str] | None = None) -> list[PeerClaim]:
-    """The active claims of the view, each with its origin; only those of ``principals`` when given. An item the
+def own_refs(items: dict[str, dict[str, Any]], principal: str | None) -> list[Ref]:
+    """The references this installation's own stream (``items``, as it now publishes them) makes to claims it does
+    not hold: its supersessions and invalidations of peer claims, as ``principal``'s."""
+    entries = [{"seq": seq, "body": body} for seq, body in enumerate(items.values(), 1)]
+    writer = ViewWriter(key_id="own", principal=principal or "", seq=len(entries), commit="", items=entries)
+    folds = fold(View(shared="", principal=principal, writers=[writer], unknown=[], problems=[]))
+    return [msgspec.structs.replace(ref, by_principal=principal) for ref in view_refs(folds)]
+
+
+def fold(view: View, *, principals: set[str] | None = None) -> list[Fold]:
+    """The view's writers folded per principal (principals sorted; only ``principals`` when given). An item the
     view lists as retracted is left out."""
     gone = {(r["writer"], r["item"]) for r in view.retracted}
     groups: dict[str, list[ViewWriter]] = {}
     for writer in view.writers:
         if principals is None or writer.principal in principals:
             groups.setdefault(writer.principal, []).append(writer)
-    found: list[PeerClaim] = []
+    found: list[Fold] = []
     for principal, writers in sorted(groups.items()):
         state = ProjectState()
         origin: dict[str, tuple[str, str | None]] = {}
@@ -303,38 +425,51 @@ def peer_claims(view: View, *, principals: set[str] | None = None) -> list[PeerC
                         state, _event("claim_invalidated", payload, seq, writer.key_id, str(body.get("invalidated_at")))
                     )
         task = state.task(_FOLD_TASK)
-        if task is None:
-            continue
-        for claim in task.active_claims():
-            writer_id, task_id = origin[claim.claim_id]
+        if task is not None:
+            found.append(Fold(principal=principal, state=task, origin=origin, labels=labels))
+    return found
+
+
+def active_peers(folds: list[Fold]) -> list[PeerClaim]:
+    """The active claims of ``folds``, each with its origin."""
+    found: list[PeerClaim] = []
+    for one in folds:
+        for claim in one.state.active_claims():
+            writer_id, task_id = one.origin[claim.claim_id]
             found.append(
                 PeerClaim(
                     claim=claim,
                     writer=writer_id,
-                    principal=principal,
+                    principal=one.principal,
                     task_id=task_id,
-                    task_label=labels.get(task_id) if task_id is not None else None,
+                    task_label=one.labels.get(task_id) if task_id is not None else None,
                 )
             )
     return found
 
 
-def own_hook_claims(data_root: Path, root: str, project_id: str) -> list[Claim]:
+def peer_claims(view: View, *, principals: set[str] | None = None) -> list[PeerClaim]:
+    """The active claims of the view, each with its origin; only those of ``principals`` when given."""
+    return active_peers(fold(view, principals=principals))
+
+
+def own_hook_claims(data_root: Path, root: str, project_id: str) -> tuple[list[Claim], TeamCount | None]:
     """The active direct user-explicit claims of scope project or long-term from this installation's own principal's
-    other machines, as SessionStart injects them beside the linked task's; none when the project is not shared, never
-    synced, or anything is unreadable or unsealed (a hook never fails over peers)."""
+    other machines, as SessionStart injects them beside the linked task's, and the count of other principals' (which
+    a hook only counts); none when the project is not shared, never synced, or anything is unreadable or unsealed (a
+    hook never fails over peers)."""
     from intentloop.errors import IntentLoopError
     from intentloop.store._share import shared_identity
 
     try:
         identity = shared_identity(data_root, root, project_id)
         if identity is None:
-            return []
+            return [], None
         path = project_dir(data_root, identity.shared_id) / _HOOK_FILE
         found: OwnClaims | None = _read_sealed(path, load_key(data_root, CACHE_KEY), OwnClaims)
     except IntentLoopError:
-        return []
-    return [] if found is None else found.claims
+        return [], None
+    return ([], None) if found is None else (found.claims, found.team)
 
 
 def peer_wire(peer: PeerClaim, own_principal: str | None) -> dict[str, Any]:
@@ -351,11 +486,16 @@ def peer_wire(peer: PeerClaim, own_principal: str | None) -> dict[str, Any]:
 
 
 __all__ = [
+    "Fold",
+    "Folded",
     "PeerClaim",
     "View",
     "ViewWriter",
+    "active_peers",
+    "fold",
     "folded_view",
     "own_hook_claims",
+    "own_refs",
     "peer_claims",
     "peer_wire",
     "read_view",

@@ -33,6 +33,7 @@ from intentloop.store import PrivateControl, ProjectRoot, ProjectStore, locate_p
 if TYPE_CHECKING:
     from intentloop.model import EventDraft
     from intentloop.model.claims import Claim
+    from intentloop.model.compact import TeamCount
     from intentloop.store._sessions import SessionTask
 
 #: The hook redacts and digests at most this many characters of a prompt or message (the rest is only counted).
@@ -74,11 +75,12 @@ class HookOutcome(msgspec.Struct, frozen=True, kw_only=True):
     linked: bool = False
 
 
-def _own_peers(data_root: Path, located: ProjectRoot, task: TaskState | None) -> list[Claim]:
-    """The user's own claims from their other machines that a linked task's context carries beside its own (the
-    same as SessionStart's, so the prompt hook injects what SessionStart does; docs/SYNC.md)."""
+def _own_peers(data_root: Path, located: ProjectRoot, task: TaskState | None) -> tuple[list[Claim], TeamCount | None]:
+    """The user's own claims from their other machines that a linked task's context carries beside its own, and the
+    count of teammates' claims it only counts (the same as SessionStart's, so the prompt hook injects what
+    SessionStart does; docs/SYNC.md)."""
     if task is None or task.mode != "on":
-        return []
+        return [], None
     from intentloop.service._share_view import own_hook_claims
 
     return own_hook_claims(data_root, located.root, located.project_id)
@@ -102,12 +104,13 @@ def _decide(
     *,
     recovery_packet: bool = False,
     peers: Sequence[Claim] = (),
+    team: TeamCount | None = None,
 ) -> tuple[TaskState | None, str]:
     """(the task an observation may be recorded into, the context text), per docs/HOOKS.md.
 
     ``task`` is the session's bound task (``ProjectStore.session_task``), ``control`` the session's own private control;
     ``recovery_packet`` asks for the post-compaction packet as the linked task's context; ``peers`` are the user's
-    own claims from their other machines (docs/SYNC.md), injected beside the task's.
+    own claims from their other machines (docs/SYNC.md), injected beside the task's; ``team`` counts teammates'.
     """
     if control is not None:
         return None, private_control_context(control.task_id, session_id)
@@ -117,7 +120,7 @@ def _decide(
         return None, private_control_context(task.task_id)
     if task.mode != "on":
         return None, association_context(session_id)
-    return task, linked_task_context(task, recovery_packet=recovery_packet, peers=peers)
+    return task, linked_task_context(task, recovery_packet=recovery_packet, peers=peers, team=team)
 
 
 COMPACT_SOURCE: Final = "compact"
@@ -156,9 +159,10 @@ def session_context(
         return None
     if found.task is not None:
         require_vouched(store)  # forged text is never injected as the user's words
-    peers = _own_peers(data_root, located, found.task)
+    peers, team = _own_peers(data_root, located, found.task)
     recovery = source == COMPACT_SOURCE
-    task, context = _decide(found.task, store.read_controls(), None, session_id, recovery_packet=recovery, peers=peers)
+    controls = store.read_controls()
+    task, context = _decide(found.task, controls, None, session_id, recovery_packet=recovery, peers=peers, team=team)
     if task is not None and not recovery:
         from intentloop.store import note_injection
 
@@ -242,6 +246,7 @@ class ObservationPlan:
         "_read",
         "_shash",
         "_store",
+        "_team",
         "context",
         "data_root",
         "linked",
@@ -262,10 +267,12 @@ class ObservationPlan:
         task_id: str | None = None,
         identity: Identity | None = None,
         peers: Sequence[Claim] = (),
+        team: TeamCount | None = None,
     ) -> None:
         self.data_root = data_root
         self._store = store
         self._peers = peers
+        self._team = team
         self.obs = obs
         self._shash = shash
         self.context = context
@@ -304,8 +311,8 @@ def plan_observation(
         return ObservationPlan(data_root, store, obs, shash, "", read=read)
     if read.task is not None:
         require_vouched(store)  # forged text is never injected as the user's words
-    peers = _own_peers(data_root, located, read.task)
-    task, context = _decide(read.task, store.read_controls(), None, obs.session_id, peers=peers)
+    peers, team = _own_peers(data_root, located, read.task)
+    task, context = _decide(read.task, store.read_controls(), None, obs.session_id, peers=peers, team=team)
     if task is None:
         return ObservationPlan(data_root, store, obs, shash, context, read=read)
     from intentloop.service._hookkey import load_hook_key
@@ -324,6 +331,7 @@ def plan_observation(
         task_id=task.task_id,
         identity=identity,
         peers=peers,
+        team=team,
     )
 
 
@@ -395,8 +403,9 @@ def _record_locked(
     with store.locked(deadline, lazy=True) as ledger:
         control = store.read_control(plan._shash)
         bound = ledger.session_task(plan._shash, since=plan._read)
-        peers = plan._peers if bound is not None and bound.mode == "on" else ()
-        task, context = _decide(bound, store.read_controls(), control, obs.session_id, peers=peers)
+        on = bound is not None and bound.mode == "on"
+        peers, team = (plan._peers, plan._team) if on else ((), None)
+        task, context = _decide(bound, store.read_controls(), control, obs.session_id, peers=peers, team=team)
         if task is None:
             return HookOutcome(recorded=False, context=_if(with_context, context))
         identity = plan._identity

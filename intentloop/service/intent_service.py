@@ -27,7 +27,7 @@ from intentloop.errors import IntentLoopError
 from intentloop.service._evidence import mark_evidence_stale
 from intentloop.service._share_auto import BackgroundSync
 from intentloop.service._state import Ctx, Engine
-from intentloop.service.args import TOOL_NAMES, TOOLS, Tool, decode_arguments
+from intentloop.service.args import TOOL_NAMES, TOOLS, ImportArgs, Tool, decode_arguments
 from intentloop.service.inline import HandlerMissingError, tool_function
 from intentloop.store import ProjectStore, resolve_data_root
 
@@ -134,6 +134,20 @@ class IntentService:
         """Sync, in the background and for as long as the process lives, every shared project this service has
         served whose user turned auto-sync on (``intentloop share auto-sync``); never raises. A server runs it."""
         await self._background.run()
+
+    async def adopt(
+        self, args: ImportArgs, adopted: dict[str, str], *, project_root: str, project_id: str
+    ) -> dict[str, Any]:
+        """``intent_import`` of a graph holding one teammate's claim (``intentloop share adopt``): the tool's own
+        path, its record naming the claim's writer, principal and id (``imported_from.adopted``).
+
+        Raises:
+            IntentLoopError: every code ``intent_import`` defines.
+        """
+        from intentloop.service._import import import_graph
+
+        ctx = self._engine.context(project_root, project_id)
+        return await import_graph(self._engine, ctx, args, adopted=adopted)
 
     async def warm(self, project_root: str, project_id: str) -> None:
         """Verify and index the project's ledger in the background, unless this process holds it as it is now; returns

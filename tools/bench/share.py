@@ -1,5 +1,6 @@
 """Sharing through git (docs/SYNC.md): how long a push, a cold and an incremental pull, a snapshot with peers and
-SessionStart with peers take, on one machine with a bare ``file://`` repository.
+SessionStart with peers take, on one machine with a bare ``file://`` repository; and the same two reads once a
+teammate (another principal) holds 1,000 claims, 100 of them disputing the reader's own.
 
 Writers other than the measured installation are made in this process with the stream library (their own random
 keys, trusted by the reader), so 100 writers cost no 100 installations; the reader and the pushing writer are real
@@ -117,14 +118,16 @@ def _claim(task: str, text: str) -> tuple[str, dict[str, Any]]:
 class FakeWriter:
     """A writer made with the stream library: its key, records and live payloads."""
 
-    def __init__(self, shared: str) -> None:
+    def __init__(self, shared: str, principal: str = "peer@example.org") -> None:
         self.key = SigningKey(os.urandom(32))
         self.shared = shared
+        self.principal = principal
         self.records: list[Any] = []
         self.payloads: dict[str, bytes] = {}
 
-    def add(self, count: int) -> None:
-        for _ in range(count):
+    def add(self, count: int, supersedes: list[str] | None = None) -> None:
+        """``count`` explicit claims; the first ones each supersede one id of ``supersedes``."""
+        for index in range(count):
             claim_id = str(uuid.uuid4())
             body = {
                 "type": "claim",
@@ -138,7 +141,7 @@ class FakeWriter:
                     "scope": "project",
                     "valid_from": "2026-01-01T00:00:00.000Z",
                     "last_confirmed": None,
-                    "supersedes": [],
+                    "supersedes": [supersedes[index]] if supersedes and index < len(supersedes) else [],
                     "facets": ["hard_constraint"],
                     "related_claim_ids": [],
                 },
@@ -156,7 +159,7 @@ class FakeWriter:
             shared=self.shared,
             writer=self.key.key_id,
             public_hex=self.key.public_hex,
-            principal="peer@example.org",
+            principal=self.principal,
             records=self.records,
         )
         return mirror.write_stream(msgspec.json.encode(point), records_bytes(self.records), self.payloads)
@@ -216,11 +219,11 @@ def main() -> int:
         return took
 
     figures["session_start_with_peers_ms"] = statistics.median(hook() for _ in range(15)) * 1000
-    view = next((roots[1] / "share" / "projects").rglob("view.json"))
-    saved = view.read_bytes()
-    view.unlink()
+    extract = next((roots[1] / "share" / "projects").rglob("own-claims.json"))  # the one file the hook reads
+    saved = extract.read_bytes()
+    extract.unlink()
     figures["session_start_without_view_ms"] = statistics.median(hook() for _ in range(15)) * 1000
-    view.write_bytes(saved)
+    extract.write_bytes(saved)
     probe = (
         "import sys, time\nfrom pathlib import Path\nfrom intentloop.service._share import snapshot_peers\n"
         "from intentloop.store import locate_project\n"
@@ -231,6 +234,23 @@ def main() -> int:
     )
     done = subprocess.run([sys.executable, "-c", probe, str(roots[1]), str(clones[1])], env=env, capture_output=True)
     figures["snapshot_peers_warm_ms"] = float(done.stdout)
+    # a teammate: 1,000 claims of another principal, 100 of them superseding the reader's own (disputes)
+    mine = _tools(roots[1], clones[1], [("intent_get_snapshot", {"task_id": own, "include_peers": True})])[0]
+    mate = FakeWriter(shared, "mate@example.org")
+    mate.add(args.claims, supersedes=[c["claim_id"] for c in mine["peer_claims"][:100]])
+    trust_key(
+        roots[1],
+        TrustedKey(
+            key_id=mate.key.key_id, public_key=openssh_public_key(mate.key.public_hex), principal="mate@example.org"
+        ),
+    )
+    _publish([mate], base / "scratch", remote, shared)
+    _cli(roots[1], clones[1], "sync")
+    figures["session_start_with_teammate_ms"] = statistics.median(hook() for _ in range(15)) * 1000
+    done = subprocess.run([sys.executable, "-c", probe, str(roots[1]), str(clones[1])], env=env, capture_output=True)
+    figures["snapshot_peers_with_teammate_warm_ms"] = float(done.stdout)
+    teams = _tools(roots[1], clones[1], [("intent_get_snapshot", {"task_id": own, "include_peers": True})])[0]
+    figures["teammate_disputes"] = sum(1 for d in teams["disagreements"] if d.get("kind") == "peer_dispute")
     # many writers: a cold pull of cold_writers x cold_events, then one new event from each of `writers`
     writers = [FakeWriter(shared) for _ in range(args.cold_writers)]
     for writer in writers:

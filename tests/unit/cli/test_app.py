@@ -22,7 +22,7 @@ def test_every_documented_command_is_registered() -> None:
     }
     assert set(group.commands["share"].commands) == {  # type: ignore[attr-defined]
         *("init", "join", "remote", "auto-sync", "publish", "preview", "keys", "trust", "principal", "members"),
-        *("quotas", "retract"),
+        *("quotas", "retract", "adopt"),
     }
     assert set(group.commands["keys"].commands) == {"show", "rotate"}  # type: ignore[attr-defined]
     assert set(group.commands["recover"].commands) == {"export", "quarantine", "salvage"}  # type: ignore[attr-defined]
