@@ -299,6 +299,8 @@ def _writer_count(writer: ViewWriter) -> WriterCount:
     named: set[str] = set()
     for entry in writer.items:
         body = entry["body"]
+        if isinstance(body, msgspec.Raw):  # a payload verified before, kept as its file held it
+            body = msgspec.json.decode(body)
         if body.get("type") == "claim" and isinstance(body.get("claim"), dict):
             try:
                 claim = msgspec.convert(body["claim"], type=_Counted)
@@ -405,7 +407,7 @@ def fold(view: View, *, principals: set[str] | None = None) -> list[Fold]:
                     labels[str(body.get("task"))] = body.get("label")
         for writer in sorted(writers, key=lambda w: w.key_id):
             for entry in writer.items:
-                if (writer.key_id, entry["item"]) in gone:
+                if gone and (writer.key_id, entry.get("item")) in gone:
                     continue
                 body, seq = entry["body"], entry["seq"]
                 if body.get("type") == "claim" and isinstance(body.get("claim"), dict):
