@@ -139,9 +139,10 @@ class McpServer:
             # service's loading thread holds, and a signal is then not handled until it is released
             import os
 
-            from intentloop.store.catalog import load_catalog
+            from intentloop.store.catalog import load_catalog, release_loading_pages
 
-            load_catalog(dict(os.environ), cold_ok=True)
+            if load_catalog(dict(os.environ), cold_ok=True) == "loaded":
+                release_loading_pages()  # the memory budget pays for what scanning keeps (docs/REDACTION.md)
 
         try:
             await trio.to_thread.run_sync(load, abandon_on_cancel=True)

@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
 
 import msgspec
+
+from intentloop.store._catalog_keywords import Prefilter, derive, read_keywords, write_keywords
 
 if TYPE_CHECKING:
     from kingfisher_sdk import Scanner
@@ -31,18 +34,20 @@ ENV_CATALOG_CACHE: Final = "INTENT_LOOP_CATALOG_CACHE"
 DISTRIBUTION: Final = "kingfisher-secret-scanner"
 FAILED_NAME: Final = "load-failed"
 _CACHE_SUFFIX: Final = ".vscdb"  # the compiled database Kingfisher writes into its cache directory
+_MADV_PAGEOUT: Final = 21  # Linux 5.4+: reclaim these pages now (an older kernel refuses it: nothing happens)
 
-Outcome = Literal["off", "unavailable", "cold", "loaded", "failed"]
+Outcome = Literal["off", "unavailable", "cold", "standby", "loaded", "failed"]
 
 
 class CatalogState(msgspec.Struct, frozen=True):
     """What ``intentloop status`` says about the catalog, found out without importing it.
 
     Attributes:
-        enabled: ``INTENT_LOOP_CATALOG`` is ``on``.
+        enabled: ``INTENT_LOOP_CATALOG`` is not ``off``.
         version: the installed distribution's version; ``None`` when it is not installed.
         cache_dir: where its compiled rules are cached.
         warm: a compiled database is in the cache.
+        keywords: the keyword prefilter beside it is valid (a hook loads the library only for a text that may match).
         failure: the last load failure recorded in the cache (``None`` after a successful load).
     """
 
@@ -50,22 +55,29 @@ class CatalogState(msgspec.Struct, frozen=True):
     version: str | None
     cache_dir: str
     warm: bool
+    keywords: bool
     failure: str | None
 
     def describe(self) -> str:
         """One line for ``intentloop status``."""
         if not self.enabled:
-            return f"own rules only (catalog off; {ENV_CATALOG}=on adds {DISTRIBUTION})"
+            return f"own rules only (catalog off: {ENV_CATALOG}=off)"
         if self.version is None:
             return f"own rules only: {DISTRIBUTION} is not installed"
         if self.failure is not None:
             return f"own rules only: {DISTRIBUTION} {self.version} failed to load ({self.failure})"
-        cache = "rule cache warm" if self.warm else "rule cache cold: hooks use the own rules until it is built"
+        if not self.warm:
+            cache = "rule cache cold: hooks use the own rules until it is built"
+        elif self.keywords:
+            cache = "rule cache warm; hooks load it only for a text one of its rules may match"
+        else:
+            cache = "rule cache warm"
         return f"own rules + {DISTRIBUTION} {self.version} ({cache})"
 
 
 def enabled(env: Mapping[str, str]) -> bool:
-    return env.get(ENV_CATALOG, "").strip().lower() == "on"
+    """On unless ``INTENT_LOOP_CATALOG`` is ``off`` (any other value, or none, keeps both layers)."""
+    return env.get(ENV_CATALOG, "").strip().lower() != "off"
 
 
 def cache_dir(env: Mapping[str, str], version: str) -> Path:
@@ -112,6 +124,7 @@ def catalog_state(env: Mapping[str, str]) -> CatalogState:
         version=version,
         cache_dir=str(folder),
         warm=version is not None and _is_warm(folder),
+        keywords=version is not None and read_keywords(folder, version) is not None,
         failure=None if version is None else _recorded_failure(folder),
     )
 
@@ -140,24 +153,58 @@ def load_catalog(env: Mapping[str, str], *, cold_ok: bool) -> Outcome:
         _warn(f"{ENV_CATALOG}=on but {DISTRIBUTION} is not installed: redacting with the own rules")
         return _decided("unavailable")
     folder = cache_dir(env, version)
-    if not cold_ok and not _is_warm(folder):
-        _wants_warming.append(True)
-        return "cold"  # not decided: the next call may find the cache warm
+    from intentloop.model.redaction import use_catalog
+
+    if not cold_ok:  # a hook: the library loads on the first text that may match one of its rules
+        keywords = read_keywords(folder, version) if _is_warm(folder) else None
+        if keywords is None:
+            _wants_warming.append(True)
+            return "cold"  # not decided: the next call may find the cache warm
+        use_catalog(_Standby(folder, version, Prefilter(keywords)))
+        return _decided("standby")
+    scanner = _load(folder, version)
+    if scanner is None:
+        return _decided("failed")
+    use_catalog(lambda text: _spans(scanner, text))
+    return _decided("loaded")
+
+
+def _load(folder: Path, version: str) -> Scanner | None:
+    """The scanner, or ``None`` after a failure (logged and recorded for ``intentloop status``)."""
     try:
-        scanner = _open(folder)
+        scanner = _open(folder, version)
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as exc:  # a broken wheel, an ABI mismatch, a Rust panic (a BaseException): own rules, loudly
         _warn(f"{DISTRIBUTION} failed to load: redacting with the own rules", exc)
         with contextlib.suppress(OSError):
             (folder / FAILED_NAME).write_text(f"{type(exc).__name__}: {exc}"[:200], encoding="utf-8")
-        return _decided("failed")
+        return None
     with contextlib.suppress(OSError):
         (folder / FAILED_NAME).unlink(missing_ok=True)
-    from intentloop.model.redaction import use_catalog
+    return scanner
 
-    use_catalog(lambda text: _spans(scanner, text))
-    return _decided("loaded")
+
+class _Standby:
+    """The second layer of a hook: scans with the catalog only a text its keyword prefilter lets through, loading the
+    library then, once; a text no rule can match is left as the own rules left it, with nothing loaded."""
+
+    def __init__(self, folder: Path, version: str, prefilter: Prefilter) -> None:
+        self._folder, self._version, self._prefilter = folder, version, prefilter
+        self._scanner: list[Scanner | None] = []  # once tried: the scanner, or None after a failure
+
+    def __call__(self, text: str) -> list[tuple[int, int]]:
+        if not self._prefilter.may_match(text):
+            return []
+        if not self._scanner:
+            self._scanner.append(_load(self._folder, self._version))
+        scanner = self._scanner[0]
+        return [] if scanner is None else _spans(scanner, text)
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the library was loaded (a text got through the prefilter)."""
+        return bool(self._scanner) and self._scanner[0] is not None
 
 
 def _warn(message: str, exc: BaseException | None = None) -> None:
@@ -183,7 +230,7 @@ def warm_cache(env: Mapping[str, str]) -> None:
         return
     folder = cache_dir(env, version)
     try:
-        _open(folder)
+        _open(folder, version)
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as exc:
@@ -194,14 +241,45 @@ def warm_cache(env: Mapping[str, str]) -> None:
         (folder / FAILED_NAME).unlink(missing_ok=True)
 
 
-def _open(folder: Path) -> Scanner:
+def _open(folder: Path, version: str) -> Scanner:
     """Kingfisher's built-in rules (``medium`` confidence, its default), cached in ``folder`` (owner-only: Kingfisher
-    does not cache in a folder others can write), and a scanner without Base64 decoding (a base64 image stays)."""
+    does not cache in a folder others can write), and a scanner without Base64 decoding (a base64 image stays). The
+    keyword file beside the compiled rules is derived from the loaded rules when it is missing or stale."""
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     import kingfisher_sdk
 
     rules = kingfisher_sdk.Rules(cache_dir=folder)
+    if read_keywords(folder, version) is None:
+        visible = [rule["id"] for rule in rules.metadata() if rule["visible"]]
+        write_keywords(
+            folder, derive(version, [(rule_id, rules.detail(rule_id)["detection_regex"]) for rule_id in visible])
+        )
     return kingfisher_sdk.Scanner(rules, base64=False)
+
+
+def release_loading_pages() -> None:
+    """Hand back to the system the memory that only loading the catalog needed: the library's code and read-only
+    data pages (a 36 MB native library; the few pages a scan needs are read back from the file on demand) and the
+    freed heap the compile left (glibc). The long-lived server calls it once the catalog is loaded, so its memory
+    budget pays for what scanning keeps, not for what loading touched once. Linux only; never raises."""
+    module = sys.modules.get("kingfisher_sdk._native")
+    path = getattr(module, "__file__", None)
+    if not path or not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        madvise = libc.madvise
+        madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        real = os.path.realpath(path)
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            for line in maps:
+                fields = line.split(maxsplit=5)
+                if len(fields) == 6 and fields[5].strip() == real and "w" not in fields[1]:
+                    start, end = (int(bound, 16) for bound in fields[0].split("-"))
+                    madvise(start, end - start, _MADV_PAGEOUT)  # a hint: contents stay, clean pages are dropped
+        libc.malloc_trim(0)
 
 
 def _spans(scanner: Scanner, text: str) -> list[tuple[int, int]]:
@@ -243,6 +321,7 @@ __all__ = [
     "CatalogState",
     "catalog_state",
     "load_catalog",
+    "release_loading_pages",
     "wants_warming",
     "warm_cache",
 ]

@@ -32,8 +32,9 @@ from mcp.client.stdio import StdioServerParameters
 
 async def _serve(data_root: Path, root: str, checkout: str, catalog: str | None) -> float:
     env = {"INTENT_LOOP_DATA_DIR": str(data_root), "PYTHONPATH": checkout, "PATH": os.environ["PATH"]}
+    env["INTENT_LOOP_CATALOG"] = "off" if catalog is None else "on"
     if catalog is not None:
-        env |= {"INTENT_LOOP_CATALOG": "on", "INTENT_LOOP_CATALOG_CACHE": catalog}
+        env["INTENT_LOOP_CATALOG_CACHE"] = catalog
     params = StdioServerParameters(command=sys.executable, args=["-m", "intentloop.mcp"], env=env, cwd="/tmp")
     async with Client(params, mode="legacy") as client:
         call = client.call_tool
@@ -56,6 +57,10 @@ async def _serve(data_root: Path, root: str, checkout: str, catalog: str | None)
 
 async def main(args: argparse.Namespace) -> None:
     rows: list[dict[str, Any]] = []
+    if args.catalog_cache is not None:  # compiled before the first run: each server loads a warm cache
+        from intentloop.store.catalog import warm_cache
+
+        warm_cache({"INTENT_LOOP_CATALOG_CACHE": args.catalog_cache})
     for n in (int(size) for size in args.sizes.split(",")):
         work = Path(tempfile.mkdtemp())
         seed, project = work / "seed", work / "project"
