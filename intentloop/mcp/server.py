@@ -127,22 +127,23 @@ class McpServer:
         self._loading = trio.Event()
         trio.lowlevel.spawn_system_task(self._load)
         self._catalog = trio.Event()
-        trio.lowlevel.spawn_system_task(self._load_catalog, self._catalog)
+        trio.lowlevel.spawn_system_task(self._load_catalog, self._loading, self._catalog)
 
     @staticmethod
-    async def _load_catalog(done: trio.Event) -> None:
+    async def _load_catalog(after: trio.Event, done: trio.Event) -> None:
         """The rule catalog, when it is on, in its own worker thread (a cold cache compiles for seconds): every tool
-        call waits for it, so no text is stored before both layers are in place (intentloop/store/catalog.py)."""
+        call waits for it, so no text is stored before both layers are in place (intentloop/store/catalog.py). It
+        starts once the service is imported, so the two loads' passing peaks of memory do not add up."""
+        await after.wait()
 
         def load() -> None:
             # imported here, in the worker: an import in the event loop's thread can wait on the import lock the
             # service's loading thread holds, and a signal is then not handled until it is released
             import os
 
-            from intentloop.store.catalog import load_catalog, release_loading_pages
+            from intentloop.store.catalog import load_catalog
 
-            if load_catalog(dict(os.environ), cold_ok=True) == "loaded":
-                release_loading_pages()  # the memory budget pays for what scanning keeps (docs/REDACTION.md)
+            load_catalog(dict(os.environ), cold_ok=True, lean=True)  # the pages only loading needs go back
 
         try:
             await trio.to_thread.run_sync(load, abandon_on_cancel=True)

@@ -260,35 +260,49 @@ class Prefilter:
     """Whether a text may match a catalog rule, from the keyword file alone (no library loaded).
 
     A rule is a candidate when the case-folded text contains one of its keywords (or it has none). A candidate that
-    has a Python pattern is then searched for when the text is plain (printable ASCII, at most
-    :data:`PLAIN_LIMIT` characters): there Rust's and Python's regular expressions agree on whether a pattern occurs
-    (no Unicode classes, bytes and characters are the same, one line bounds the search), and the Python pattern can
-    only match more. Any other text with a candidate may match.
+    has a Python pattern is then searched for when the text is printable and at most :data:`PLAIN_LIMIT` characters
+    long (one line bounds the search): for ASCII text Rust's and Python's regular expressions agree on whether a
+    pattern occurs, and the Python pattern can only match more. For other text the catalog matches bytes (a class
+    such as ``[\\x7b-\\xff]`` takes a byte of ``—``), so the pattern is searched in both readings, over the UTF-8
+    bytes and over the characters, and either finding it lets the text through. Any other text with a candidate may
+    match.
     """
 
     def __init__(self, keywords: KeywordFile) -> None:
         self._rules = keywords.rules
-        self._compiled: dict[str, re.Pattern[str] | None] = {}
+        self._compiled: dict[str, tuple[re.Pattern[str], re.Pattern[bytes] | None] | None] = {}
 
     def may_match(self, text: str) -> bool:
         folded = _fold(text)
-        plain = len(text) <= PLAIN_LIMIT and text.isascii() and text.isprintable()
+        searchable = len(text) <= PLAIN_LIMIT and text.isprintable()
+        data = None if text.isascii() else text.encode("utf-8", "surrogatepass")
         for rule in self._rules:
             if rule.keywords and not any(word in folded for word in rule.keywords):
                 continue
-            compiled = self._compile(rule.pattern) if plain and rule.pattern is not None else None
-            if compiled is None or compiled.search(text) is not None:
+            compiled = self._compile(rule.pattern) if searchable and rule.pattern is not None else None
+            if compiled is None:
+                return True
+            as_text, as_bytes = compiled
+            if as_text.search(text) is not None:
+                return True
+            if data is not None and (as_bytes is None or as_bytes.search(data) is not None):
                 return True
         return False
 
-    def _compile(self, pattern: str) -> re.Pattern[str] | None:
+    def _compile(self, pattern: str) -> tuple[re.Pattern[str], re.Pattern[bytes] | None] | None:
         if pattern not in self._compiled:
             with warnings.catch_warnings():
                 warnings.simplefilter("error")
                 try:
-                    self._compiled[pattern] = re.compile(pattern, _FLAGS)
+                    as_text = re.compile(pattern, _FLAGS)
                 except (re.error, FutureWarning, ValueError, RecursionError, OverflowError):
                     self._compiled[pattern] = None
+                    return None
+                try:
+                    as_bytes: re.Pattern[bytes] | None = re.compile(pattern.encode("ascii"), _FLAGS)
+                except (re.error, FutureWarning, ValueError, RecursionError, OverflowError, UnicodeEncodeError):
+                    as_bytes = None
+            self._compiled[pattern] = (as_text, as_bytes)
         return self._compiled[pattern]
 
 

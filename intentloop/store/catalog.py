@@ -93,6 +93,17 @@ def cache_dir(env: Mapping[str, str], version: str) -> Path:
 
 
 def _installed_version() -> str | None:
+    """The installed version, from the name of its ``.dist-info`` folder on ``sys.path`` (a listing per entry: an
+    ``/intent`` command does not pay the ~30 ms of importing ``importlib.metadata``), else from the metadata."""
+    prefix = DISTRIBUTION.replace("-", "_") + "-"
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for name in names:
+            if name.startswith(prefix) and name.endswith(".dist-info"):
+                return name[len(prefix) : -len(".dist-info")]
     from importlib import metadata
 
     try:
@@ -133,16 +144,23 @@ _outcome: list[Outcome] = []  # this process's outcome, once decided
 _wants_warming: list[bool] = []
 
 
-def load_catalog(env: Mapping[str, str], *, cold_ok: bool) -> Outcome:
+def load_catalog(env: Mapping[str, str], *, cold_ok: bool, lean: bool = False) -> Outcome:
     """Make the catalog the second layer of :func:`intentloop.model.redaction.redact` in this process, when it is on.
+
+    With a warm rule cache and its keywords, the layer stands by: the library is loaded on the first text one of its
+    rules may match (:class:`_Standby`), so a process that stores none never pays for it.
 
     Args:
         cold_ok: whether this caller may compile a cold cache (seconds of CPU): the server's worker thread and the
-            CLI may; a hook may not, and gets ``"cold"`` (own rules only) and :func:`wants_warming` instead.
+            CLI may, and then use the library loaded; a hook may not, and gets ``"cold"`` (own rules only) and
+            :func:`wants_warming` instead.
+        lean: a long-lived process (the server): hand back the pages only loading needed, after the import and
+            after the load (:func:`release_loading_pages`).
 
     Returns:
-        ``"loaded"`` (in use), ``"off"``, ``"unavailable"`` (not installed), ``"cold"`` or ``"failed"`` (logged, and
-        recorded for ``intentloop status``); in every case but ``"loaded"`` redaction uses the own rules. Never raises.
+        ``"standby"`` or ``"loaded"`` (in use), ``"off"``, ``"unavailable"`` (not installed), ``"cold"`` or
+        ``"failed"`` (logged, and recorded for ``intentloop status``); in every other case than the first two
+        redaction uses the own rules. Never raises.
     """
     if _outcome:
         return _outcome[0]
@@ -150,29 +168,29 @@ def load_catalog(env: Mapping[str, str], *, cold_ok: bool) -> Outcome:
         return _decided("off")
     version = _installed_version()
     if version is None:
-        _warn(f"{ENV_CATALOG}=on but {DISTRIBUTION} is not installed: redacting with the own rules")
+        _warn(f"{DISTRIBUTION} is not installed: redacting with the own rules")
         return _decided("unavailable")
     folder = cache_dir(env, version)
     from intentloop.model.redaction import use_catalog
 
-    if not cold_ok:  # a hook: the library loads on the first text that may match one of its rules
-        keywords = read_keywords(folder, version) if _is_warm(folder) else None
-        if keywords is None:
-            _wants_warming.append(True)
-            return "cold"  # not decided: the next call may find the cache warm
-        use_catalog(_Standby(folder, version, Prefilter(keywords)))
+    keywords = read_keywords(folder, version) if _is_warm(folder) else None
+    if keywords is not None:
+        use_catalog(_Standby(folder, version, Prefilter(keywords), lean))
         return _decided("standby")
-    scanner = _load(folder, version)
+    if not cold_ok:
+        _wants_warming.append(True)
+        return "cold"  # not decided: the next call may find the cache warm
+    scanner = _load(folder, version, lean)
     if scanner is None:
         return _decided("failed")
     use_catalog(lambda text: _spans(scanner, text))
     return _decided("loaded")
 
 
-def _load(folder: Path, version: str) -> Scanner | None:
+def _load(folder: Path, version: str, lean: bool) -> Scanner | None:
     """The scanner, or ``None`` after a failure (logged and recorded for ``intentloop status``)."""
     try:
-        scanner = _open(folder, version)
+        scanner = _open(folder, version, lean)
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as exc:  # a broken wheel, an ABI mismatch, a Rust panic (a BaseException): own rules, loudly
@@ -182,29 +200,31 @@ def _load(folder: Path, version: str) -> Scanner | None:
         return None
     with contextlib.suppress(OSError):
         (folder / FAILED_NAME).unlink(missing_ok=True)
+    if lean:
+        release_loading_pages()
     return scanner
 
 
 class _Standby:
-    """The second layer of a hook: scans with the catalog only a text its keyword prefilter lets through, loading the
-    library then, once; a text no rule can match is left as the own rules left it, with nothing loaded."""
+    """The second layer standing by: scans with the catalog only a text its keyword prefilter lets through, loading
+    the library then, once (under a lock: the server redacts in more than one thread); a text no rule can match is
+    left as the own rules left it, with nothing loaded."""
 
-    def __init__(self, folder: Path, version: str, prefilter: Prefilter) -> None:
-        self._folder, self._version, self._prefilter = folder, version, prefilter
+    def __init__(self, folder: Path, version: str, prefilter: Prefilter, lean: bool) -> None:
+        import threading
+
+        self._folder, self._version, self._prefilter, self._lean = folder, version, prefilter, lean
         self._scanner: list[Scanner | None] = []  # once tried: the scanner, or None after a failure
+        self._lock = threading.Lock()
 
     def __call__(self, text: str) -> list[tuple[int, int]]:
         if not self._prefilter.may_match(text):
             return []
-        if not self._scanner:
-            self._scanner.append(_load(self._folder, self._version))
+        with self._lock:
+            if not self._scanner:
+                self._scanner.append(_load(self._folder, self._version, self._lean))
         scanner = self._scanner[0]
         return [] if scanner is None else _spans(scanner, text)
-
-    @property
-    def loaded(self) -> bool:
-        """Whether the library was loaded (a text got through the prefilter)."""
-        return bool(self._scanner) and self._scanner[0] is not None
 
 
 def _warn(message: str, exc: BaseException | None = None) -> None:
@@ -224,13 +244,14 @@ def wants_warming() -> bool:
 
 
 def warm_cache(env: Mapping[str, str]) -> None:
-    """Compile the catalog into its cache (a hook's background process, ``intentloop status``). Never raises."""
+    """Compile the catalog into its cache and derive its keywords (a hook's background process, ``intentloop
+    install``). Never raises."""
     version = _installed_version()
     if version is None:
         return
     folder = cache_dir(env, version)
     try:
-        _open(folder, version)
+        _open(folder, version, lean=False)
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as exc:
@@ -241,13 +262,34 @@ def warm_cache(env: Mapping[str, str]) -> None:
         (folder / FAILED_NAME).unlink(missing_ok=True)
 
 
-def _open(folder: Path, version: str) -> Scanner:
+RuleCache = Literal["off", "unavailable", "warm", "built", "failed"]
+
+
+def ensure_rule_cache(env: Mapping[str, str]) -> RuleCache:
+    """Build the rule cache and its keywords unless they are there (``intentloop install``: the first ``/intent``
+    command then finds it warm). Returns what was found or done: ``"off"``, ``"unavailable"`` (not installed),
+    ``"warm"`` (already built), ``"built"`` or ``"failed"`` (recorded for ``intentloop status``). Never raises."""
+    state = catalog_state(env)
+    if not state.enabled:
+        return "off"
+    if state.version is None:
+        return "unavailable"
+    if state.warm and state.keywords:
+        return "warm"
+    warm_cache(env)
+    after = catalog_state(env)
+    return "built" if after.warm and after.keywords else "failed"
+
+
+def _open(folder: Path, version: str, lean: bool) -> Scanner:
     """Kingfisher's built-in rules (``medium`` confidence, its default), cached in ``folder`` (owner-only: Kingfisher
     does not cache in a folder others can write), and a scanner without Base64 decoding (a base64 image stays). The
     keyword file beside the compiled rules is derived from the loaded rules when it is missing or stale."""
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     import kingfisher_sdk
 
+    if lean:  # what the import touched of the native library: not needed by the load, not kept at its peak
+        release_loading_pages()
     rules = kingfisher_sdk.Rules(cache_dir=folder)
     if read_keywords(folder, version) is None:
         visible = [rule["id"] for rule in rules.metadata() if rule["visible"]]
@@ -320,6 +362,7 @@ __all__ = [
     "ENV_CATALOG_CACHE",
     "CatalogState",
     "catalog_state",
+    "ensure_rule_cache",
     "load_catalog",
     "release_loading_pages",
     "wants_warming",
