@@ -269,16 +269,25 @@ class Prefilter:
     """
 
     def __init__(self, keywords: KeywordFile) -> None:
-        self._rules = keywords.rules
+        self._open = [rule for rule in keywords.rules if not rule.keywords]
+        self._rules_of: dict[str, list[RuleKeys]] = {}
+        for rule in keywords.rules:
+            for word in rule.keywords:
+                self._rules_of.setdefault(word, []).append(rule)
         self._compiled: dict[str, tuple[re.Pattern[str], re.Pattern[bytes] | None] | None] = {}
+
+    def _candidates(self, folded: str) -> list[RuleKeys]:
+        """The rules with one of their keywords in ``folded``, and the open ones (a substring test a keyword: ~0.2 ms
+        for 500 characters, less than a pass over its positions in Python or one pattern of every keyword)."""
+        found = [word for word in self._rules_of if word in folded]
+        rules = {rule.id: rule for word in found for rule in self._rules_of[word]}
+        return self._open + list(rules.values())
 
     def may_match(self, text: str) -> bool:
         folded = _fold(text)
         searchable = len(text) <= PLAIN_LIMIT and text.isprintable()
         data = None if text.isascii() else text.encode("utf-8", "surrogatepass")
-        for rule in self._rules:
-            if rule.keywords and not any(word in folded for word in rule.keywords):
-                continue
+        for rule in self._candidates(folded):
             compiled = self._compile(rule.pattern) if searchable and rule.pattern is not None else None
             if compiled is None:
                 return True
