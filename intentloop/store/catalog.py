@@ -1,16 +1,16 @@
 """The maintained rule catalog (``kingfisher-secret-scanner``) as the second layer of redaction, and its rule cache.
 
-Why the cache decides who loads it: Kingfisher compiles its 488 rules once and keeps the compiled database in a cache
-folder (``Rules(cache_dir=…)``, ``cache_status`` ``stored``/``loaded``); here a cold compile took 6–7.6 s of CPU, a
-warm load 0.66–0.72 s. So a hook (2.5 s deadline) uses the catalog only when the cache is warm, and otherwise records
-with the own rules and leaves a process that goes on alone to compile it; the server loads it in a worker thread that
-every tool call waits for, and the CLI inline (docs/REDACTION.md, "A maintained rule catalog: the second layer").
+On by default (``INTENT_LOOP_CATALOG=off`` turns it off). Why the cache decides who loads it: Kingfisher compiles its
+488 rules once and keeps the compiled database in a cache folder (``Rules(cache_dir=…)``); a cold compile takes 6–7.6 s
+of CPU, and even a warm load compiles the patterns anew (0.4–0.75 s), over a hook's budget. So the cache also holds
+keywords derived from the rules (:mod:`intentloop.store._catalog_keywords`), and with both in place every process
+stands by (:class:`_Standby`): the library is loaded on the first text its keyword prefilter lets through, never for
+a text no rule can match (docs/REDACTION.md, "A maintained rule catalog: the second layer", has the costs). A hook
+never compiles a cold cache: it records with the own rules and leaves a process that goes on alone to build it; the
+server compiles it in a worker thread every tool call waits for, the CLI inline, ``intentloop install`` ahead of use.
 
-Why it is off by default (``INTENT_LOOP_CATALOG=on`` turns it on): even warm, an ``/intent remember`` hook is 0.45 s
-of CPU (0.74 s wall) slower, over its 0.3 s budget, and the server's peak memory grows 46–47 MB, over its 40 MB
-(``tools/bench/catalog_hook.py``, ``tools/bench/server_rss_ab.py --catalog-cache``). A missing library or one that
-fails to load leaves the own rules in charge, loudly: logged, written next to the cache (``load-failed``), and
-reported by ``intentloop status`` without importing the library (:func:`catalog_state`).
+A missing library or one that fails to load leaves the own rules in charge, loudly: logged, written next to the cache
+(``load-failed``), and reported by ``intentloop status`` without importing the library (:func:`catalog_state`).
 """
 
 from __future__ import annotations
