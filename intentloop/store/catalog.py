@@ -218,6 +218,8 @@ class _Standby:
         self._lock = threading.Lock()
 
     def __call__(self, text: str) -> list[tuple[int, int]]:
+        if self._scanner and self._scanner[0] is not None:  # loaded: a scan (~0.01 ms) is cheaper than the prefilter
+            return _spans(self._scanner[0], text)
         if not self._prefilter.may_match(text):
             return []
         with self._lock:

@@ -20,7 +20,7 @@ from intentloop.model import project_id_for
 from intentloop.store import canonicalize_project_root
 
 from _support.mcp_client import Surface, server
-from _support.tool_args import source
+from _support.tool_args import inference, source
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "model"))
 from test_redaction_heldout import load_heldout
@@ -96,6 +96,36 @@ async def test_server_statements_labels_reasons_and_imports(tmp_path: Path, cata
         task = (await s.ok("intent_start_task", {"request_id": "start-2"}))["task_id"]
         await s.ok("intent_import", {"task_id": task, "request_id": "r-import", "graph": graph})
     assert SECRET.encode() not in _stored(both_root)
+
+
+async def test_the_server_loads_it_only_for_a_text_a_rule_may_match(tmp_path: Path) -> None:
+    """Standing by: an ordinary label and statement leave the library unimported; the first text holding a rule's
+    keyword loads it (the stand-in then fails, and the own rules redact, loudly)."""
+    from intentloop.store._catalog_keywords import KeywordFile, RuleKeys, write_keywords
+    from intentloop.store.catalog import cache_dir
+
+    fake, cache, mark = tmp_path / "fake", tmp_path / "cache", tmp_path / "imported"
+    (fake / "kingfisher_sdk").mkdir(parents=True)
+    (fake / "kingfisher_sdk" / "__init__.py").write_text(BROKEN)
+    folder = cache_dir({"INTENT_LOOP_CATALOG_CACHE": str(cache)}, "1.5.0")
+    folder.mkdir(parents=True, mode=0o700)
+    (folder / "rules.vscdb").write_bytes(b"")
+    write_keywords(folder, KeywordFile(1, "1.5.0", [RuleKeys("harness", [SECRET[:4].casefold()], None)]))
+    env = {
+        "INTENT_LOOP_CATALOG": "on",
+        "INTENT_LOOP_CATALOG_CACHE": str(cache),
+        "PYTHONPATH": str(fake),
+        "CATALOG_IMPORT_MARK": str(mark),
+    }
+    project = tmp_path / "repo"
+    project.mkdir()
+    async with server(tmp_path / "data", env=env) as client:
+        s = Surface(client, project)
+        task = (await s.ok("intent_start_task", {"request_id": "start-1", "label": "deploy the service"}))["task_id"]
+        await s.ok("intent_add_inference", inference(task, "i-1", "keep the retry budget at three attempts"))
+        assert not mark.exists()  # no rule's keyword in them: the library is not even imported
+        await s.ok("intent_add_inference", inference(task, "i-2", f"deploy with {SECRET}"))
+        assert mark.exists()  # positive control: this one holds the keyword
 
 
 class Hook:
