@@ -67,9 +67,9 @@ class CatalogState(msgspec.Struct, frozen=True):
         if self.failure is not None:
             return f"own rules only: {DISTRIBUTION} {self.version} failed to load ({self.failure})"
         if not self.warm:
-            cache = "rule cache cold: hooks use the own rules until it is built"
+            cache = "rule cache cold: hooks use the own rules until it is built; intentloop install builds it"
         elif self.keywords:
-            cache = "rule cache warm; hooks load it only for a text one of its rules may match"
+            cache = "rule cache warm; loaded only for a text one of its rules may match"
         else:
             cache = "rule cache warm"
         return f"own rules + {DISTRIBUTION} {self.version} ({cache})"

@@ -88,7 +88,7 @@ def test_with_a_warm_cache_it_loads_only_for_a_text_a_rule_may_match(
     real_open = catalog._open
     monkeypatch.setattr(catalog, "_open", lambda folder, *args: opened.append(folder) or real_open(folder, *args))
     assert catalog.load_catalog(catalog_env, cold_ok=False) == "standby"
-    assert catalog_in_use() and "load it only for a text" in catalog.catalog_state(catalog_env).describe()
+    assert catalog_in_use() and "loaded only for a text" in catalog.catalog_state(catalog_env).describe()
     statement = "keep the retry budget at three attempts and log each failure with its request id"
     assert redact(statement).text == statement
     assert opened == []  # no rule's keyword: nothing loaded
