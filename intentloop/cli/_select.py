@@ -49,20 +49,28 @@ def unique_match(kind: str, prefix: str, known: Iterable[str], *, not_found: Err
     return matches[0]
 
 
-#: Destructive commands take no id prefix shorter than this (``/intent forget`` in a prompt asks the same): one typed
-#: character would name whichever single claim happens to start with it.
+#: The commands that ask first (``forget``, ``relink``, ``recover quarantine``, ``recover salvage``, ``verify
+#: --accept``) take no id prefix shorter than this (``/intent forget`` in a prompt asks the same): one typed character
+#: would name whichever single claim, task or project happens to start with it.
 MIN_DESTRUCTIVE_PREFIX = 4
 
 
-def destructive_prefix(kind: str, prefix: str) -> str:
+def destructive_prefix(kind: str, prefix: str, action: str = "delete", *, option: str | None = None) -> str:
     """``prefix`` unchanged when it has at least :data:`MIN_DESTRUCTIVE_PREFIX` characters.
+
+    Args:
+        kind: what the prefix names (``"claim"``, ``"task"``, ``"project"``).
+        prefix: what the user typed.
+        action: what the command is about to do to it, for the message.
+        option: the option that carried it (``"--project-id"``), named first in the message.
 
     Raises:
         InvalidInputError: ``INVALID_ID`` for a shorter one.
     """
     if len(prefix.strip()) < MIN_DESTRUCTIVE_PREFIX:
+        named = f"{option} {prefix.strip()!r}" if option else repr(prefix.strip())
         raise InvalidInputError(
-            f"{prefix.strip()!r} is too short to name the {kind} to delete: give at least {MIN_DESTRUCTIVE_PREFIX} "
+            f"{named} is too short to name the {kind} to {action}: give at least {MIN_DESTRUCTIVE_PREFIX} "
             f"characters of its id",
             code="INVALID_ID",
         )

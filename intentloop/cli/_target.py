@@ -87,19 +87,24 @@ def project_id_of(project_root: str | None, project_id: str | None) -> tuple[str
     raise InvalidInputError("name the project with --project-root P or --project-id ID")
 
 
-def resolve_target(project_root: str | None, project_id: str | None, *, must_exist: bool = True) -> Target:
+def resolve_target(
+    project_root: str | None, project_id: str | None, *, must_exist: bool = True, asks_to: str | None = None
+) -> Target:
     """Resolve the options and the data root into a :class:`Target`; creates nothing.
 
     Without either option the project is the current directory's; ``--project-id`` may be a unique prefix of an id
-    (in either case). See :func:`cli._select.select_project`.
+    (in either case). See :func:`cli._select.select_project`. ``asks_to`` names what a command that asks first is
+    about to do to the project (``"quarantine"``): its ``--project-id`` then needs at least 4 characters.
 
     Raises:
-        InvalidInputError: ``INVALID_ARGUMENTS``, ``PROJECT_ROOT_INVALID``.
+        InvalidInputError: ``INVALID_ARGUMENTS``, ``PROJECT_ROOT_INVALID``, ``INVALID_ID`` (a short prefix).
         StorageError: ``INVALID_PROJECT_ID``, ``DATA_DIR_REQUIRED``, ``PROJECT_NOT_FOUND``, ``AMBIGUOUS_ID``,
             ``PATH_ESCAPE``, ``INVALID_DATA_DIR``.
     """
-    from intentloop.cli._select import select_project
+    from intentloop.cli._select import destructive_prefix, select_project
 
+    if asks_to is not None and project_id is not None:
+        destructive_prefix("project", project_id, asks_to, option="--project-id")
     return select_project(project_root, project_id, must_exist=must_exist)
 
 

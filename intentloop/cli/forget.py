@@ -122,7 +122,7 @@ def _run(out: Output, kind: str, prefix: str, project_root: str | None, project_
 
     destructive_prefix(kind, prefix)
     if project_id is not None:
-        destructive_prefix("project", project_id)
+        destructive_prefix("project", project_id, option="--project-id")
     target = select_project(project_root, project_id)
     arguments: dict[str, Any]
     if kind == "claim":

@@ -33,8 +33,8 @@ def install(
     replace: ReplaceOption = False,
     json_output: JsonOption = False,
 ) -> int:
-    """Write the host's MCP server entry and five hooks, with absolute paths to this installation (Claude Code: and the
-    /intent skill).
+    """Write the host's MCP server entry and its hooks (five; four on Gemini CLI), with absolute paths to this
+    installation (Claude Code: and the /intent skill).
 
     Every changed file is backed up first (<file>.intentloop.bak); re-running changes nothing. An entry intentloop's
     installer did not write is never changed without --replace, and never removed by --uninstall. Codex runs the

@@ -70,7 +70,7 @@ def _run(
     from intentloop.cli._target import resolve_target
     from intentloop.recovery import check_ledger, count_suffix, quarantine_damaged_suffix, refusal
 
-    target = resolve_target(project_root, project_id)
+    target = resolve_target(project_root, project_id, asks_to="quarantine")
     with out.progress("Verifying the ledger"):
         check = check_ledger(target.store)
     report = check.report

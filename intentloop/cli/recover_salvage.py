@@ -37,7 +37,7 @@ def _run(out: Output, project_root: str | None, project_id: str | None, *, yes: 
     from intentloop.cli._target import resolve_target
     from intentloop.recovery import salvage as run_salvage
 
-    target = resolve_target(project_root, project_id)
+    target = resolve_target(project_root, project_id, asks_to="salvage into")
     with out.progress("Reading quarantine/"):
         plan = run_salvage(target.store, dry_run=True)
     if not plan.appended:

@@ -63,9 +63,10 @@ def old_project_id(value: str) -> str:
     ``.``, an existing folder (relative to the working directory, like ``--to``), or a word no id can start with.
 
     Raises:
-        IntentLoopError: ``PROJECT_NOT_FOUND``, ``AMBIGUOUS_ID``, ``INVALID_PROJECT_ID`` (each naming ``--from``).
+        IntentLoopError: ``PROJECT_NOT_FOUND``, ``AMBIGUOUS_ID``, ``INVALID_PROJECT_ID``, ``INVALID_ID`` (an id prefix
+            shorter than 4 characters; each naming ``--from``).
     """
-    from intentloop.cli._select import _PREFIX_RE, unique_match
+    from intentloop.cli._select import _PREFIX_RE, destructive_prefix, unique_match
     from intentloop.cli._target import option_path
     from intentloop.model import project_id_for
     from intentloop.recovery import list_project_ids
@@ -75,6 +76,12 @@ def old_project_id(value: str) -> str:
     if os.sep in value or value.startswith(("~", ".")) or os.path.isdir(value) or not looks_like_id:
         path = os.path.realpath(option_path(value))
         return project_id_for(path.casefold() if os.name == "nt" else path)
+    try:
+        destructive_prefix("project", value, "move", option="--from")
+    except InvalidInputError as exc:  # INVALID_ID
+        raise InvalidInputError(
+            f"{exc.message} (a folder that no longer exists: write ./NAME)", code="INVALID_ID"
+        ) from None
     ids = list_project_ids(resolve_data_root())
     try:
         return unique_match("project", value, ids, not_found="PROJECT_NOT_FOUND", invalid="INVALID_PROJECT_ID")

@@ -86,6 +86,34 @@ def remote(
     return _run("share remote", json_output, lambda root: set_remote(root, project_root, url))
 
 
+def _every(text: str) -> int | None:
+    """``off``, or seconds with an optional unit: ``300``, ``90s``, ``5m``, ``1h``."""
+    from intentloop.errors import InvalidInputError
+
+    value = text.strip().lower()
+    if value == "off":
+        return None
+    unit = {"s": 1, "m": 60, "h": 3600}.get(value[-1:], 0)
+    number = value[:-1] if unit else value
+    if not number.isdigit() or len(number) > 6:
+        raise InvalidInputError("EVERY is off, or seconds such as 300, 90s, 5m or 1h")
+    return int(number) * (unit or 1)
+
+
+def auto_sync(
+    every: Annotated[
+        str, typer.Argument(metavar="EVERY", help="off, or how often: seconds, or with a unit (90s, 5m, 1h).")
+    ],
+    project_root: ProjectRootOption = None,
+    json_output: JsonOption = False,
+) -> int:
+    """Let a running MCP server (intentloop serve) sync this shared project in the background every EVERY (10 s to
+    1 day), as `intentloop sync` does; `off` stops it. Hooks never sync."""
+    from intentloop.service._share import set_auto_sync
+
+    return _run("share auto-sync", json_output, lambda root: set_auto_sync(root, project_root, _every(every)))
+
+
 def publish(
     task: Annotated[
         str | None, typer.Argument(metavar="[TASK]", help="A task id to publish.", show_default=False)
@@ -157,6 +185,7 @@ def register(app: typer.Typer) -> None:
     share.command("init", short_help="Give the project a shared id (.intentloop/project.json).")(init)
     share.command("join", short_help="Bind a checkout without the file to a shared id.")(join)
     share.command("remote", short_help="Name the git repository streams travel through.")(remote)
+    share.command("auto-sync", short_help="Let a running server sync in the background, or stop it.")(auto_sync)
     share.command("publish", short_help="Publish a task, or opt inferences in or out.")(publish)
     share.command("preview", short_help="Exactly what would travel, and what is refused.")(preview)
     share.command("keys", short_help="This installation's key and principal.")(keys)

@@ -80,7 +80,7 @@ def _run(out: Output, project_root: str | None, project_id: str | None, *, accep
     from intentloop.cli._target import resolve_target
     from intentloop.recovery import verify_project
 
-    target = resolve_target(project_root, project_id)
+    target = resolve_target(project_root, project_id, asks_to="sign" if accept else None)
     with out.progress("Verifying the ledger"):
         report = verify_project(target.store)
     fields = {**target.fields(), **report.to_dict()}

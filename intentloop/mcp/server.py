@@ -172,8 +172,17 @@ class McpServer:
             self._load_error = exc
         finally:
             self._loading.set()
-        if self._service is not None and self.warm_root is not None:
-            await self._warm(self._service, self.warm_root)
+        if self._service is not None:
+            self._start_background_sync(self._service)
+            if self.warm_root is not None:
+                await self._warm(self._service, self.warm_root)
+
+    @staticmethod
+    def _start_background_sync(service: ToolService) -> None:
+        """The service's background sync of shared projects (intentloop/service/_share_auto.py), when it has one."""
+        background = getattr(service, "sync_in_background", None)
+        if background is not None:
+            trio.lowlevel.spawn_system_task(background)
 
     async def _warm(self, service: ToolService, raw_root: str) -> None:
         warm = getattr(service, "warm", None)

@@ -97,6 +97,26 @@ def set_remote(data_root: Path, raw: str | None, url: str) -> dict[str, Any]:
     return {"shared_id": identity.shared_id, "remote": url}
 
 
+SYNC_EVERY_MIN_S = 10
+SYNC_EVERY_MAX_S = 86_400
+
+
+def set_auto_sync(data_root: Path, raw: str | None, every_s: int | None) -> dict[str, Any]:
+    """Let a running MCP server sync the project every ``every_s`` seconds (``None``: never; only ``intentloop sync``).
+
+    Raises:
+        InvalidInputError: ``INVALID_ARGUMENTS`` outside 10 s … 1 day.
+        ConflictError: ``SHARE_NOT_INITIALIZED`` (not shared).
+    """
+    if every_s is not None and not SYNC_EVERY_MIN_S <= every_s <= SYNC_EVERY_MAX_S:
+        raise InvalidInputError(f"auto-sync runs every {SYNC_EVERY_MIN_S} s to 1 day (86400 s), or is off")
+    located, identity = require_shared(data_root, raw)
+    settings = note_local(data_root, identity.shared_id, located.project_id)
+    settings.sync_every_s = every_s
+    write_settings(data_root, identity.shared_id, settings)
+    return {"shared_id": identity.shared_id, "remote": settings.remote, "sync_every_s": every_s}
+
+
 def publish(data_root: Path, raw: str | None, task_id: str | None, *, inferences: bool | None) -> dict[str, Any]:
     """Publish a task (its explicit and evidence claims of every scope, its label) and/or opt inferences in or out."""
     from intentloop.service._rules import check_uuid
@@ -179,6 +199,7 @@ def preview(data_root: Path, raw: str | None) -> dict[str, Any]:
     view = read_view(data_root, identity.shared_id)
     return fields | {
         "remote": settings.remote,
+        "sync_every_s": settings.sync_every_s,
         "tasks": settings.tasks,
         "inferences": settings.inferences,
         "items": [{"item": item, **body} for item, body in found.items.items()],
@@ -218,6 +239,7 @@ __all__ = [
     "principal_of",
     "publish",
     "require_shared",
+    "set_auto_sync",
     "set_principal",
     "set_remote",
     "snapshot_peers",

@@ -41,10 +41,14 @@ from intentloop.store._share import (
 )
 from intentloop.store._signing import SigningKey, load_or_create_signing_key
 from intentloop.store._stream import (
+    CHECKPOINT_FILE,
+    RECORDS_FILE,
+    WITNESSES_FILE,
     Checkpoint,
     Record,
     Stream,
     StreamProblem,
+    check_checkpoint,
     make_record,
     parse_records,
     parse_stream,
@@ -53,21 +57,27 @@ from intentloop.store._stream import (
     refuse_erased_payloads,
     sign_checkpoint,
     verify_payloads,
+    witnessed,
+    witnesses_bytes,
 )
 from intentloop.store._stream_git import ACCEPTED, FETCHED, OWN, Mirror
 
 _PEERS_FILE = "peers.json"
 _BLOB_BATCH = 4096  # payloads read per git process while judging writers
 _HEADS_BYTES = 4 << 20  # bytes of records files read per git process while judging writers (a writer is never split)
+_SEEN = 32  # accepted (sequence number, head) pairs kept per writer for checking witnesses
 
 
 class PeerState(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """What this installation accepted from one writer: sequence number and head, and why it is frozen, if it is."""
+    """What this installation accepted from one writer: sequence number and head, and why it is frozen, if it is;
+    ``seen``: the last :data:`_SEEN` (sequence number, head) pairs accepted, against which other writers' witnesses
+    are checked without reading the stream again."""
 
     seq: int = 0
     head: str | None = None
     frozen: str | None = None
     frozen_seq: int | None = None
+    seen: list[tuple[int, str]] = msgspec.field(default_factory=list)
 
 
 @contextlib.contextmanager
@@ -106,9 +116,16 @@ def _own_base(mirror: Mirror, shared: str, key: SigningKey) -> tuple[Stream | No
 
 
 def extend_own(
-    mirror: Mirror, shared: str, key: SigningKey, principal: str | None, items: dict[str, dict[str, Any]]
+    mirror: Mirror,
+    shared: str,
+    key: SigningKey,
+    principal: str | None,
+    items: dict[str, dict[str, Any]],
+    witnesses: bytes = b"",
 ) -> tuple[str | None, dict[str, int]]:
-    """Append what changed to this installation's stream and move its ref; ``(commit, counts)``."""
+    """Append what changed to this installation's stream and move its ref; ``(commit, counts)``. ``witnesses`` is
+    the stream's ``witnesses`` file: a change of it alone writes a new commit (``counts["witnessed"]`` 1) with the
+    same checkpoint."""
     base, base_commit = _own_base(mirror, shared, key)
     records: list[Record] = list(base.records) if base else []
     blobs: dict[str, bytes] = {}
@@ -137,14 +154,20 @@ def extend_own(
         blobs[digest] = blob
         append("put", item=item, digest=digest)
         added += 1
-    counts = {"added": added, "erased": erased, "seq": len(records)}
+    counts = {"added": added, "erased": erased, "seq": len(records), "witnessed": 0}
     if not added and not erased:
-        return base_commit, counts
-    checkpoint = sign_checkpoint(
-        key.sign, shared=shared, writer=key.key_id, public_hex=key.public_hex, principal=principal, records=records
-    )
+        held = mirror.read_file({"own": base_commit}, WITNESSES_FILE).get("own", b"") if base_commit else b""
+        if held == witnesses:
+            return base_commit, counts
+        counts["witnessed"] = 1
+    if base is not None and not added and not erased:
+        checkpoint = base.checkpoint
+    else:
+        checkpoint = sign_checkpoint(
+            key.sign, shared=shared, writer=key.key_id, public_hex=key.public_hex, principal=principal, records=records
+        )
     kept = mirror.payload_entries(base_commit) if base_commit else {}
-    commit = mirror.write_stream(msgspec.json.encode(checkpoint), records_bytes(records), blobs, kept)
+    commit = mirror.write_stream(msgspec.json.encode(checkpoint), records_bytes(records), blobs, kept, witnesses)
     mirror.set_ref(f"{OWN}/{shared}/{key.key_id}", commit, mirror.ref(f"{OWN}/{shared}/{key.key_id}"))
     return commit, counts
 
@@ -242,7 +265,8 @@ def _accept(peers: dict[str, PeerState], writer: str, stream: Stream, entry: dic
         _freeze(peers, writer, state, "equivocation: the stream forks from the accepted one", state.seq, entry)
         return False
     entry.update(status="accepted" if seq > state.seq else "unchanged", seq=seq, added=seq - state.seq)
-    peers[writer] = PeerState(seq=seq, head=head)
+    seen = state.seen if seq == state.seq or head is None else [*state.seen, (seq, head)][-_SEEN:]
+    peers[writer] = PeerState(seq=seq, head=head, seen=seen)
     return True
 
 
@@ -350,8 +374,59 @@ def _view_writer(stream: Stream, commit: str, blob_ids: dict[str, str], trusted:
 def _freeze(
     peers: dict[str, PeerState], writer: str, state: PeerState, why: str, seq: int, entry: dict[str, Any]
 ) -> None:
-    peers[writer] = PeerState(seq=state.seq, head=state.head, frozen=why, frozen_seq=seq)
+    peers[writer] = PeerState(seq=state.seq, head=state.head, frozen=why, frozen_seq=seq, seen=state.seen)
     entry.update(status="frozen", problem=why, problem_seq=seq)
+
+
+def own_witnesses(mirror: Mirror, shared: str) -> bytes:
+    """The ``witnesses`` file this installation publishes: the checkpoint of every stream it accepted."""
+    return witnesses_bytes(list(mirror.read_file(mirror.refs(f"{ACCEPTED}/{shared}"), CHECKPOINT_FILE).values()))
+
+
+def check_witnesses(
+    data_root: Path,
+    mirror: Mirror,
+    shared: str,
+    me: str,
+    trusted: dict[str, TrustedKey],
+    report: list[dict[str, Any]],
+    fresh: dict[str, ViewWriter],
+) -> None:
+    """Freeze every writer another writer's witnesses prove to have shown two histories: a checkpoint of it, signed
+    by its key, at a sequence number this installation accepted but with another head. Only the witnesses of
+    writers accepted now are read (the others' were read when they changed); a checkpoint is verified only where it
+    contradicts what was accepted, and one past what was accepted proves nothing yet."""
+    files = mirror.read_file({w: fresh[w].commit for w in fresh}, WITNESSES_FILE)
+    if not files:
+        return
+    peers = _load_peers(data_root, shared)
+    entries = {e["writer"]: e for e in report}
+    accepted = mirror.refs(f"{ACCEPTED}/{shared}")
+    records: dict[str, list[bytes]] = {}
+    for witness, data in sorted(files.items()):
+        for point in witnessed(data):
+            writer, state = point.writer, peers.get(point.writer)
+            if writer in (me, witness) or writer not in trusted or state is None or state.frozen is not None:
+                continue
+            if point.seq > state.seq or point.seq < 1 or (point.seq, point.head) in {tuple(p) for p in state.seen}:
+                continue
+            if point.seq == state.seq:
+                ours = state.head
+            else:
+                if writer not in records:
+                    found = mirror.read_file({writer: accepted[writer]}, RECORDS_FILE) if writer in accepted else {}
+                    records[writer] = found.get(writer, b"").splitlines()
+                lines = records[writer]
+                ours = msgspec.json.decode(lines[point.seq - 1], type=Record).hash if point.seq <= len(lines) else None
+            if ours is None or ours == point.head:
+                continue
+            try:
+                check_checkpoint(point, shared=shared, writer=writer)
+            except StreamProblem:
+                continue
+            why = f"equivocation: writer {witness[:12]} holds this writer's signed checkpoint with another head"
+            _freeze(peers, writer, state, why, point.seq, entries.setdefault(writer, {"writer": writer}))
+    _save_peers(data_root, shared, peers)
 
 
 def build_view(
@@ -414,8 +489,9 @@ def sync(data_root: Path, shared: str, principal: str | None) -> dict[str, Any]:
         key = load_or_create_signing_key(data_root)
         mirror = Mirror(data_root)
         mirror.ensure()
+        mirror.clear_stale_locks()  # a sync killed inside git left them; we hold the sync lock
         mirror.fetch(remote, shared)
-        commit, counts = extend_own(mirror, shared, key, principal, found.items)
+        commit, counts = extend_own(mirror, shared, key, principal, found.items, own_witnesses(mirror, shared))
         remote_own = mirror.ref(f"{FETCHED}/{shared}/{key.key_id}")
         pushed = False
         if commit is not None and commit != remote_own:
@@ -426,6 +502,7 @@ def sync(data_root: Path, shared: str, principal: str | None) -> dict[str, Any]:
         trusted = {k.key_id: k for k in trusted_keys(data_root)}
         previous = read_view(data_root, shared, items=False)
         report, fresh = judge_writers(data_root, mirror, shared, key.key_id, trusted, previous)
+        check_witnesses(data_root, mirror, shared, key.key_id, trusted, report, fresh)
         view = build_view(mirror, shared, principal, trusted, report, fresh, previous)
         write_view(data_root, view)
     return {
@@ -433,13 +510,26 @@ def sync(data_root: Path, shared: str, principal: str | None) -> dict[str, Any]:
         "remote": remote,
         "writer": key.key_id,
         "own": {
-            **counts,
+            "added": counts["added"],
+            "erased": counts["erased"],
+            "seq": counts["seq"],
             "pushed": pushed,
-            "healed": pushed and remote_own is not None and counts["added"] + counts["erased"] == 0,
+            "healed": pushed
+            and remote_own is not None
+            and counts["added"] + counts["erased"] + counts["witnessed"] == 0,
         },
         "writers": report,
         "view": {"writers": len(view.writers), "items": sum(w.count for w in view.writers)},
     }
 
 
-__all__ = ["PeerState", "build_view", "extend_own", "judge_writers", "sync", "sync_lock"]
+__all__ = [
+    "PeerState",
+    "build_view",
+    "check_witnesses",
+    "extend_own",
+    "judge_writers",
+    "own_witnesses",
+    "sync",
+    "sync_lock",
+]

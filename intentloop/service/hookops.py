@@ -131,7 +131,9 @@ def session_context(
     *,
     whole_read_limit: int | None = None,
 ) -> str | None:
-    """SessionStart's context for ``session_id`` in the project at ``cwd``; reads only, creates nothing.
+    """SessionStart's context for ``session_id`` in the project at ``cwd``; creates nothing. A linked task's context
+    (not the recovery packet) is noted as the session's last injection where the prompt hook's memory of injections
+    already exists (``intentloop/store/_injected.py``), so the session's next prompt does not inject it again.
 
     ``source`` is SessionStart's ``source``; after compaction (``"compact"``) a linked task's context is the
     recovery packet (hard constraints and outcomes first, within a reserved budget). With ``whole_read_limit``, a
@@ -156,7 +158,12 @@ def session_context(
         require_vouched(store)  # forged text is never injected as the user's words
     peers = _own_peers(data_root, located, found.task)
     recovery = source == COMPACT_SOURCE
-    return _decide(found.task, store.read_controls(), None, session_id, recovery_packet=recovery, peers=peers)[1]
+    task, context = _decide(found.task, store.read_controls(), None, session_id, recovery_packet=recovery, peers=peers)
+    if task is not None and not recovery:
+        from intentloop.store import note_injection
+
+        note_injection(store.paths, shash, context)
+    return context
 
 
 Identity = tuple[str, str, str | None, int]

@@ -25,6 +25,7 @@ import trio
 
 from intentloop.errors import IntentLoopError
 from intentloop.service._evidence import mark_evidence_stale
+from intentloop.service._share_auto import BackgroundSync
 from intentloop.service._state import Ctx, Engine
 from intentloop.service.args import TOOL_NAMES, TOOLS, Tool, decode_arguments
 from intentloop.service.inline import HandlerMissingError, tool_function
@@ -93,6 +94,7 @@ class IntentService:
         self._engine = Engine(data_root_resolver, lock_deadline=lock_deadline, resident=resident)
         self._resident = resident
         self._warming: dict[ProjectStore, trio.Event] = {}
+        self._background = BackgroundSync(data_root_resolver)
 
     async def dispatch(self, tool: str, arguments: Any, *, project_root: str, project_id: str) -> Any:
         """Decode ``arguments`` strictly and run ``tool`` for the project.
@@ -122,9 +124,16 @@ class IntentService:
             IntentLoopError: every code the operation defines.
         """
         ctx = self._engine.context(project_root, project_id)
-        if self._resident and tool not in _UNWARMED:
-            await self._warmed(ctx.store)
+        if self._resident:
+            self._background.note(project_root, project_id)
+            if tool not in _UNWARMED:
+                await self._warmed(ctx.store)
         return await _HANDLERS[tool](self._engine, ctx, args)
+
+    async def sync_in_background(self) -> None:
+        """Sync, in the background and for as long as the process lives, every shared project this service has
+        served whose user turned auto-sync on (``intentloop share auto-sync``); never raises. A server runs it."""
+        await self._background.run()
 
     async def warm(self, project_root: str, project_id: str) -> None:
         """Verify and index the project's ledger in the background, unless this process holds it as it is now; returns
@@ -137,6 +146,7 @@ class IntentService:
             ctx = self._engine.context(project_root, project_id)
         except IntentLoopError:
             return
+        self._background.note(project_root, project_id)
         if not ctx.store.ledger_path.exists():  # nothing to verify (and nothing is created for a guess)
             return
         await self._warmed(ctx.store)

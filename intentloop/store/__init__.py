@@ -32,7 +32,11 @@ if TYPE_CHECKING:  # what mypy checks: `X as X` re-exports each name, so a missp
         write_all as write_all,
     )
     from intentloop.store._index import INDEX_DIR_RE as INDEX_DIR_RE
-    from intentloop.store._injected import forget_injection as forget_injection, inject_once as inject_once
+    from intentloop.store._injected import (
+        forget_injection as forget_injection,
+        inject_once as inject_once,
+        note_injection as note_injection,
+    )
     from intentloop.store._ledger import LockedLedger as LockedLedger
     from intentloop.store._lines import LineEvents as LineEvents
     from intentloop.store._migrate import (
@@ -97,7 +101,7 @@ else:  # the same names, each loaded from its submodule on first use (PEP 562)
             "_digests": ["remember_digest", "remembered_digest"],
             "_fs": ["fsync_dir", "rename_noreplace", "replace_file", "write_all"],
             "_index": ["INDEX_DIR_RE"],
-            "_injected": ["forget_injection", "inject_once"],
+            "_injected": ["forget_injection", "inject_once", "note_injection"],
             "_ledger": ["LockedLedger"],
             "_lines": ["LineEvents"],
             "_migrate": ["CURRENT_SCHEMA_VERSION", "MIGRATIONS", "migrate", "migrate_v1"],

@@ -6,8 +6,9 @@ under the installation's cache key (``_keyfile.CACHE_KEY``): content-free, and a
 tell which text it stands for. It is a cache the prompt hook writes anyway (it records the prompt's observation):
 written without the ledger lock or an fsync (the last writer wins, atomically), at most :data:`MAX_ENTRIES` entries
 (the session injected into longest ago dropped), and a missing, garbled or unsafe file, or no key, only means the
-context is injected again. SessionStart never reads or writes it (it injects and creates nothing); compaction
-forgets the session's entry (the host's copy went with the compacted conversation).
+context is injected again. SessionStart never creates it, but where it exists it notes what SessionStart injected
+(a resumed session's first prompt would otherwise inject the same context a second time, right after SessionStart's);
+compaction forgets the session's entry (the host's copy went with the compacted conversation).
 """
 
 from __future__ import annotations
@@ -74,6 +75,21 @@ def inject_once(paths: ProjectPaths, shash: str, text: str) -> bool:
     return True
 
 
+def note_injection(paths: ProjectPaths, shash: str, text: str) -> None:
+    """Remember ``text`` as what was last injected into the session ``shash`` (SessionStart's context), only where
+    the file already exists: SessionStart creates nothing. Never raises."""
+    try:
+        key = load_key(paths.data_root, CACHE_KEY)
+        if key is None or not paths.check_project() or not (paths.project_dir / INJECTED_NAME).is_file():
+            return
+    except (StorageError, OSError):
+        return
+    digest = _digest(key, shash, text)
+    entries = _read(paths)
+    if (shash, digest) not in entries:
+        _write(paths, [e for e in entries if e[0] != shash] + [(shash, digest)])
+
+
 def forget_injection(paths: ProjectPaths, shash: str) -> None:
     """Forget what was last injected into the session ``shash`` (its conversation was compacted): the next prompt
     injects again. Never raises, and creates nothing."""
@@ -87,4 +103,4 @@ def forget_injection(paths: ProjectPaths, shash: str) -> None:
         _write(paths, [e for e in entries if e[0] != shash])
 
 
-__all__ = ["INJECTED_NAME", "INJECTED_TEMP_RE", "MAX_ENTRIES", "forget_injection", "inject_once"]
+__all__ = ["INJECTED_NAME", "INJECTED_TEMP_RE", "MAX_ENTRIES", "forget_injection", "inject_once", "note_injection"]

@@ -96,6 +96,14 @@ class LockHandle:
         A failed look (an I/O error) is tried again, up to ``_IO_ATTEMPTS`` times, before it counts as not ours:
         otherwise one transient error at release would leave a lock held by this live process for every waiter.
         """
+        try:
+            return self._look()
+        except OSError:
+            return False
+
+    def _look(self) -> bool:
+        """:meth:`is_owner`, raising the last ``OSError`` when every look failed."""
+        failed: OSError | None = None
         for _attempt in range(_IO_ATTEMPTS):
             try:
                 st = os.lstat(self.paths.lock_path)
@@ -104,18 +112,38 @@ class LockHandle:
                 record, _ = _read_record(OWNER_NAME, self._dir_fd)
             except FileNotFoundError:
                 return False
-            except OSError:
+            except OSError as exc:
+                failed = exc
                 continue
             return record is not None and record.token == self.token
-        return False
+        assert failed is not None
+        raise failed
 
     def require_owner(self) -> None:
         """The owner-token check right before a replace.
 
         Raises:
-            StorageError: ``LOCK_COMPROMISED`` (retryable) when the lock is no longer ours.
+            StorageError: ``LOCK_COMPROMISED`` (retryable) when the lock is no longer ours; ``STORAGE_READ_FAILED``
+                when the owner record could not be read at all (a process that may open no more files, say): the
+                lock was not seen to change hands, so the failure is named, not reported as a lost lock.
         """
-        if not self.is_owner():
+        try:
+            ours = self._look()
+        except OSError as exc:
+            name = errno.errorcode.get(exc.errno or 0, "OSError")
+            hint = (
+                ": the process may open no more files, raise the limit (`ulimit -n`)"
+                if exc.errno
+                in (
+                    errno.EMFILE,
+                    errno.ENFILE,
+                )
+                else ""
+            )
+            raise StorageError(
+                f"reading the ledger lock's owner record failed ({name}){hint}", code="STORAGE_READ_FAILED"
+            ) from exc
+        if not ours:
             raise StorageError("the ledger lock is no longer held by this writer", code="LOCK_COMPROMISED")
 
     def heartbeat(self) -> bool:

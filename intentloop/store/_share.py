@@ -50,6 +50,8 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=False):
         inferences: whether inferred claims travel too (``share publish --inferences``).
         locals: the local project ids seen with this shared id (clones and worktrees on this machine), so one
             installation publishes one stream per shared project.
+        sync_every_s: how often a running MCP server syncs this project in the background
+            (``share auto-sync``); ``None``: only ``intentloop sync`` does.
     """
 
     format: int = FORMAT
@@ -57,6 +59,7 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=False):
     tasks: list[str] = msgspec.field(default_factory=list)
     inferences: bool = False
     locals: list[str] = msgspec.field(default_factory=list)
+    sync_every_s: int | None = None
 
 
 class TrustedKey(msgspec.Struct, frozen=True, kw_only=True):

@@ -10,11 +10,18 @@ writer erased is unreachable in its next commit, and ``git gc`` removes it.
 The checkpoint binds the shared id, the writer's key id, the sequence number and the head record's hash under the
 writer's Ed25519 key, so a stream cannot be replayed into another project or for another writer, and a reader tells
 a rollback (lower sequence) and equivocation (same sequence, another head) apart from an extension.
+
+Why a ``witnesses`` file beside them (not chained, replaced with each commit): a writer that shows one history to one
+reader and another to a second (two histories, each consistent) is caught by neither alone. Each writer publishes the
+other writers' checkpoints it accepted; they are signed by those writers, so a reader checks them against its own
+accepted history without trusting the witness: a signed checkpoint whose head is not the record it accepted at that
+sequence number is proof of equivocation.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import os
 from collections.abc import Collection, Mapping, Sequence
@@ -29,6 +36,8 @@ CHECKPOINT_DOMAIN: Final = b"intentloop-stream-checkpoint-v1\0"
 CHECKPOINT_FILE: Final = "checkpoint"
 RECORDS_FILE: Final = "records.jsonl"
 PAYLOAD_DIR: Final = "payloads"
+WITNESSES_FILE: Final = "witnesses"
+_MAX_WITNESS_LINE: Final = 4096
 _SSH_TYPE: Final = b"ssh-ed25519"
 
 
@@ -246,19 +255,11 @@ def parse_records(*, shared: str, writer: str, checkpoint: bytes, records: bytes
     Raises:
         StreamProblem: the first thing that does not verify, with the sequence number concerned.
     """
-    from intentloop.store._signing import verify_with
-
     try:
         point = msgspec.json.decode(checkpoint, type=Checkpoint)
     except msgspec.DecodeError:
         raise StreamProblem("the checkpoint is not readable") from None
-    public_hex = parse_openssh_public_key(point.public_key)
-    if public_hex is None or key_id_of(public_hex) != writer or point.writer != writer:
-        raise StreamProblem("the checkpoint names another writer's key", point.seq)
-    if point.shared != shared or point.format != STREAM_FORMAT:
-        raise StreamProblem("the checkpoint belongs to another shared project or format", point.seq)
-    if not verify_with(public_hex, point.signature, point.message()):
-        raise StreamProblem("the checkpoint's signature does not verify", point.seq)
+    check_checkpoint(point, shared=shared, writer=writer)
     parsed: list[Record] = []
     prev: str | None = None
     for number, line in enumerate(records.splitlines(), start=1):
@@ -280,6 +281,45 @@ def parse_records(*, shared: str, writer: str, checkpoint: bytes, records: bytes
     if len(parsed) != point.seq or prev != point.head:
         raise StreamProblem("the records do not end at the checkpoint's head", min(len(parsed), point.seq) or None)
     return Stream(checkpoint=point, records=parsed, bodies={}, salts={})
+
+
+def check_checkpoint(point: Checkpoint, *, shared: str, writer: str) -> None:
+    """That ``point`` is ``writer``'s, for ``shared``, and signed by the key it names (whose id is ``writer``).
+
+    Raises:
+        StreamProblem: what does not hold, with the checkpoint's sequence number.
+    """
+    from intentloop.store._signing import verify_with
+
+    public_hex = parse_openssh_public_key(point.public_key)
+    if public_hex is None or key_id_of(public_hex) != writer or point.writer != writer:
+        raise StreamProblem("the checkpoint names another writer's key", point.seq)
+    if point.shared != shared or point.format != STREAM_FORMAT:
+        raise StreamProblem("the checkpoint belongs to another shared project or format", point.seq)
+    if not verify_with(public_hex, point.signature, point.message()):
+        raise StreamProblem("the checkpoint's signature does not verify", point.seq)
+
+
+def witnesses_bytes(checkpoints: Sequence[bytes]) -> bytes:
+    """A stream's ``witnesses`` file: the other writers' checkpoints its writer accepted, one canonical line each."""
+    lines = []
+    for data in checkpoints:
+        with contextlib.suppress(msgspec.DecodeError):
+            point = msgspec.json.decode(data, type=Checkpoint)
+            lines.append(canonical_bytes(msgspec.to_builtins(point)))
+    return b"".join(line + b"\n" for line in sorted(lines))
+
+
+def witnessed(data: bytes) -> list[Checkpoint]:
+    """The checkpoints a ``witnesses`` file holds (a line that does not decode is skipped). Unverified: a reader
+    checks a checkpoint's signature (:func:`check_checkpoint`) only where it contradicts what it accepted, since a
+    witness proves nothing it could have made up, and the witness's own stream is judged apart from this file."""
+    found = []
+    for line in data.splitlines():
+        if len(line) <= _MAX_WITNESS_LINE:
+            with contextlib.suppress(msgspec.DecodeError):
+                found.append(msgspec.json.decode(line, type=Checkpoint))
+    return found
 
 
 def verify_payloads(

@@ -27,7 +27,7 @@ from typing import Final
 
 from intentloop.errors import StorageError
 from intentloop.store._share import share_dir
-from intentloop.store._stream import CHECKPOINT_FILE, PAYLOAD_DIR, RECORDS_FILE
+from intentloop.store._stream import CHECKPOINT_FILE, PAYLOAD_DIR, RECORDS_FILE, WITNESSES_FILE
 
 MIRROR: Final = "mirror.git"
 OWN: Final = "refs/intentloop"
@@ -63,6 +63,23 @@ class Mirror:
                 shutil.rmtree(staging, ignore_errors=True)
         if not self.exists():
             raise StorageError("the sharing mirror could not be created", code="STORAGE_WRITE_FAILED")
+
+    def clear_stale_locks(self) -> int:
+        """Remove the ``*.lock`` files a git process of an earlier sync left when it was killed (``update-ref``,
+        ``fetch`` and ``pack-refs`` take them); returns how many. Only under the installation's sync lock: the mirror is
+        intentloop's own and only a sync runs git in it, so every lock found then is stale, and git refuses to update
+        a ref beside one until it is removed by hand."""
+        if not self.exists():
+            return 0
+        found = [self.path / name for name in ("packed-refs.lock", "HEAD.lock", "config.lock", "shallow.lock")]
+        found += (self.path / "refs").rglob("*.lock")
+        removed = 0
+        for path in found:
+            with contextlib.suppress(FileNotFoundError):
+                if path.is_file() and not path.is_symlink():
+                    path.unlink()
+                    removed += 1
+        return removed
 
     def git(self, args: Sequence[str], *, stdin: bytes | None = None, check: bool = True) -> bytes:
         """Run ``git <args>`` in the mirror and return its stdout.
@@ -130,16 +147,22 @@ class Mirror:
     # objects ------------------------------------------------------------------------------------------------------
 
     def write_stream(
-        self, checkpoint: bytes, records: bytes, payloads: Mapping[str, bytes], kept: Mapping[str, str] | None = None
+        self,
+        checkpoint: bytes,
+        records: bytes,
+        payloads: Mapping[str, bytes],
+        kept: Mapping[str, str] | None = None,
+        witnesses: bytes = b"",
     ) -> str:
         """Write one stream as a root commit; returns its id. ``kept`` names payloads already in the mirror (name →
-        blob id, from :meth:`payload_entries`), which are not written again."""
+        blob id, from :meth:`payload_entries`), which are not written again; ``witnesses`` (when not empty) is the
+        stream's ``witnesses`` file."""
         kept = kept or {}
         staging = Path(tempfile.mkdtemp(prefix=".objects.", dir=self.path.parent))
         fresh = {name: data for name, data in payloads.items() if name not in kept}
         try:
-            names = [CHECKPOINT_FILE, RECORDS_FILE, *fresh]
-            contents = [checkpoint, records, *fresh.values()]
+            names = [CHECKPOINT_FILE, RECORDS_FILE, WITNESSES_FILE, *fresh]
+            contents = [checkpoint, records, witnesses, *fresh.values()]
             paths = []
             for index, data in enumerate(contents):
                 path = staging / str(index)
@@ -156,13 +179,14 @@ class Mirror:
             shutil.rmtree(staging, ignore_errors=True)
         by_name = {**kept, **dict(zip(names, shas, strict=True))}
         payload_tree = self._mktree([("blob", by_name[digest], digest) for digest in sorted(payloads)])
-        root = self._mktree(
-            [
-                ("blob", by_name[CHECKPOINT_FILE], CHECKPOINT_FILE),
-                ("tree", payload_tree, PAYLOAD_DIR),
-                ("blob", by_name[RECORDS_FILE], RECORDS_FILE),
-            ]
-        )
+        entries = [
+            ("blob", by_name[CHECKPOINT_FILE], CHECKPOINT_FILE),
+            ("tree", payload_tree, PAYLOAD_DIR),
+            ("blob", by_name[RECORDS_FILE], RECORDS_FILE),
+        ]
+        if witnesses:
+            entries.append(("blob", by_name[WITNESSES_FILE], WITNESSES_FILE))
+        root = self._mktree(entries)
         return self.git(["commit-tree", root, "-m", "intentloop stream"]).decode("ascii").strip()
 
     def _mktree(self, entries: Sequence[tuple[str, str, str]]) -> str:
@@ -218,6 +242,13 @@ class Mirror:
             checkpoint, records, tree = found[3 * index : 3 * index + 3]
             result[writer] = (checkpoint or b"", records or b"", _tree_entries(tree) if tree is not None else {})
         return result
+
+    def read_file(self, commits: Mapping[str, str], name: str) -> dict[str, bytes]:
+        """The file ``name`` (``checkpoint``, ``witnesses``) of many stream commits (key → commit) in one git process;
+        a commit without it is absent from the answer."""
+        order = list(commits.items())
+        found = self._cat_in_order([f"{commit}:{name}" for _k, commit in order])
+        return {key: data for (key, _c), data in zip(order, found, strict=True) if data is not None}
 
     def records_sizes(self, commits: Mapping[str, str]) -> dict[str, int]:
         """The size in bytes of the records file of many stream commits (writer → commit) in one git process,

@@ -65,11 +65,14 @@ def test_hook_prints_one_json_line_and_exits_0(tmp_path: Path) -> None:
 
 
 def test_hook_fails_open_without_a_data_root_and_on_garbage(tmp_path: Path) -> None:
-    no_home = {k: v for k, v in _env(tmp_path).items() if k != "HOME"}
+    state = tmp_path / "state"  # the problem is logged here, never in the real user's ~/.local/state
+    no_home = {k: v for k, v in _env(tmp_path, XDG_STATE_HOME=str(state)).items() if k != "HOME"}
     for stdin in (_hook_payload(tmp_path), "not json at all"):
         done = _run(["hook"], no_home, stdin)
         assert done.returncode == 0
         assert json.loads(done.stdout) == {"continue": True, "suppressOutput": True}
+    [logged] = (state / "intentloop" / "hook-problems.log").read_text().splitlines()  # garbage is no user problem
+    assert json.loads(logged)["code"] == "DATA_DIR_REQUIRED"
 
 
 # ----------------------------------------------------------------------------------------------------- install

@@ -76,6 +76,43 @@ def test_destructive_commands_need_four_characters_of_an_id(memory: Memory) -> N
     assert code == 0 and body["claim_id"] == ids["other"]
 
 
+def test_every_command_that_asks_first_needs_four_characters_of_a_project_id(memory: Memory) -> None:
+    ids = memory.populate()
+    elsewhere = memory.tmp / "elsewhere"
+    elsewhere.mkdir()
+    short, enough = memory.pid[:3], memory.pid[:4]
+    asking = {
+        ("forget", "task", ids["b"], "--project-id"): "--project-id",
+        ("recover", "quarantine", "--project-id"): "--project-id",
+        ("recover", "salvage", "--project-id"): "--project-id",
+        ("verify", "--accept", "--project-id"): "--project-id",
+        ("relink", "--to", str(elsewhere), "--from"): "--from",
+    }
+    before = memory.tree()
+    for words, option in asking.items():
+        code, body = memory.json(*words, short, "--yes", cwd=memory.tmp)
+        assert code == 2 and body["error"]["code"] == "INVALID_ID", (words, body)
+        assert f"{option} '{short}' is too short" in body["error"]["message"]
+        assert "at least 4 characters" in body["error"]["message"]
+    assert memory.tree() == before
+    # control: a command that only reads takes any unique prefix, and four characters are enough for the others
+    assert memory.json("tasks", "--project-id", memory.pid[:1])[0] == 0
+    for words in asking:
+        code, body = memory.json(*words, enough, "--yes", cwd=memory.tmp)
+        assert code == 0, (words, body)
+
+
+def test_verify_counts_signed_events_in_words(memory: Memory) -> None:
+    memory.call("intent_start_task", {"request_id": "one", "label": "one event"})
+    code, body = memory.json("verify")
+    assert code == 0 and body["events"] == 1 and body["signed_events"] == 1
+    out = memory.run("verify").stdout
+    assert "(1 event signed)" in out and "events signed" not in out
+    memory.populate()  # control: more than one is plural
+    code, body = memory.json("verify")
+    assert f"({body['signed_events']} events signed)" in memory.run("verify").stdout
+
+
 def test_the_confirmation_shows_the_claim_and_takes_the_prefix_as_typed(memory: Memory) -> None:
     ids = memory.populate()
     prefix = ids["other"][:6]
@@ -495,3 +532,37 @@ def test_running_out_of_file_descriptors_is_no_bug_report(memory: Memory) -> Non
         seen.add("ok" if done.returncode == 0 else done.stderr.splitlines()[0])
     assert "ok" in seen, seen  # the limit was met from both sides
     assert any("ulimit -n" in line for line in seen), seen
+    assert not any("LOCK_COMPROMISED" in line for line in seen), seen  # the lock never changed hands
+
+
+def test_a_hook_out_of_file_descriptors_names_the_limit_not_a_lost_lock(memory: Memory) -> None:
+    """An /intent command under every low limit: a receipt, or "not recorded" with a storage failure that names
+    it; never a lock that "changed hands" (an owner record that could not be opened is not another writer's)."""
+    answers: dict[int, str] = {}
+    for limit in range(8, 21):
+
+        def low(limit: int = limit) -> None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
+        payload = {
+            "hook_event_name": "UserPromptSubmit",
+            "session_id": f"fd-{limit}",
+            "cwd": str(memory.root),
+            "prompt": f"/intent remember keep the limit {limit} in mind",
+        }
+        done = subprocess.run(
+            [*INTENTLOOP, "hook"],
+            input=json.dumps(payload),
+            capture_output=True,
+            text=True,
+            env=memory.env,
+            cwd=memory.root,
+            timeout=60,
+            preexec_fn=low,
+        )
+        answer = json.loads(done.stdout)
+        assert done.returncode == 0 and answer["continue"] is True, (limit, done.stdout, done.stderr)
+        answers[limit] = answer["hookSpecificOutput"]["additionalContext"].splitlines()[0]
+    assert any("receipt" in line for line in answers.values()), answers  # the limit was met from both sides
+    assert any("not recorded" in line for line in answers.values()), answers
+    assert not any("LOCK_COMPROMISED" in line for line in answers.values()), answers

@@ -116,6 +116,7 @@ class Scratch:
             "9f2c…": self.pid[:8],
             "TIME": self.at,
             "SECONDS": "1",
+            "EVERY": "5m",
             "S": "1",
             "EVENT": "session-start",
             "DIR": str(run_dir / "data"),
@@ -171,6 +172,22 @@ def _help(scratch: Scratch, path: list[str], cache: dict[str, str | None]) -> st
     return cache[key]
 
 
+_CHOICES = re.compile(r"\{([a-z-]+(?:\|[a-z-]+)+)\}|--[a-z-]+ ([a-z-]+(?:\|[a-z-]+)+)")
+
+
+def unlisted_choices(word: str, usage: str) -> list[str]:
+    """The choices of the help's choice list (``{codex|claude|gemini}``, ``--format markdown|json``) that a
+    documented list of alternatives (``codex|claude``) leaves out: a reader takes the list shown for all there is."""
+    if "|" not in word:
+        return []
+    shown = set(word.strip("[]").split("|"))
+    for match in _CHOICES.finditer(usage):
+        offered = set((match.group(1) or match.group(2)).split("|"))
+        if shown < offered:
+            return sorted(offered - shown)
+    return []
+
+
 _GROUPS = {"forget", "recover", "keys", "share"}
 _GLOBAL = {"--version", "--install-completion", "--show-completion", "--help"}
 
@@ -210,6 +227,9 @@ def test_every_documented_command_runs_as_the_docs_say(scratch: Scratch) -> None
                 for choice in word.strip("[]").split("|"):
                     if choice not in usage:
                         failures.append(f"{documented.page}: `{command}`: {choice!r} is not in the help")
+                left_out = unlisted_choices(word, usage)
+                if left_out:
+                    failures.append(f"{documented.page}: `{command}`: leaves out {left_out}, which the help offers")
         run_dir = scratch.tmp / f"run-{index}"
         run_dir.mkdir()
         done = scratch.run(scratch.fill(command, run_dir), run_dir)
@@ -221,6 +241,15 @@ def test_every_documented_command_runs_as_the_docs_say(scratch: Scratch) -> None
             failures.append(f"{documented.page}: `{command}` → exit {done.returncode}: {done.stderr.strip()}")
     assert ran > 40
     assert not failures, "\n".join(failures)
+
+
+def test_a_list_of_alternatives_that_leaves_a_choice_out_is_reported() -> None:
+    usage = "Usage: intentloop install [OPTIONS] {codex|claude|gemini}\n  --format markdown|json  the format"
+    assert unlisted_choices("codex|claude", usage) == ["gemini"]
+    assert unlisted_choices("[markdown]", usage) == []  # not a list of alternatives
+    assert unlisted_choices("json|markdown", usage) == []  # control: every choice shown, in any order
+    assert unlisted_choices("codex|claude|gemini", usage) == []
+    assert unlisted_choices("init|join", usage) == []  # subcommands, not one of the help's choice lists
 
 
 def test_the_bare_command_prints_its_help_and_exits_2(scratch: Scratch, tmp_path: Path) -> None:

@@ -144,7 +144,7 @@ def test_the_state_file_is_private_content_free_and_bounded(world: World) -> Non
     assert len(json.loads(raw)) == 2
 
 
-def test_session_start_creates_and_writes_nothing(world: World) -> None:
+def test_session_start_creates_nothing(world: World) -> None:
     world.link(ONE, "Use PostgreSQL only")
     for source in ("startup", "resume", "clear", "compact"):  # before any prompt: no state file yet
         before = world.files()
@@ -152,9 +152,25 @@ def test_session_start_creates_and_writes_nothing(world: World) -> None:
         assert world.files() == before and not world.state().exists()
     world.prompt()
     before = world.files()
-    for source in ("startup", "resume", "clear", "compact"):  # and with one: left as it is
+    for source in ("startup", "resume", "clear", "compact"):  # what it injected is what the prompt did: unchanged
         assert world.hook("SessionStart", source=source) is not None
         assert world.files() == before
+
+
+def test_a_resumed_sessions_first_prompt_does_not_repeat_what_session_start_injected(world: World) -> None:
+    """Turn 1's prompt ran before the task changed; the resumed session's SessionStart injects the new context and
+    notes it, so turn 2's prompt leaves it out (it was injected twice in a row before)."""
+    world.link(ONE, "Use PostgreSQL only")
+    assert world.prompt() is not None
+    world.prompt("/intent remember constraint: Never deploy on a Friday.")
+    resumed = world.hook("SessionStart", source="resume")
+    assert resumed is not None and "Never deploy on a Friday." in resumed
+    assert world.prompt() is None
+    world.prompt("/intent remember constraint: Keep the public API stable.")
+    packet = world.hook("SessionStart", source="compact")  # the recovery packet is not what a prompt injects
+    assert packet is not None and "Keep the public API stable." in packet
+    again = world.prompt()  # the control: a context SessionStart did not note is injected by the prompt
+    assert again is not None and "Keep the public API stable." in again
 
 
 def test_without_the_state_every_prompt_injects(world: World) -> None:

@@ -185,9 +185,11 @@ def test_forced_event_and_data_dir_argument(env: Env) -> None:
     env.link()
     payload = env.payload("SessionStart")
     del payload["hook_event_name"]
-    no_root = env.environ(INTENT_LOOP_DATA_DIR="", HOME="")
+    state = env.home / "state"  # where the problem of the call without a root is logged (never the real home's)
+    no_root = env.environ(INTENT_LOOP_DATA_DIR="", HOME="", XDG_STATE_HOME=str(state))
     assert _context(env.answer(payload, "session-start", "--data-dir", str(env.data), env=no_root))
     assert _context(env.answer(payload, "session-start", env=no_root)) is None  # no data root: fail open
+    assert json.loads((state / "intentloop" / LOG_NAME).read_bytes())["code"] == "DATA_DIR_REQUIRED"
     assert _context(env.answer(payload)) is None  # no event at all: fail open
     # a forced event overrides the payload's name
     forced = env.answer(env.payload("Stop"), "session-start")
@@ -286,9 +288,16 @@ def test_cwd_that_is_a_file_fails_open(env: Env) -> None:
 
 
 def test_no_data_root_fails_open(env: Env) -> None:
-    no_root = env.environ(INTENT_LOOP_DATA_DIR="", HOME="")
+    """Without HOME the problems log falls back to the password database's home: the test names a state folder of
+    its own, so running the suite never writes a problem into the real user's ``~/.local/state``."""
+    state = env.home / "state"
+    no_root = env.environ(INTENT_LOOP_DATA_DIR="", HOME="", XDG_STATE_HOME=str(state))
     for event in ("SessionStart", "UserPromptSubmit", "Stop"):
         assert env.run(env.payload(event, prompt="p"), env=no_root)[:2] == (FAIL_OPEN, b"")
+    logged = [json.loads(line) for line in (state / "intentloop" / LOG_NAME).read_bytes().splitlines()]
+    assert [(p["event"], p["code"]) for p in logged] == [
+        (event, "DATA_DIR_REQUIRED") for event in ("SessionStart", "UserPromptSubmit", "Stop")
+    ]
 
 
 def test_damaged_ledger_fails_open_and_stays_untouched(env: Env) -> None:

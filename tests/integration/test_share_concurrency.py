@@ -91,3 +91,28 @@ def test_fifty_kills_during_fetch_and_push_leave_no_partial_state(tmp_path: Path
             else:
                 seal, _, body = text.partition("\n")
                 assert len(seal) == 64 and json.loads(body)
+
+
+def test_ref_locks_left_by_a_killed_sync_do_not_stop_the_next_one(tmp_path: Path) -> None:
+    """A sync killed inside ``git update-ref`` or a fetch leaves ``*.lock`` files in the mirror; the next sync (which
+    holds the installation's sync lock, so no other git process of ours is in the mirror) clears them and goes on."""
+    _remote, (a, b), shared = paired(tmp_path, ["m0", "m1"])
+    task = a.start()
+    a.tools(explicit(task, "rule one"))
+    a.cli("sync")
+    b.cli("sync")
+    key_a = a.cli("share", "keys")["key_id"]
+    planted = []
+    for machine in (a, b):
+        mirror = machine.root / "share" / "mirror.git"
+        for name in (f"refs/fetched/{shared}/{key_a}.lock", f"refs/accepted/{shared}/{key_a}.lock", "packed-refs.lock"):
+            (mirror / name).parent.mkdir(parents=True, exist_ok=True)
+            (mirror / name).write_text("")
+            planted.append(mirror / name)
+    a.tools(explicit(task, "rule two"))
+    pushed = a.cli("sync")
+    assert pushed["own"]["pushed"] is True, pushed
+    pulled = b.cli("sync")
+    assert {w["writer"]: w["status"] for w in pulled["writers"]}[key_a] == "accepted", pulled
+    assert sorted(_peer_statements(b)) == ["rule one", "rule two"]
+    assert not [p for p in planted if p.exists()]

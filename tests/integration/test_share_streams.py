@@ -298,3 +298,56 @@ def test_a_writer_that_lost_its_mirror_extends_its_published_stream(tmp_path: Pa
     report = _writer(b.cli("sync"), writer)
     assert (report["status"], report["seq"]) == ("accepted", 3)
     assert _peers(b) == {"Before the loss", "Also before", "After the loss"}
+
+
+def test_two_histories_shown_to_two_readers_are_caught_by_both_through_witnesses(tmp_path: Path) -> None:
+    """a shows b one history and c another (each consistent alone); b's stream witnesses the checkpoint b accepted,
+    signed by a, so c freezes a too. A witness line nobody signed proves nothing, and nothing of b or c is lost."""
+    remote, (a, b, c), shared = paired(tmp_path, ["a", "b", "c"])
+    writer, key_b = a.cli("share", "keys")["key_id"], b.cli("share", "keys")["key_id"]
+    task = a.start()
+    a.tools(explicit(task, "The honest first record"))
+    a.cli("sync")
+    assert _writer(b.cli("sync"), writer)["status"] == "accepted"
+    b.cli("sync")  # b's stream now witnesses a's checkpoint
+    scratch = tmp_path / "scratch"
+    made = subprocess.run(
+        [sys.executable, "-c", _EQUIVOCATE, str(a.root), str(scratch), shared, "A forked first record"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=a.env(),
+    )
+    forked = made.stdout.strip()
+    git(
+        "push",
+        "-q",
+        "--force",
+        str(remote),
+        f"{forked}:{_ref(remote, shared, writer)}",
+        cwd=scratch / "share" / "mirror.git",
+    )
+    # a witness line whose signature does not verify (its head edited) is ignored: c takes the fork it was shown
+    point = json.loads(git("--git-dir", str(remote), "cat-file", "blob", f"{forked}:checkpoint"))
+    point["head"] = "0" * 64
+    held = git("--git-dir", str(remote), "rev-parse", _ref(remote, shared, key_b)).strip()
+    forged = _replace_in_tree(remote, held, "witnesses", json.dumps(point, sort_keys=True).encode() + b"\n")
+    git("--git-dir", str(remote), "update-ref", _ref(remote, shared, key_b), forged, held)
+    first = c.cli("sync")
+    assert _writer(first, writer)["status"] == "accepted", first
+    assert _peers(c) == {"A forked first record"}
+    # b meets the fork itself (frozen) and publishes the checkpoint it accepted; c then holds a's signed word for
+    # both histories and freezes a at the state it had
+    assert _writer(b.cli("sync"), writer)["status"] == "frozen"
+    caught = _writer(c.cli("sync"), writer)
+    assert (caught["status"], caught["problem_seq"]) == ("frozen", 1), caught
+    assert "equivocation" in caught["problem"] and key_b[:12] in caught["problem"]
+    assert _peers(c) == {"A forked first record"}
+    assert _writer(c.cli("sync"), writer)["status"] == "frozen"  # it stays frozen
+    # nothing of the honest members is lost: their own words still cross both ways
+    b.tools(explicit(b.start(), "Said by b"))
+    c.tools(explicit(c.start(), "Said by c"))
+    for machine in (b, c, b):
+        machine.cli("sync")
+    assert _peers(b) == {"The honest first record", "Said by c"}
+    assert _peers(c) == {"A forked first record", "Said by b"}

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from intentloop.cli._exit import BUSY, ENVIRONMENT, USAGE, exit_code_for
+from intentloop.cli._exit import BUSY, ENVIRONMENT, NOT_FOUND, USAGE, exit_code_for
 from intentloop.errors import CODES
 from intentloop.model.events import EVENT_TYPES
 from intentloop.service.args import TOOL_NAMES
@@ -42,10 +42,10 @@ def section(text: str, heading: str) -> str:
     return text[start : following.start() if following else len(text)]
 
 
-def exit_rows(text: str) -> dict[int, set[str]]:
-    """Exit code → error codes listed in its row of the CLI exit-code table."""
+def exit_rows(text: str, heading: str = "## CLI exit codes") -> dict[int, set[str]]:
+    """Exit code → error codes listed in its row of the CLI exit-code table under ``heading``."""
     rows: dict[int, set[str]] = {}
-    for line in section(text, "## CLI exit codes").splitlines():
+    for line in section(text, heading).splitlines():
         match = re.match(r"^\| (\d+) \|", line)
         if match:
             rows[int(match.group(1))] = set(re.findall(r"`([A-Z_]+)`", line))
@@ -95,11 +95,12 @@ def test_retryable_column_matches_the_code_table() -> None:
     assert retryable == {code for code, flag in CODES.items() if flag}
 
 
-def test_exit_code_table_matches_cli_exit() -> None:
-    rows = exit_rows(_text("ERRORS.md"))
-    for exit_code in (USAGE, ENVIRONMENT, BUSY):
-        assert rows[exit_code] == {code for code in CODES if exit_code_for(code) == exit_code}, exit_code
-    assert rows[USAGE] and rows[ENVIRONMENT] and rows[BUSY]
+@pytest.mark.parametrize(("page", "heading"), [("ERRORS.md", "## CLI exit codes"), ("CLI.md", "## Exit codes")])
+def test_exit_code_table_matches_cli_exit(page: str, heading: str) -> None:
+    rows = exit_rows(_text(page), heading)
+    for exit_code in (USAGE, ENVIRONMENT, BUSY, NOT_FOUND):
+        assert rows[exit_code] == {code for code in CODES if exit_code_for(code) == exit_code}, (page, exit_code)
+    assert rows[USAGE] and rows[ENVIRONMENT] and rows[BUSY] and rows[NOT_FOUND]
 
 
 def test_an_exit_code_row_that_drifts_is_noticed() -> None:
@@ -185,3 +186,47 @@ def test_the_module_map_names_every_module_in_its_package() -> None:
         assert {n for n in mapped[package] if n.endswith(".py")} <= names, (package, "names a module that is gone")
     gap = _text("ARCHITECTURE.md").replace("`_sessions.py`", "`_gone.py`")  # a page with a known gap
     assert "_sessions.py" not in module_map(gap)["intentloop.store"]
+
+
+# ------------------------------------------------------------------------------------------------------ storage layout
+_LAYOUT_ENTRY = re.compile(r"^( {0,2})(R/\S+|[a-z][\w.<>-]*(?:/\S*)?)(?: \(\+ \.1\))?(?:\s{2,}|$)")
+
+
+def layout_entries(text: str, heading: str) -> set[str]:
+    """The files and folders of the first storage-layout block (``R/projects/<project_id>/`` …) after ``heading``: a
+    top-level entry as written, an entry inside one as ``parent + its first path component`` (``quarantine/``)."""
+    body = text[text.index(heading + "\n") :]
+    block = next(b for b in re.findall(r"```\n(.*?)```", body, re.S) if b.startswith("R/projects/"))
+    entries: set[str] = set()
+    parent = ""
+    for line in block.splitlines():
+        match = _LAYOUT_ENTRY.match(line)
+        if match is None:
+            continue  # a continuation line of a description
+        indent, name = match.groups()
+        if not indent:
+            parent = name
+            entries.add(name)
+        else:
+            head, slash, _rest = name.partition("/")
+            entries.add(parent + head + slash)
+    return entries
+
+
+def test_the_readmes_storage_layout_is_the_reference_layout() -> None:
+    readme = layout_entries((REPO / "README.md").read_text(encoding="utf-8"), "## Storage layout and guarantees")
+    # sharing's own files are listed in docs/STORAGE.md (and docs/SYNC.md); the README names their folder
+    reference = {
+        e
+        for e in layout_entries(_text("STORAGE.md"), "## Where data lives")
+        if e == "R/share/" or not e.startswith("R/share/")
+    }
+    assert "R/projects/<project_id>/injected-context.json" in reference and "R/keys/ed25519.key" in reference
+    assert readme == reference
+
+
+def test_a_file_the_readmes_layout_leaves_out_is_noticed() -> None:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    gap = re.sub(r"\n  head\.sig [^\n]*", "", text, count=1)
+    entries = layout_entries(gap, "## Storage layout and guarantees")
+    assert "R/projects/<project_id>/head.sig" not in entries and "R/projects/<project_id>/ledger.jsonl" in entries

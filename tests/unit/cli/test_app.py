@@ -21,11 +21,21 @@ def test_every_documented_command_is_registered() -> None:
         *("projects", "tasks", "show", "export", "forget", "relink", "keys", "mode", "share", "sync"),
     }
     assert set(group.commands["share"].commands) == {  # type: ignore[attr-defined]
-        *("init", "join", "remote", "publish", "preview", "keys", "trust", "principal"),
+        *("init", "join", "remote", "auto-sync", "publish", "preview", "keys", "trust", "principal"),
     }
     assert set(group.commands["keys"].commands) == {"show", "rotate"}  # type: ignore[attr-defined]
     assert set(group.commands["recover"].commands) == {"export", "quarantine", "salvage"}  # type: ignore[attr-defined]
     assert set(group.commands["forget"].commands) == {"claim", "task"}  # type: ignore[attr-defined]
+
+
+def test_install_help_counts_each_hosts_hooks(capsys: pytest.CaptureFixture[str]) -> None:
+    from intentloop.model.gemini_events import GEMINI_EVENTS
+    from intentloop.model.hook_events import HOOK_EVENTS
+
+    words = {4: "four", 5: "five"}
+    assert run(["install", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"hooks ({words[len(HOOK_EVENTS)]}; {words[len(GEMINI_EVENTS)]} on Gemini CLI)" in text
 
 
 def test_help_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from intentloop.model.commands import COMMAND_VERBS, REMEMBER_FACETS, IntentCommand, parse_intent_command
@@ -110,3 +113,24 @@ def test_a_facet_prefix_is_spelt_in_ascii() -> None:
     assert command is not None and command.facet == "outcome" and command.statement == "\u017fuccess: it builds"
     control = parse_intent_command("/intent remember SUCCESS: it builds")
     assert control is not None and control.facet == "success_signal" and control.statement == "it builds"
+
+
+def _skill_words(text: str) -> tuple[set[str], set[str]]:
+    """The /intent words the skill's description names, and those its "Entry points" table has a row for."""
+    description = re.search(r"^description: .*?/intent \(([^)]*)\)", text, re.M)
+    assert description is not None
+    named = {word.strip() for word in description.group(1).split(",")}
+    rows = set(re.findall(r"^\| `/intent (\w+)", text.split("## Entry points", 1)[1], re.M))
+    return named, rows
+
+
+def test_the_skill_names_every_command_the_prompt_hook_runs() -> None:
+    """The skill is what Claude Code lists for ``/intent`` and what an agent follows when no hook ran: it names each
+    verb the hook runs (``private`` is refused there, so it is the agent's ``intent_set_mode``) and the agent's own."""
+    text = (Path(__file__).resolve().parents[3] / "skills" / "intent" / "SKILL.md").read_text(encoding="utf-8")
+    expected = {*COMMAND_VERBS, "start", "export"} - {"private"}
+    named, rows = _skill_words(text)
+    assert named == expected and rows == expected
+    # control: a verb left out of both is noticed
+    gap = text.replace("remember, ", "").replace("| `/intent remember", "| `/intent")
+    assert "remember" not in set.union(*_skill_words(gap))

@@ -18,6 +18,7 @@ from intentloop.model.canonical import canonical_bytes
 from intentloop.store._signing import SigningKey
 from intentloop.store._stream import (
     StreamProblem,
+    check_checkpoint,
     key_id_of,
     make_record,
     openssh_public_key,
@@ -27,6 +28,8 @@ from intentloop.store._stream import (
     records_bytes,
     sign_checkpoint,
     ssh_fingerprint,
+    witnessed,
+    witnesses_bytes,
 )
 
 SHARED = "3f2b8c1e-9a4d-4e6f-8b7a-1c2d3e4f5a6b"
@@ -153,3 +156,19 @@ def test_the_openssh_form_is_what_ssh_keygen_reads(tmp_path: Path, key: SigningK
     assert listed.stdout.split()[1] == ssh_fingerprint(key.public_hex)
     for bad in ("ssh-rsa AAAAB3NzaC1yc2E", "ssh-ed25519 !!!", "ssh-ed25519", line[:-8]):
         assert parse_openssh_public_key(bad) is None
+
+
+def test_a_witnesses_file_holds_other_writers_checkpoints_and_only_signed_ones_check(key: SigningKey) -> None:
+    other = SigningKey(b"\x09" * 32)
+    points = [_build(key)["checkpoint"], _build(other)["checkpoint"]]
+    data = witnesses_bytes([points[1], b"not json", points[0]])
+    assert data == witnesses_bytes(points) and data.count(b"\n") == 2  # canonical, sorted, the unreadable left out
+    held = witnessed(data + b"{broken\n" + b"x" * 5000 + b"\n")
+    assert sorted(p.writer for p in held) == sorted([key.key_id, other.key_id])
+    for point in held:  # the control: as published, each verifies under its own writer's key
+        check_checkpoint(point, shared=SHARED, writer=point.writer)
+    edited = msgspec.structs.replace(held[0], head="0" * 64)
+    with pytest.raises(StreamProblem, match="signature"):
+        check_checkpoint(edited, shared=SHARED, writer=edited.writer)
+    with pytest.raises(StreamProblem, match="another shared project"):
+        check_checkpoint(held[0], shared=OTHER, writer=held[0].writer)
