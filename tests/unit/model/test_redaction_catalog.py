@@ -1,6 +1,6 @@
 """The rule catalog (``kingfisher-secret-scanner``) as the second layer of redaction, in process, with the real library:
 what it adds on the corpus and on the held-out set, that identifiers stay, the span arithmetic, and every outcome of
-loading it (off, cold, loaded, unavailable, failed) with what ``intentloop status`` then says.
+loading it (off, on by default, cold, standing by, unavailable, failed) with what ``intentloop status`` then says.
 """
 
 from __future__ import annotations
