@@ -62,6 +62,14 @@ class _Setup:
     session_id: str
 
 
+def _catalog_settings() -> dict[str, str]:
+    """The redaction rule catalog's variables of this environment, for the demo's server (the MCP SDK passes a server
+    only a few safe variables): the tour redacts as the user's own installation does, with its rule cache."""
+    from intentloop.store.catalog import ENV_CATALOG, ENV_CATALOG_CACHE
+
+    return {name: os.environ[name] for name in (ENV_CATALOG, ENV_CATALOG_CACHE, "XDG_CACHE_HOME") if name in os.environ}
+
+
 def _run(out: Output, *, keep: bool) -> int:
     import anyio
 
@@ -75,7 +83,7 @@ def _run(out: Output, *, keep: bool) -> int:
         data_root=work / "data",
         project=Path(os.path.realpath(project)),
         program=default_program(),
-        env={"INTENT_LOOP_DATA_DIR": str(work / "data")},
+        env={"INTENT_LOOP_DATA_DIR": str(work / "data"), **_catalog_settings()},
         session_id=f"demo-session-{uuid.uuid4()}",
     )
     started = time.monotonic()

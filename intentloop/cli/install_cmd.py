@@ -48,6 +48,7 @@ def _run(out: Output, host: str, *, dry_run: bool, uninstall: bool, replace: boo
     from intentloop.cli.install import install as run_install
 
     result = run_install(host, dry_run=dry_run, uninstall=uninstall, replace=replace)
+    rule_cache = None if dry_run or uninstall else _rule_cache()
     if out.json_mode:
         out.json_object(
             {
@@ -68,12 +69,33 @@ def _run(out: Output, host: str, *, dry_run: bool, uninstall: bool, replace: boo
                     for c in result.changes
                 ],
                 "notes": list(result.notes),
+                "rule_cache": rule_cache,
             },
             exit_code=OK,
         )
         return OK
     out.line(result.render().rstrip("\n"))
+    if rule_cache is not None:
+        out.line(f"redaction rule catalog: {_RULE_CACHE_LINES[rule_cache]}")
     return OK
+
+
+_RULE_CACHE_LINES = {
+    "off": "off (INTENT_LOOP_CATALOG=off): the own rules redact alone",
+    "unavailable": "not installed: the own rules redact alone",
+    "warm": "rule cache ready",
+    "built": "rule cache built, so the first /intent command uses both layers",
+    "failed": "the rule cache could not be built ('intentloop status' says why): the own rules redact alone",
+}
+
+
+def _rule_cache() -> str:
+    """Build the redaction rule catalog's cache now (seconds of CPU, once), not in the first hooks' background."""
+    import os
+
+    from intentloop.store.catalog import ensure_rule_cache
+
+    return ensure_rule_cache(os.environ)
 
 
 __all__ = ["install"]

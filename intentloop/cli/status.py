@@ -133,6 +133,7 @@ def _redaction() -> dict[str, Any]:
         "catalog_version": state.version,
         "rule_cache": state.cache_dir,
         "rule_cache_warm": state.warm,
+        "rule_keywords": state.keywords,
         "catalog_failure": state.failure,
         "summary": state.describe(),
     }

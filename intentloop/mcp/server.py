@@ -127,12 +127,14 @@ class McpServer:
         self._loading = trio.Event()
         trio.lowlevel.spawn_system_task(self._load)
         self._catalog = trio.Event()
-        trio.lowlevel.spawn_system_task(self._load_catalog, self._catalog)
+        trio.lowlevel.spawn_system_task(self._load_catalog, self._loading, self._catalog)
 
     @staticmethod
-    async def _load_catalog(done: trio.Event) -> None:
+    async def _load_catalog(after: trio.Event, done: trio.Event) -> None:
         """The rule catalog, when it is on, in its own worker thread (a cold cache compiles for seconds): every tool
-        call waits for it, so no text is stored before both layers are in place (intentloop/store/catalog.py)."""
+        call waits for it, so no text is stored before both layers are in place (intentloop/store/catalog.py). It
+        starts once the service is imported, so the two loads' passing peaks of memory do not add up."""
+        await after.wait()
 
         def load() -> None:
             # imported here, in the worker: an import in the event loop's thread can wait on the import lock the
@@ -141,7 +143,7 @@ class McpServer:
 
             from intentloop.store.catalog import load_catalog
 
-            load_catalog(dict(os.environ), cold_ok=True)
+            load_catalog(dict(os.environ), cold_ok=True, lean=True)  # the pages only loading needs go back
 
         try:
             await trio.to_thread.run_sync(load, abandon_on_cancel=True)

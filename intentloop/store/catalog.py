@@ -1,27 +1,30 @@
 """The maintained rule catalog (``kingfisher-secret-scanner``) as the second layer of redaction, and its rule cache.
 
-Why the cache decides who loads it: Kingfisher compiles its 488 rules once and keeps the compiled database in a cache
-folder (``Rules(cache_dir=…)``, ``cache_status`` ``stored``/``loaded``); here a cold compile took 6–7.6 s of CPU, a
-warm load 0.66–0.72 s. So a hook (2.5 s deadline) uses the catalog only when the cache is warm, and otherwise records
-with the own rules and leaves a process that goes on alone to compile it; the server loads it in a worker thread that
-every tool call waits for, and the CLI inline (docs/REDACTION.md, "A maintained rule catalog: the second layer").
+On by default (``INTENT_LOOP_CATALOG=off`` turns it off). Why the cache decides who loads it: Kingfisher compiles its
+488 rules once and keeps the compiled database in a cache folder (``Rules(cache_dir=…)``); a cold compile takes 6–7.6 s
+of CPU, and even a warm load compiles the patterns anew (0.4–0.75 s), over a hook's budget. So the cache also holds
+keywords derived from the rules (:mod:`intentloop.store._catalog_keywords`), and with both in place every process
+stands by (:class:`_Standby`): the library is loaded on the first text its keyword prefilter lets through, never for
+a text no rule can match (docs/REDACTION.md, "A maintained rule catalog: the second layer", has the costs). A hook
+never compiles a cold cache: it records with the own rules and leaves a process that goes on alone to build it; the
+server compiles it in a worker thread every tool call waits for, the CLI inline, ``intentloop install`` ahead of use.
 
-Why it is off by default (``INTENT_LOOP_CATALOG=on`` turns it on): even warm, an ``/intent remember`` hook is 0.45 s
-of CPU (0.74 s wall) slower, over its 0.3 s budget, and the server's peak memory grows 46–47 MB, over its 40 MB
-(``tools/bench/catalog_hook.py``, ``tools/bench/server_rss_ab.py --catalog-cache``). A missing library or one that
-fails to load leaves the own rules in charge, loudly: logged, written next to the cache (``load-failed``), and
-reported by ``intentloop status`` without importing the library (:func:`catalog_state`).
+A missing library or one that fails to load leaves the own rules in charge, loudly: logged, written next to the cache
+(``load-failed``), and reported by ``intentloop status`` without importing the library (:func:`catalog_state`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
 
 import msgspec
+
+from intentloop.store._catalog_keywords import Prefilter, derive, read_keywords, write_keywords
 
 if TYPE_CHECKING:
     from kingfisher_sdk import Scanner
@@ -31,18 +34,20 @@ ENV_CATALOG_CACHE: Final = "INTENT_LOOP_CATALOG_CACHE"
 DISTRIBUTION: Final = "kingfisher-secret-scanner"
 FAILED_NAME: Final = "load-failed"
 _CACHE_SUFFIX: Final = ".vscdb"  # the compiled database Kingfisher writes into its cache directory
+_MADV_PAGEOUT: Final = 21  # Linux 5.4+: reclaim these pages now (an older kernel refuses it: nothing happens)
 
-Outcome = Literal["off", "unavailable", "cold", "loaded", "failed"]
+Outcome = Literal["off", "unavailable", "cold", "standby", "loaded", "failed"]
 
 
 class CatalogState(msgspec.Struct, frozen=True):
     """What ``intentloop status`` says about the catalog, found out without importing it.
 
     Attributes:
-        enabled: ``INTENT_LOOP_CATALOG`` is ``on``.
+        enabled: ``INTENT_LOOP_CATALOG`` is not ``off``.
         version: the installed distribution's version; ``None`` when it is not installed.
         cache_dir: where its compiled rules are cached.
         warm: a compiled database is in the cache.
+        keywords: the keyword prefilter beside it is valid (a hook loads the library only for a text that may match).
         failure: the last load failure recorded in the cache (``None`` after a successful load).
     """
 
@@ -50,22 +55,29 @@ class CatalogState(msgspec.Struct, frozen=True):
     version: str | None
     cache_dir: str
     warm: bool
+    keywords: bool
     failure: str | None
 
     def describe(self) -> str:
         """One line for ``intentloop status``."""
         if not self.enabled:
-            return f"own rules only (catalog off; {ENV_CATALOG}=on adds {DISTRIBUTION})"
+            return f"own rules only (catalog off: {ENV_CATALOG}=off)"
         if self.version is None:
             return f"own rules only: {DISTRIBUTION} is not installed"
         if self.failure is not None:
             return f"own rules only: {DISTRIBUTION} {self.version} failed to load ({self.failure})"
-        cache = "rule cache warm" if self.warm else "rule cache cold: hooks use the own rules until it is built"
+        if not self.warm:
+            cache = "rule cache cold: hooks use the own rules until it is built; intentloop install builds it"
+        elif self.keywords:
+            cache = "rule cache warm; loaded only for a text one of its rules may match"
+        else:
+            cache = "rule cache warm"
         return f"own rules + {DISTRIBUTION} {self.version} ({cache})"
 
 
 def enabled(env: Mapping[str, str]) -> bool:
-    return env.get(ENV_CATALOG, "").strip().lower() == "on"
+    """On unless ``INTENT_LOOP_CATALOG`` is ``off`` (any other value, or none, keeps both layers)."""
+    return env.get(ENV_CATALOG, "").strip().lower() != "off"
 
 
 def cache_dir(env: Mapping[str, str], version: str) -> Path:
@@ -81,6 +93,17 @@ def cache_dir(env: Mapping[str, str], version: str) -> Path:
 
 
 def _installed_version() -> str | None:
+    """The installed version, from the name of its ``.dist-info`` folder on ``sys.path`` (a listing per entry: an
+    ``/intent`` command does not pay the ~30 ms of importing ``importlib.metadata``), else from the metadata."""
+    prefix = DISTRIBUTION.replace("-", "_") + "-"
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for name in names:
+            if name.startswith(prefix) and name.endswith(".dist-info"):
+                return name[len(prefix) : -len(".dist-info")]
     from importlib import metadata
 
     try:
@@ -112,6 +135,7 @@ def catalog_state(env: Mapping[str, str]) -> CatalogState:
         version=version,
         cache_dir=str(folder),
         warm=version is not None and _is_warm(folder),
+        keywords=version is not None and read_keywords(folder, version) is not None,
         failure=None if version is None else _recorded_failure(folder),
     )
 
@@ -120,16 +144,23 @@ _outcome: list[Outcome] = []  # this process's outcome, once decided
 _wants_warming: list[bool] = []
 
 
-def load_catalog(env: Mapping[str, str], *, cold_ok: bool) -> Outcome:
+def load_catalog(env: Mapping[str, str], *, cold_ok: bool, lean: bool = False) -> Outcome:
     """Make the catalog the second layer of :func:`intentloop.model.redaction.redact` in this process, when it is on.
+
+    With a warm rule cache and its keywords, the layer stands by: the library is loaded on the first text one of its
+    rules may match (:class:`_Standby`), so a process that stores none never pays for it.
 
     Args:
         cold_ok: whether this caller may compile a cold cache (seconds of CPU): the server's worker thread and the
-            CLI may; a hook may not, and gets ``"cold"`` (own rules only) and :func:`wants_warming` instead.
+            CLI may, and then use the library loaded; a hook may not, and gets ``"cold"`` (own rules only) and
+            :func:`wants_warming` instead.
+        lean: a long-lived process (the server): hand back the pages only loading needed, after the import and
+            after the load (:func:`release_loading_pages`).
 
     Returns:
-        ``"loaded"`` (in use), ``"off"``, ``"unavailable"`` (not installed), ``"cold"`` or ``"failed"`` (logged, and
-        recorded for ``intentloop status``); in every case but ``"loaded"`` redaction uses the own rules. Never raises.
+        ``"standby"`` or ``"loaded"`` (in use), ``"off"``, ``"unavailable"`` (not installed), ``"cold"`` or
+        ``"failed"`` (logged, and recorded for ``intentloop status``); in every other case than the first two
+        redaction uses the own rules. Never raises.
     """
     if _outcome:
         return _outcome[0]
@@ -137,27 +168,65 @@ def load_catalog(env: Mapping[str, str], *, cold_ok: bool) -> Outcome:
         return _decided("off")
     version = _installed_version()
     if version is None:
-        _warn(f"{ENV_CATALOG}=on but {DISTRIBUTION} is not installed: redacting with the own rules")
+        _warn(f"{DISTRIBUTION} is not installed: redacting with the own rules")
         return _decided("unavailable")
     folder = cache_dir(env, version)
-    if not cold_ok and not _is_warm(folder):
+    from intentloop.model.redaction import use_catalog
+
+    keywords = read_keywords(folder, version) if _is_warm(folder) else None
+    if keywords is not None:
+        use_catalog(_Standby(folder, version, Prefilter(keywords), lean))
+        return _decided("standby")
+    if not cold_ok:
         _wants_warming.append(True)
         return "cold"  # not decided: the next call may find the cache warm
+    scanner = _load(folder, version, lean)
+    if scanner is None:
+        return _decided("failed")
+    use_catalog(lambda text: _spans(scanner, text))
+    return _decided("loaded")
+
+
+def _load(folder: Path, version: str, lean: bool) -> Scanner | None:
+    """The scanner, or ``None`` after a failure (logged and recorded for ``intentloop status``)."""
     try:
-        scanner = _open(folder)
+        scanner = _open(folder, version, lean)
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as exc:  # a broken wheel, an ABI mismatch, a Rust panic (a BaseException): own rules, loudly
         _warn(f"{DISTRIBUTION} failed to load: redacting with the own rules", exc)
         with contextlib.suppress(OSError):
             (folder / FAILED_NAME).write_text(f"{type(exc).__name__}: {exc}"[:200], encoding="utf-8")
-        return _decided("failed")
+        return None
     with contextlib.suppress(OSError):
         (folder / FAILED_NAME).unlink(missing_ok=True)
-    from intentloop.model.redaction import use_catalog
+    if lean:
+        release_loading_pages()
+    return scanner
 
-    use_catalog(lambda text: _spans(scanner, text))
-    return _decided("loaded")
+
+class _Standby:
+    """The second layer standing by: scans with the catalog only a text its keyword prefilter lets through, loading
+    the library then, once (under a lock: the server redacts in more than one thread); a text no rule can match is
+    left as the own rules left it, with nothing loaded."""
+
+    def __init__(self, folder: Path, version: str, prefilter: Prefilter, lean: bool) -> None:
+        import threading
+
+        self._folder, self._version, self._prefilter, self._lean = folder, version, prefilter, lean
+        self._scanner: list[Scanner | None] = []  # once tried: the scanner, or None after a failure
+        self._lock = threading.Lock()
+
+    def __call__(self, text: str) -> list[tuple[int, int]]:
+        if self._scanner and self._scanner[0] is not None:  # loaded: a scan (~0.01 ms) is cheaper than the prefilter
+            return _spans(self._scanner[0], text)
+        if not self._prefilter.may_match(text):
+            return []
+        with self._lock:
+            if not self._scanner:
+                self._scanner.append(_load(self._folder, self._version, self._lean))
+        scanner = self._scanner[0]
+        return [] if scanner is None else _spans(scanner, text)
 
 
 def _warn(message: str, exc: BaseException | None = None) -> None:
@@ -177,13 +246,14 @@ def wants_warming() -> bool:
 
 
 def warm_cache(env: Mapping[str, str]) -> None:
-    """Compile the catalog into its cache (a hook's background process, ``intentloop status``). Never raises."""
+    """Compile the catalog into its cache and derive its keywords (a hook's background process, ``intentloop
+    install``). Never raises."""
     version = _installed_version()
     if version is None:
         return
     folder = cache_dir(env, version)
     try:
-        _open(folder)
+        _open(folder, version, lean=False)
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as exc:
@@ -194,14 +264,66 @@ def warm_cache(env: Mapping[str, str]) -> None:
         (folder / FAILED_NAME).unlink(missing_ok=True)
 
 
-def _open(folder: Path) -> Scanner:
+RuleCache = Literal["off", "unavailable", "warm", "built", "failed"]
+
+
+def ensure_rule_cache(env: Mapping[str, str]) -> RuleCache:
+    """Build the rule cache and its keywords unless they are there (``intentloop install``: the first ``/intent``
+    command then finds it warm). Returns what was found or done: ``"off"``, ``"unavailable"`` (not installed),
+    ``"warm"`` (already built), ``"built"`` or ``"failed"`` (recorded for ``intentloop status``). Never raises."""
+    state = catalog_state(env)
+    if not state.enabled:
+        return "off"
+    if state.version is None:
+        return "unavailable"
+    if state.warm and state.keywords:
+        return "warm"
+    warm_cache(env)
+    after = catalog_state(env)
+    return "built" if after.warm and after.keywords else "failed"
+
+
+def _open(folder: Path, version: str, lean: bool) -> Scanner:
     """Kingfisher's built-in rules (``medium`` confidence, its default), cached in ``folder`` (owner-only: Kingfisher
-    does not cache in a folder others can write), and a scanner without Base64 decoding (a base64 image stays)."""
+    does not cache in a folder others can write), and a scanner without Base64 decoding (a base64 image stays). The
+    keyword file beside the compiled rules is derived from the loaded rules when it is missing or stale."""
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     import kingfisher_sdk
 
+    if lean:  # what the import touched of the native library: not needed by the load, not kept at its peak
+        release_loading_pages()
     rules = kingfisher_sdk.Rules(cache_dir=folder)
+    if read_keywords(folder, version) is None:
+        visible = [rule["id"] for rule in rules.metadata() if rule["visible"]]
+        write_keywords(
+            folder, derive(version, [(rule_id, rules.detail(rule_id)["detection_regex"]) for rule_id in visible])
+        )
     return kingfisher_sdk.Scanner(rules, base64=False)
+
+
+def release_loading_pages() -> None:
+    """Hand back to the system the memory that only loading the catalog needed: the library's code and read-only
+    data pages (a 36 MB native library; the few pages a scan needs are read back from the file on demand) and the
+    freed heap the compile left (glibc). The long-lived server calls it once the catalog is loaded, so its memory
+    budget pays for what scanning keeps, not for what loading touched once. Linux only; never raises."""
+    module = sys.modules.get("kingfisher_sdk._native")
+    path = getattr(module, "__file__", None)
+    if not path or not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        madvise = libc.madvise
+        madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        real = os.path.realpath(path)
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            for line in maps:
+                fields = line.split(maxsplit=5)
+                if len(fields) == 6 and fields[5].strip() == real and "w" not in fields[1]:
+                    start, end = (int(bound, 16) for bound in fields[0].split("-"))
+                    madvise(start, end - start, _MADV_PAGEOUT)  # a hint: contents stay, clean pages are dropped
+        libc.malloc_trim(0)
 
 
 def _spans(scanner: Scanner, text: str) -> list[tuple[int, int]]:
@@ -242,7 +364,9 @@ __all__ = [
     "ENV_CATALOG_CACHE",
     "CatalogState",
     "catalog_state",
+    "ensure_rule_cache",
     "load_catalog",
+    "release_loading_pages",
     "wants_warming",
     "warm_cache",
 ]

@@ -46,7 +46,12 @@ class HookWorld:
             "transcript_path": "/t",
             **fields,
         }
-        environ = {"PATH": os.environ.get("PATH", ""), "INTENT_LOOP_DATA_DIR": str(self.data), **(env or {})}
+        environ = {
+            "INTENT_LOOP_CATALOG": "off",
+            "PATH": os.environ.get("PATH", ""),
+            "INTENT_LOOP_DATA_DIR": str(self.data),
+            **(env or {}),
+        }
         proc = subprocess.run(
             HOOK, input=json.dumps(payload).encode(), capture_output=True, env=environ, timeout=timeout
         )

@@ -45,7 +45,10 @@ def server_params(
     other safe variables of its own, never ``CODEX_HOME`` or ``PLUGIN_DATA``).
     """
     command = command or SERVE_MODULE
-    full_env = dict(env or {})
+    full_env = {
+        "INTENT_LOOP_CATALOG": os.environ.get("INTENT_LOOP_CATALOG", "on"),
+        **(env or {}),
+    }  # the suite's setting
     if data_root is not None:
         full_env["INTENT_LOOP_DATA_DIR"] = str(data_root)
     if cwd is None:

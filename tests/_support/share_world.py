@@ -61,7 +61,7 @@ class Machine:
         git("config", "user.name", name, cwd=self.clone)
 
     def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("INTENT_LOOP_")}
+        env = {k: v for k, v in os.environ.items() if not k.startswith("INTENT_LOOP_")} | {"INTENT_LOOP_CATALOG": "off"}
         env["INTENT_LOOP_DATA_DIR"] = str(self.root)
         return env
 

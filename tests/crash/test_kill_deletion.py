@@ -72,7 +72,7 @@ def test_kill_9_during_forget_leaves_the_old_or_the_new_ledger(tmp_path: Path) -
     new = b"".join(
         event_line(e) for e in rechain([e for e in events if doomed not in event_line(e).decode()], project_id=pid)
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("INTENT_LOOP_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("INTENT_LOOP_")} | {"INTENT_LOOP_CATALOG": "off"}
     env["INTENT_LOOP_DATA_DIR"] = str(data_root)
     command = [*INTENTLOOP, "forget", "claim", str(doomed), "--project-id", pid, "--yes", "--json"]
     kills = 0

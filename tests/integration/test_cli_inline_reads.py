@@ -61,7 +61,12 @@ def _run(tmp_path: Path, project: Path, *args: str) -> tuple[bool, subprocess.Co
         text=True,
         timeout=120,
         cwd=project,
-        env={"PATH": "/usr/bin:/bin", "INTENT_LOOP_DATA_DIR": str(tmp_path / "data"), "HOME": str(tmp_path)},
+        env={
+            "INTENT_LOOP_CATALOG": "off",
+            "PATH": "/usr/bin:/bin",
+            "INTENT_LOOP_DATA_DIR": str(tmp_path / "data"),
+            "HOME": str(tmp_path),
+        },
     )
     return report.read_text() == "True", done
 

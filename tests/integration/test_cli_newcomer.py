@@ -402,7 +402,12 @@ def test_a_project_emptied_by_relink_is_not_listed_as_a_project(memory: Memory) 
 def test_demo_keep_prints_how_to_point_the_cli_at_what_it_kept(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "TMPDIR": str(tmp_path)}
+    env = {
+        "INTENT_LOOP_CATALOG": "off",
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "TMPDIR": str(tmp_path),
+    }
     done = subprocess.run([*INTENTLOOP, "demo", "--keep"], capture_output=True, text=True, env=env, timeout=180)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()

@@ -41,6 +41,7 @@ class Memory:
         self.pid = project_id_for(self.canonical)
         self.dir = self.data_root / "projects" / self.pid
         self.env = {
+            "INTENT_LOOP_CATALOG": "off",
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": str(tmp),
             "INTENT_LOOP_DATA_DIR": str(self.data_root),

@@ -52,6 +52,7 @@ class Project:
 
     def env(self) -> dict[str, str]:
         return {
+            "INTENT_LOOP_CATALOG": "off",
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": str(self.home),
             "INTENT_LOOP_DATA_DIR": str(self.data),

@@ -93,7 +93,7 @@ class World:
 
     def env(self, *, data_root: bool = True) -> dict[str, str]:
         """With ``data_root=False`` neither INTENT_LOOP_DATA_DIR nor HOME is set: no data root can be resolved."""
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+        env = {"INTENT_LOOP_CATALOG": "off", "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
         if data_root:
             env["INTENT_LOOP_DATA_DIR"] = str(self.data_root)
             env["HOME"] = str(self.home)
@@ -270,7 +270,7 @@ def test_status_on_a_missing_data_root_creates_nothing(world: World) -> None:
 
 
 def test_status_without_an_override_shows_the_per_user_default_and_why(world: World) -> None:
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(world.home)}
+    env = {"INTENT_LOOP_CATALOG": "off", "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(world.home)}
     done = subprocess.run([*INTENTLOOP, "status", "--json"], capture_output=True, text=True, env=env, timeout=60)
     body = json.loads(done.stdout)
     default = world.home / ".local" / "share" / "intentloop" / "v1"

@@ -50,6 +50,7 @@ class World:
         self.ledger = self.dir / "ledger.jsonl"
         self.quarantine = self.dir / "quarantine"
         self.env = {
+            "INTENT_LOOP_CATALOG": "off",
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": str(tmp_path),
             "INTENT_LOOP_DATA_DIR": str(self.data_root),

@@ -27,7 +27,7 @@ def _nested_object(depth: int) -> str:
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("INTENT_LOOP")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("INTENT_LOOP")} | {"INTENT_LOOP_CATALOG": "off"}
     return {**env, "INTENT_LOOP_DATA_DIR": str(tmp_path / "data")}
 
 

@@ -19,6 +19,7 @@ def test_demo_runs_to_exit_0_and_tells_the_whole_story(tmp_path: Path) -> None:
     home.mkdir()
     real = tmp_path / "real-data"  # a data root in the environment must stay untouched by the demo
     env = {
+        "INTENT_LOOP_CATALOG": "off",
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(home),
         "TMPDIR": str(tmp_path),

@@ -145,6 +145,7 @@ class Scratch:
         home = run_dir / "home"
         home.mkdir()
         env = {
+            "INTENT_LOOP_CATALOG": "off",
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": str(home),
             "INTENT_LOOP_DATA_DIR": str(data),

@@ -153,7 +153,7 @@ def _lifecycle(task: Any) -> dict[str, int]:
 
 
 def _cli(data: Path, *args: str) -> dict[str, Any]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("INTENT_LOOP")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("INTENT_LOOP")} | {"INTENT_LOOP_CATALOG": "off"}
     env["INTENT_LOOP_DATA_DIR"] = str(data)
     done = subprocess.run([*INTENTLOOP, *args, "--json"], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -90,7 +90,7 @@ def _seed(data_root: Path, project: Path, events: int) -> tuple[str, str, str]:
 
 def _forget(data_root: Path, pid: str, claim: str) -> tuple[float, dict[str, object]]:
     """Run ``intentloop forget claim`` in a wrapper; (its peak RSS in MB, its JSON answer)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("INTENT_LOOP_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("INTENT_LOOP_")} | {"INTENT_LOOP_CATALOG": "off"}
     env["INTENT_LOOP_DATA_DIR"] = str(data_root)
     command = [*INTENTLOOP, "forget", "claim", claim, "--project-id", pid, "--yes", "--json"]
     done = subprocess.run([sys.executable, "-c", _WRAPPER, *command], capture_output=True, env=env, timeout=600)

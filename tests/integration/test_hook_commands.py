@@ -48,7 +48,12 @@ class Hosts:
         self.turns = 0
 
     def environ(self, **extra: str) -> dict[str, str]:
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.home), "LANG": "C.UTF-8"}
+        env = {
+            "INTENT_LOOP_CATALOG": "off",
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(self.home),
+            "LANG": "C.UTF-8",
+        }
         env["INTENT_LOOP_DATA_DIR"] = str(self.data)
         env.update(extra)
         return env

@@ -47,7 +47,12 @@ class Env:
         return {**base, **fields}
 
     def answer(self, payload: dict[str, Any], *args: str) -> dict[str, Any]:
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.home), "LANG": "C.UTF-8"}
+        env = {
+            "INTENT_LOOP_CATALOG": "off",
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(self.home),
+            "LANG": "C.UTF-8",
+        }
         env.update({"GEMINI_PROJECT_DIR": str(self.repo), "GEMINI_SESSION_ID": SESSION})
         done = subprocess.run(
             [*HOOK, *args, "--data-dir", str(self.data)],

@@ -54,7 +54,11 @@ class World:
     def hook(self, event: str, session: str = ONE, **fields: Any) -> str | None:
         """Run one hook; returns its additional context (``None``: the bare fail-open answer)."""
         payload = {"session_id": session, "cwd": str(self.repo), "hook_event_name": event, **fields}
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "INTENT_LOOP_DATA_DIR": str(self.data)}
+        env = {
+            "INTENT_LOOP_CATALOG": "off",
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "INTENT_LOOP_DATA_DIR": str(self.data),
+        }
         proc = subprocess.run(HOOK, input=json.dumps(payload).encode(), capture_output=True, env=env, timeout=30)
         assert (proc.returncode, proc.stderr) == (0, b"")
         answer = json.loads(proc.stdout)

@@ -31,7 +31,12 @@ class World:
         self.data = tmp / "data"
 
     def env(self, **extra: str) -> dict[str, str]:
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.home), "LANG": "C.UTF-8"}
+        env = {
+            "INTENT_LOOP_CATALOG": "off",
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(self.home),
+            "LANG": "C.UTF-8",
+        }
         env["INTENT_LOOP_DATA_DIR"] = str(self.data)
         env.update(extra)
         return {k: v for k, v in env.items() if v != ""}

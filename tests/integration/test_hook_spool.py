@@ -48,7 +48,12 @@ def test_concurrent_hooks_behind_a_held_lock_are_all_recorded_once_by_the_next_w
     repo.mkdir()
     store = ProjectStore(data, project_id_for(canonicalize_project_root(str(repo))))
     task = _link(store)
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), "INTENT_LOOP_DATA_DIR": str(data)}
+    env = {
+        "INTENT_LOOP_CATALOG": "off",
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+        "INTENT_LOOP_DATA_DIR": str(data),
+    }
     # 24 hooks starting at once on a 2-core machine need more CPU than 2.5 s each to get going; the lock is held
     # throughout anyway, so a longer budget changes nothing but the starvation (see docs/STORAGE.md, the spool)
     env["INTENT_LOOP_HOOK_DEADLINE_S"] = "10"
@@ -111,7 +116,12 @@ def test_a_hook_whose_child_misses_the_deadline_still_spools_its_observation(tmp
     repo.mkdir()
     store = ProjectStore(data, project_id_for(canonicalize_project_root(str(repo))))
     task = _link(store)
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), "INTENT_LOOP_DATA_DIR": str(data)}
+    env = {
+        "INTENT_LOOP_CATALOG": "off",
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+        "INTENT_LOOP_DATA_DIR": str(data),
+    }
     late = {**env, "INTENT_LOOP_HOOK_DEADLINE_S": "0.01"}
     payloads = [_payload(repo, "UserPromptSubmit", turn_id=f"turn-{n}", prompt=f"plan {n}") for n in range(4)]
     payloads.append(_payload(repo, "Stop", last_assistant_message="finished the walrus"))  # keyed digest, no turn

@@ -119,7 +119,11 @@ def test_plugin_hook_commands_run_through_a_shell(tmp_path: Path) -> None:
     bin_dir = _intentloop_on_path(tmp_path)
     repo = tmp_path / "repo"
     repo.mkdir()
-    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "INTENT_LOOP_DATA_DIR": str(tmp_path / "data")}
+    env = {
+        "INTENT_LOOP_CATALOG": "off",
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "INTENT_LOOP_DATA_DIR": str(tmp_path / "data"),
+    }
     for event, groups in _json("hooks/hooks.json")["hooks"].items():
         payload = {"session_id": "s", "cwd": str(repo), "hook_event_name": event}
         proc = subprocess.run(
@@ -175,7 +179,12 @@ def test_gemini_extension_hook_commands_run_through_a_shell(tmp_path: Path) -> N
     bin_dir = _intentloop_on_path(tmp_path)
     repo = tmp_path / "repo"
     repo.mkdir()
-    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "XDG_DATA_HOME": str(tmp_path / "xdg"), "HOME": str(tmp_path)}
+    env = {
+        "INTENT_LOOP_CATALOG": "off",
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "XDG_DATA_HOME": str(tmp_path / "xdg"),
+        "HOME": str(tmp_path),
+    }
     for event, groups in _json("gemini-extension/hooks/hooks.json")["hooks"].items():
         payload = {"session_id": "s", "cwd": str(repo), "hook_event_name": event, "prompt": "p", "prompt_response": "r"}
         proc = subprocess.run(

@@ -197,7 +197,7 @@ def test_installed_hook_command_runs(claude: Claude, tmp_path: Path) -> None:
         ["/bin/bash", "-c", command],
         input=json.dumps(payload).encode(),
         capture_output=True,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(claude.home)},
+        env={"INTENT_LOOP_CATALOG": "off", "PATH": "/usr/bin:/bin", "HOME": str(claude.home)},
     )
     assert (proc.returncode, proc.stderr) == (0, b"")
     assert json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"] == association_context("s-2")

@@ -270,7 +270,11 @@ def test_installed_hook_commands_run(codex: Codex, tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
     hooks = json.loads(codex.hooks.read_text())["hooks"]
-    clean_env = {"PATH": "/usr/bin:/bin", "HOME": str(codex.home)}  # no data root in the environment
+    clean_env = {
+        "INTENT_LOOP_CATALOG": "off",
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(codex.home),
+    }  # no data root in the environment
     for event in ("SessionStart", "UserPromptSubmit"):
         command = hooks[event][-1]["hooks"][0]["command"]
         payload = {"session_id": "s-1", "cwd": str(repo), "hook_event_name": event, "prompt": "hi"}

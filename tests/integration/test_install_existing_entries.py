@@ -34,7 +34,7 @@ class Home:
         self.root = self.home / ".local" / "share" / "intentloop" / "v1"  # the per-user default root
 
     def install(self, host: str, *flags: str) -> tuple[int, dict[str, Any]]:
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.home)}
+        env = {"INTENT_LOOP_CATALOG": "off", "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.home)}
         done = subprocess.run(
             [*INTENTLOOP, "install", host, *flags, "--json"], capture_output=True, text=True, env=env, timeout=60
         )

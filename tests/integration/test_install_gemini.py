@@ -48,7 +48,12 @@ class Gemini:
         self.root = self.home / ".local" / "share" / "intentloop" / "v1"  # the per-user default root
 
     def environ(self) -> dict[str, str]:
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.home), "LANG": "C.UTF-8"}
+        env = {
+            "INTENT_LOOP_CATALOG": "off",
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(self.home),
+            "LANG": "C.UTF-8",
+        }
         if self.base != self.home:
             env["GEMINI_CLI_HOME"] = str(self.base)
         return env

@@ -76,6 +76,10 @@ def test_installed_server_entry_starts_with_the_pinned_data_root(tmp_path: Path,
         assert entry["type"] == "stdio"
     repo = tmp_path / "repo"
     repo.mkdir()
-    envelope = _status([entry["command"], *entry["args"]], {"PATH": "/usr/bin:/bin", **entry["env"]}, repo)
+    envelope = _status(
+        [entry["command"], *entry["args"]],
+        {"INTENT_LOOP_CATALOG": "off", "PATH": "/usr/bin:/bin", **entry["env"]},
+        repo,
+    )
     assert envelope["result"]["data_directory"].startswith(str(result.data_root) + os.sep)
     assert not result.data_root.exists()  # status reads only

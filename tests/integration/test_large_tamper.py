@@ -109,7 +109,7 @@ def large(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, bytes, bytes]
 
 def _hook(base: Path, event: str, **fields: object) -> str:
     payload = {"session_id": SESSION, "cwd": str(base / "repo"), "hook_event_name": event, "transcript_path": "/t"}
-    env = {"PATH": os.environ.get("PATH", ""), "INTENT_LOOP_DATA_DIR": str(base / "data")}
+    env = {"INTENT_LOOP_CATALOG": "off", "PATH": os.environ.get("PATH", ""), "INTENT_LOOP_DATA_DIR": str(base / "data")}
     proc = subprocess.run(
         HOOK, input=json.dumps({**payload, **fields}).encode(), capture_output=True, env=env, timeout=60
     )

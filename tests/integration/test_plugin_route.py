@@ -38,6 +38,7 @@ def server_env(user_env: dict[str, str], *, forward: bool = True) -> dict[str, s
     if forward:
         env.update({k: user_env[k] for k in entry.get("env_vars", []) if k in user_env})
     env.update(entry.get("env", {}))
+    env.setdefault("INTENT_LOOP_CATALOG", "off")  # not Codex's doing: the suite keeps the rule catalog off (conftest)
     return env
 
 
@@ -75,7 +76,14 @@ def _user_env(tmp_path: Path, case: str) -> tuple[dict[str, str], Path]:
     """A user's environment for ``case`` and the root every process must agree on."""
     home = tmp_path / "home"
     home.mkdir()
-    env = {"HOME": str(home), "PATH": f"{BIN}:/usr/bin:/bin", "USER": "me", "LANG": "C.UTF-8", "TERM": "dumb"}
+    env = {
+        "HOME": str(home),
+        "INTENT_LOOP_CATALOG": "off",
+        "PATH": f"{BIN}:/usr/bin:/bin",
+        "USER": "me",
+        "LANG": "C.UTF-8",
+        "TERM": "dumb",
+    }
     env["TMPDIR"] = str(tmp_path)
     env["EDITOR"] = "vi"  # one of many variables a server never sees
     if case == "default":

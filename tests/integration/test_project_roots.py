@@ -29,7 +29,12 @@ class World(HookWorld):
         self.repo = Path(self.root)
         self.sub = self.repo / "backend" / "api"
         self.sub.mkdir(parents=True)
-        self.env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp), "INTENT_LOOP_DATA_DIR": str(self.data)}
+        self.env = {
+            "INTENT_LOOP_CATALOG": "off",
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": str(tmp),
+            "INTENT_LOOP_DATA_DIR": str(self.data),
+        }
 
     def hook_from(self, directory: Path, event: str, **fields: object) -> dict[str, object]:
         payload = {"session_id": SESSION, "cwd": str(directory), "hook_event_name": event, "transcript_path": "/t"}

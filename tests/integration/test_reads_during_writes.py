@@ -99,6 +99,7 @@ def world(tmp_path: Path) -> Iterator[tuple[Path, Path, ProjectStore, str]]:
 
 def _environ(data: Path) -> dict[str, str]:
     return {
+        "INTENT_LOOP_CATALOG": "off",
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(data.parent),
         "LANG": "C.UTF-8",

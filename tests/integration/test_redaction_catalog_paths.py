@@ -20,7 +20,7 @@ from intentloop.model import project_id_for
 from intentloop.store import canonicalize_project_root
 
 from _support.mcp_client import Surface, server
-from _support.tool_args import source
+from _support.tool_args import inference, source
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "model"))
 from test_redaction_heldout import load_heldout
@@ -98,6 +98,36 @@ async def test_server_statements_labels_reasons_and_imports(tmp_path: Path, cata
     assert SECRET.encode() not in _stored(both_root)
 
 
+async def test_the_server_loads_it_only_for_a_text_a_rule_may_match(tmp_path: Path) -> None:
+    """Standing by: an ordinary label and statement leave the library unimported; the first text holding a rule's
+    keyword loads it (the stand-in then fails, and the own rules redact, loudly)."""
+    from intentloop.store._catalog_keywords import KeywordFile, RuleKeys, write_keywords
+    from intentloop.store.catalog import cache_dir
+
+    fake, cache, mark = tmp_path / "fake", tmp_path / "cache", tmp_path / "imported"
+    (fake / "kingfisher_sdk").mkdir(parents=True)
+    (fake / "kingfisher_sdk" / "__init__.py").write_text(BROKEN)
+    folder = cache_dir({"INTENT_LOOP_CATALOG_CACHE": str(cache)}, "1.5.0")
+    folder.mkdir(parents=True, mode=0o700)
+    (folder / "rules.vscdb").write_bytes(b"")
+    write_keywords(folder, KeywordFile(1, "1.5.0", [RuleKeys("harness", [SECRET[:4].casefold()], None)]))
+    env = {
+        "INTENT_LOOP_CATALOG": "on",
+        "INTENT_LOOP_CATALOG_CACHE": str(cache),
+        "PYTHONPATH": str(fake),
+        "CATALOG_IMPORT_MARK": str(mark),
+    }
+    project = tmp_path / "repo"
+    project.mkdir()
+    async with server(tmp_path / "data", env=env) as client:
+        s = Surface(client, project)
+        task = (await s.ok("intent_start_task", {"request_id": "start-1", "label": "deploy the service"}))["task_id"]
+        await s.ok("intent_add_inference", inference(task, "i-1", "keep the retry budget at three attempts"))
+        assert not mark.exists()  # no rule's keyword in them: the library is not even imported
+        await s.ok("intent_add_inference", inference(task, "i-2", f"deploy with {SECRET}"))
+        assert mark.exists()  # positive control: this one holds the keyword
+
+
 class Hook:
     def __init__(self, tmp: Path) -> None:
         self.data, self.repo, self.home = tmp / "data", tmp / "repo", tmp / "home"
@@ -106,7 +136,8 @@ class Hook:
         self.turns = 0
 
     def env(self, **extra: str) -> dict[str, str]:
-        base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.home), "LANG": "C.UTF-8"}
+        base = {"INTENT_LOOP_CATALOG": "off", "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.home)}
+        base["LANG"] = "C.UTF-8"
         return {**base, "INTENT_LOOP_DATA_DIR": str(self.data), **extra}
 
     def prompt(self, text: str, env: dict[str, str]) -> dict[str, Any]:
@@ -154,22 +185,23 @@ def test_a_cold_cache_records_with_the_own_rules_and_is_compiled_in_the_backgrou
     assert time.monotonic() - started < 2.5  # the hook's deadline: the compile is not the hook's
     assert MARK.encode() not in hook.stored()  # recorded, with the own rules
     deadline = time.monotonic() + 60
-    while not list(cache.glob("*/*.vscdb")) and time.monotonic() < deadline:
+    while not list(cache.glob("*/keywords.json")) and time.monotonic() < deadline:  # written last
         time.sleep(0.5)
     assert list(cache.glob("*/*.vscdb")), "the background process did not compile the rule cache"
+    assert list(cache.glob("*/keywords.json")), "the background process did not derive the keywords"
     hook.remember(env)
     assert MARK.encode() in hook.stored()  # the next command finds it warm
 
 
-def test_the_plain_prompt_never_loads_it_and_a_broken_library_falls_back(tmp_path: Path) -> None:
-    hook = Hook(tmp_path)
+def _broken_library(tmp_path: Path, hook: Hook) -> tuple[dict[str, str], Path, Path]:
+    """The stand-in library, a cache folder that looks warm, and the environment that uses both: (env, folder, mark)."""
     fake, cache, mark = tmp_path / "fake", tmp_path / "cache", tmp_path / "imported"
     (fake / "kingfisher_sdk").mkdir(parents=True)
     (fake / "kingfisher_sdk" / "__init__.py").write_text(BROKEN)
     from intentloop.store.catalog import cache_dir
 
     folder = cache_dir({"INTENT_LOOP_CATALOG_CACHE": str(cache)}, "1.5.0")
-    folder.mkdir(parents=True)
+    folder.mkdir(parents=True, mode=0o700)
     (folder / "rules.vscdb").write_bytes(b"")  # looks warm: a command would load it
     env = hook.env(
         INTENT_LOOP_CATALOG="on",
@@ -177,6 +209,29 @@ def test_the_plain_prompt_never_loads_it_and_a_broken_library_falls_back(tmp_pat
         PYTHONPATH=str(fake),
         CATALOG_IMPORT_MARK=str(mark),
     )
+    return env, folder, mark
+
+
+def test_with_its_keywords_a_command_loads_it_only_for_a_text_a_rule_may_match(tmp_path: Path) -> None:
+    from intentloop.store._catalog_keywords import KeywordFile, RuleKeys, write_keywords
+
+    hook = Hook(tmp_path)
+    env, folder, mark = _broken_library(tmp_path, hook)
+    write_keywords(folder, KeywordFile(1, "1.5.0", [RuleKeys("harness", [SECRET[:4].casefold()], None)]))
+    answer = hook.prompt("/intent remember keep the retry budget at three attempts", env)
+    assert str(answer["systemMessage"]).startswith("[Intent Loop receipt IL-"), answer
+    assert not mark.exists()  # no rule's keyword in the statement: the library is not even imported
+    hook.remember(env)
+    assert mark.exists()  # positive control: the secret holds the keyword, so the command loads it
+    assert SECRET.encode() in hook.stored()  # (the stand-in fails: recorded with the own rules, loudly)
+
+
+def test_the_plain_prompt_never_loads_it_and_a_broken_library_falls_back(tmp_path: Path) -> None:
+    from intentloop.store._catalog_keywords import KeywordFile, RuleKeys, write_keywords
+
+    hook = Hook(tmp_path)
+    env, folder, mark = _broken_library(tmp_path, hook)
+    write_keywords(folder, KeywordFile(1, "1.5.0", [RuleKeys("open", [], None)]))  # a rule any text may match
     hook.prompt("go on with the deploy", env)
     assert not mark.exists()  # the plain prompt stores no text: the library is not even imported
     hook.remember(env)

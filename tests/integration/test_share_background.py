@@ -108,7 +108,7 @@ def test_auto_sync_needs_a_shared_project(tmp_path: Path) -> None:
     done = subprocess.run(
         [*INTENTLOOP, "share", "auto-sync", "60", "--json"],
         cwd=project,
-        env={"INTENT_LOOP_DATA_DIR": str(tmp_path / "data"), "PATH": "/usr/bin:/bin"},
+        env={"INTENT_LOOP_CATALOG": "off", "INTENT_LOOP_DATA_DIR": str(tmp_path / "data"), "PATH": "/usr/bin:/bin"},
         capture_output=True,
         text=True,
         timeout=60,

@@ -37,6 +37,7 @@ class World(HookWorld):
 
     def env(self) -> dict[str, str]:
         env = {
+            "INTENT_LOOP_CATALOG": "off",
             "PATH": os.environ.get("PATH", ""),
             "HOME": str(self.data.parent),
             "INTENT_LOOP_DATA_DIR": str(self.data),

@@ -59,6 +59,7 @@ class World:
 
     def verify(self) -> tuple[int, dict[str, Any]]:
         env = {
+            "INTENT_LOOP_CATALOG": "off",
             "PATH": os.environ.get("PATH", ""),
             "HOME": str(self.data.parent),
             "INTENT_LOOP_DATA_DIR": str(self.data),
@@ -218,7 +219,7 @@ async def test_a_hook_that_writes_signs_too(world: World) -> None:
         "prompt": "go on",
         "turn_id": "turn-77",
     }
-    env = {"PATH": os.environ.get("PATH", ""), "INTENT_LOOP_DATA_DIR": str(world.data)}
+    env = {"INTENT_LOOP_CATALOG": "off", "PATH": os.environ.get("PATH", ""), "INTENT_LOOP_DATA_DIR": str(world.data)}
     proc = subprocess.run(HOOK, input=json.dumps(payload).encode(), capture_output=True, env=env, timeout=30)
     assert proc.returncode == 0 and json.loads(proc.stdout)["continue"] is True
     after = world.store.read()

@@ -62,8 +62,12 @@ def _statement(cache: str | None) -> None:
     from intentloop.model import redact
 
     text = STATEMENT[:500]
+    # the same length with a token only the catalog knows (a Harness personal access token): it gets through the
+    # catalog's keyword prefilter, so the catalog is loaded and scans it
+    secret = "pat.u8jzPde0IgxLd6GncfBAep.2d1371c17149d439536b3216.FRIBXuDL7DxtpYlSXpfK"
+    with_secret = f"deploy with {secret}; {STATEMENT}"[:500]
 
-    def median_ms() -> float:
+    def median_ms(text: str) -> float:
         times = []
         for _ in range(200):
             started = time.perf_counter()
@@ -71,13 +75,15 @@ def _statement(cache: str | None) -> None:
             times.append(time.perf_counter() - started)
         return statistics.median(times) * 1000
 
-    print(f"500-character statement, own rules:             {median_ms():.3f} ms median")
+    print(f"500-character statement, own rules:             {median_ms(text):.3f} ms median")
     if cache is None:
         return
     from intentloop.store.catalog import load_catalog
 
     outcome = load_catalog({"INTENT_LOOP_CATALOG": "on", "INTENT_LOOP_CATALOG_CACHE": cache}, cold_ok=True)
-    print(f"500-character statement, own rules + catalog:   {median_ms():.3f} ms median (catalog {outcome})")
+    print(f"500-character statement, own rules + catalog:   {median_ms(text):.3f} ms median (catalog {outcome})")
+    redact(with_secret)  # loads the library (not timed)
+    print(f"the same holding a catalog-only token, scanned: {median_ms(with_secret):.3f} ms median")
 
 
 def main() -> None:

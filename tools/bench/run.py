@@ -343,6 +343,11 @@ def _compile_project() -> None:
     import intentloop
 
     compileall.compile_dir(str(Path(intentloop.__file__).parent), quiet=1)
+    # and the redaction rule catalog's cache, as ``intentloop install`` builds it: on by default, it would otherwise be
+    # compiled by the first server or hook measured (docs/REDACTION.md)
+    from intentloop.store.catalog import ensure_rule_cache
+
+    ensure_rule_cache(os.environ)
 
 
 # --------------------------------------------------------------------------------------------------- forget

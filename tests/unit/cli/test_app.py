@@ -97,7 +97,7 @@ def test_hook_path_never_imports_typer_rich_or_mcp(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         timeout=30,
-        env={"PATH": "/usr/bin:/bin"},
+        env={"INTENT_LOOP_CATALOG": "off", "PATH": "/usr/bin:/bin"},
     )
     assert report.read_text() == "0 []", done.stderr
     assert json.loads(done.stdout.splitlines()[-1])["continue"] is True

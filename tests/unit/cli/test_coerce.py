@@ -31,7 +31,7 @@ def _imports(tmp_path: Path, *args: str) -> tuple[str, subprocess.CompletedProce
         capture_output=True,
         text=True,
         timeout=60,
-        env={"PATH": "/usr/bin:/bin", "INTENT_LOOP_DATA_DIR": str(tmp_path / "data")},
+        env={"INTENT_LOOP_CATALOG": "off", "PATH": "/usr/bin:/bin", "INTENT_LOOP_DATA_DIR": str(tmp_path / "data")},
     )
     return report.read_text(), done
 

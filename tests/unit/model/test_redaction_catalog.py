@@ -1,6 +1,6 @@
 """The rule catalog (``kingfisher-secret-scanner``) as the second layer of redaction, in process, with the real library:
 what it adds on the corpus and on the held-out set, that identifiers stay, the span arithmetic, and every outcome of
-loading it (off, cold, loaded, unavailable, failed) with what ``intentloop status`` then says.
+loading it (off, on by default, cold, standing by, unavailable, failed) with what ``intentloop status`` then says.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def fresh(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 @pytest.fixture
 def both_layers(fresh: None, catalog_env: dict[str, str]) -> None:
-    assert catalog.load_catalog(catalog_env, cold_ok=False) == "loaded"
+    assert catalog.load_catalog(catalog_env, cold_ok=True) == "standby"  # warm: it loads on the first text it may match
     assert catalog_in_use()
 
 
@@ -81,6 +81,25 @@ def test_recall_on_the_held_out_set_with_both_layers(both_layers: None) -> None:
     assert len(entries) - len(missed_formats(entries)) >= HELDOUT_MIN_BOTH
 
 
+def test_with_a_warm_cache_it_loads_only_for_a_text_a_rule_may_match(
+    fresh: None, catalog_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened: list[Path] = []
+    real_open = catalog._open
+    monkeypatch.setattr(catalog, "_open", lambda folder, *args: opened.append(folder) or real_open(folder, *args))
+    assert catalog.load_catalog(catalog_env, cold_ok=False) == "standby"
+    assert catalog_in_use() and "loaded only for a text" in catalog.catalog_state(catalog_env).describe()
+    statement = "keep the retry budget at three attempts and log each failure with its request id"
+    assert redact(statement).text == statement
+    assert opened == []  # no rule's keyword: nothing loaded
+    line, secret = _harness_pat()
+    result = redact(line)
+    assert secret not in result.text and CATALOG in result.kinds  # the catalog, loaded for this text
+    assert len(opened) == 1
+    redact(f"again {line}")
+    assert len(opened) == 1  # once
+
+
 def test_spans_count_characters_not_bytes(both_layers: None) -> None:
     """Kingfisher reports UTF-8 byte offsets; text before the secret with wide characters must not shift the cut."""
     line, secret = _harness_pat()
@@ -90,10 +109,19 @@ def test_spans_count_characters_not_bytes(both_layers: None) -> None:
     assert redacted.startswith("für die Bereitstellung 🚀 ") and redacted.endswith(" — danach löschen")
 
 
-def test_off_by_default_the_library_is_not_loaded(fresh: None) -> None:
-    assert catalog.load_catalog({}, cold_ok=True) == "off"
+def test_off_the_library_is_not_loaded(fresh: None) -> None:
+    env = {catalog.ENV_CATALOG: "off"}
+    assert catalog.load_catalog(env, cold_ok=True) == "off"
     assert not catalog_in_use()
-    assert "catalog off" in catalog.catalog_state({}).describe()
+    assert "catalog off" in catalog.catalog_state(env).describe()
+
+
+@pytest.mark.parametrize("value", [None, "", "on", "yes"])
+def test_on_by_default(value: str | None) -> None:
+    """Only ``off`` turns it off: no variable, an empty one or any other value keeps both layers."""
+    env = {} if value is None else {catalog.ENV_CATALOG: value}
+    assert catalog.enabled(env) and catalog.catalog_state(env).enabled
+    assert not catalog.enabled({catalog.ENV_CATALOG: " OFF "})  # the control
 
 
 def test_a_hook_does_not_compile_a_cold_cache(fresh: None, tmp_path: Path) -> None:
@@ -104,6 +132,19 @@ def test_a_hook_does_not_compile_a_cold_cache(fresh: None, tmp_path: Path) -> No
     assert not state.warm and "rule cache cold" in state.describe()
     line, secret = _harness_pat()
     assert secret in redact(line).text  # the own rules: what it stores meanwhile
+
+
+def test_a_hook_treats_a_cache_without_its_keywords_as_cold(fresh: None, tmp_path: Path) -> None:
+    """Compiled rules without the keyword file (written last): the hook does not load the library inline either."""
+    env = {catalog.ENV_CATALOG: "on", catalog.ENV_CATALOG_CACHE: str(tmp_path / "half")}
+    version = catalog.catalog_state(env).version
+    assert version is not None
+    folder = catalog.cache_dir(env, version)
+    folder.mkdir(parents=True, mode=0o700)
+    (folder / "rules.vscdb").write_bytes(b"")
+    assert catalog.catalog_state(env).warm and not catalog.catalog_state(env).keywords
+    assert catalog.load_catalog(env, cold_ok=False) == "cold"
+    assert not catalog_in_use() and catalog.wants_warming()
 
 
 def test_not_installed_falls_back_to_the_own_rules(fresh: None, monkeypatch: pytest.MonkeyPatch) -> None:
