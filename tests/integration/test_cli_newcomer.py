@@ -511,23 +511,25 @@ def test_tasks_counts_the_hooks_observations_apart_from_candidates(memory: Memor
     assert len(memory.call("intent_list_candidates", {"task_id": task["task_id"]})) == 4
 
 
+def _with_files(
+    memory: Memory, limit: int, argv: list[str], stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``argv`` run in the project as a process that may open at most ``limit`` files."""
+
+    def low() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
+    return subprocess.run(
+        argv, input=stdin, capture_output=True, text=True, env=memory.env, cwd=memory.root, timeout=60, preexec_fn=low
+    )
+
+
 def test_running_out_of_file_descriptors_is_no_bug_report(memory: Memory) -> None:
     ids = memory.populate()
     seen: set[str] = set()
     for limit in range(5, 17):
-
-        def low(limit: int = limit) -> None:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
-
-        done = subprocess.run(
-            [*INTENTLOOP, "mode", ids["a"][:8], "off"],  # a write: the lock, the service and trio need files
-            capture_output=True,
-            text=True,
-            env=memory.env,
-            cwd=memory.root,
-            timeout=60,
-            preexec_fn=low,
-        )
+        # a write: the lock, the service and trio need files
+        done = _with_files(memory, limit, [*INTENTLOOP, "mode", ids["a"][:8], "off"])
         assert "Traceback" not in done.stderr and "INTERNAL_ERROR" not in done.stderr, (limit, done.stderr)
         seen.add("ok" if done.returncode == 0 else done.stderr.splitlines()[0])
     assert "ok" in seen, seen  # the limit was met from both sides
@@ -540,26 +542,13 @@ def test_a_hook_out_of_file_descriptors_names_the_limit_not_a_lost_lock(memory: 
     it; never a lock that "changed hands" (an owner record that could not be opened is not another writer's)."""
     answers: dict[int, str] = {}
     for limit in range(8, 21):
-
-        def low(limit: int = limit) -> None:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
-
         payload = {
             "hook_event_name": "UserPromptSubmit",
             "session_id": f"fd-{limit}",
             "cwd": str(memory.root),
             "prompt": f"/intent remember keep the limit {limit} in mind",
         }
-        done = subprocess.run(
-            [*INTENTLOOP, "hook"],
-            input=json.dumps(payload),
-            capture_output=True,
-            text=True,
-            env=memory.env,
-            cwd=memory.root,
-            timeout=60,
-            preexec_fn=low,
-        )
+        done = _with_files(memory, limit, [*INTENTLOOP, "hook"], json.dumps(payload))
         answer = json.loads(done.stdout)
         assert done.returncode == 0 and answer["continue"] is True, (limit, done.stdout, done.stderr)
         answers[limit] = answer["hookSpecificOutput"]["additionalContext"].splitlines()[0]

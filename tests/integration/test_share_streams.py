@@ -176,13 +176,9 @@ print(mirror.write_stream(msgspec.json.encode(point), records_bytes(records), {d
 """
 
 
-def test_a_second_history_signed_by_the_same_key_freezes_the_writer(tmp_path: Path) -> None:
-    remote, (a, b), shared = paired(tmp_path, ["a", "b"])
-    writer = a.cli("share", "keys")["key_id"]
-    task = a.start()
-    a.tools(explicit(task, "The honest first record"))
-    a.cli("sync")
-    assert _writer(b.cli("sync"), writer)["status"] == "accepted"
+def _force_fork(tmp_path: Path, a: Machine, remote: Path, shared: str, writer: str) -> str:
+    """Sign with ``a``'s key a first record other than the one it published, and force-push that history over
+    ``a``'s ref (what a writer showing a second history does); returns the forked commit."""
     scratch = tmp_path / "scratch"
     made = subprocess.run(
         [sys.executable, "-c", _EQUIVOCATE, str(a.root), str(scratch), shared, "A forked first record"],
@@ -191,15 +187,26 @@ def test_a_second_history_signed_by_the_same_key_freezes_the_writer(tmp_path: Pa
         check=True,
         env=a.env(),
     )
-    commit = made.stdout.strip()
+    forked = made.stdout.strip()
     git(
         "push",
         "-q",
         "--force",
         str(remote),
-        f"{commit}:{_ref(remote, shared, writer)}",
+        f"{forked}:{_ref(remote, shared, writer)}",
         cwd=scratch / "share" / "mirror.git",
     )
+    return forked
+
+
+def test_a_second_history_signed_by_the_same_key_freezes_the_writer(tmp_path: Path) -> None:
+    remote, (a, b), shared = paired(tmp_path, ["a", "b"])
+    writer = a.cli("share", "keys")["key_id"]
+    task = a.start()
+    a.tools(explicit(task, "The honest first record"))
+    a.cli("sync")
+    assert _writer(b.cli("sync"), writer)["status"] == "accepted"
+    _force_fork(tmp_path, a, remote, shared, writer)
     report = _writer(b.cli("sync"), writer)
     assert (report["status"], report["problem_seq"]) == ("frozen", 1)
     assert "equivocation" in report["problem"]
@@ -344,23 +351,7 @@ def test_two_histories_shown_to_two_readers_are_caught_by_both_through_witnesses
     a.cli("sync")
     assert _writer(b.cli("sync"), writer)["status"] == "accepted"
     b.cli("sync")  # b's stream now witnesses a's checkpoint
-    scratch = tmp_path / "scratch"
-    made = subprocess.run(
-        [sys.executable, "-c", _EQUIVOCATE, str(a.root), str(scratch), shared, "A forked first record"],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=a.env(),
-    )
-    forked = made.stdout.strip()
-    git(
-        "push",
-        "-q",
-        "--force",
-        str(remote),
-        f"{forked}:{_ref(remote, shared, writer)}",
-        cwd=scratch / "share" / "mirror.git",
-    )
+    forked = _force_fork(tmp_path, a, remote, shared, writer)
     # a witness line whose signature does not verify (its head edited) is ignored: c takes the fork it was shown
     point = json.loads(git("--git-dir", str(remote), "cat-file", "blob", f"{forked}:checkpoint"))
     point["head"] = "0" * 64
