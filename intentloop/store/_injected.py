@@ -44,8 +44,10 @@ def _digest(key: bytes, shash: str, text: str) -> str:
     ).hex()
 
 
-def _read(paths: ProjectPaths) -> list[tuple[str, str]]:
-    return read_cache(paths.project_dir / INJECTED_NAME, _MAX_BYTES, _decoder.decode) or []
+def _read(paths: ProjectPaths) -> list[tuple[str, str]] | None:
+    """The entries, or ``None`` when there is no usable file (missing, garbled or unsafe)."""
+    found: list[tuple[str, str]] | None = read_cache(paths.project_dir / INJECTED_NAME, _MAX_BYTES, _decoder.decode)
+    return found
 
 
 def _write(paths: ProjectPaths, entries: list[tuple[str, str]]) -> None:
@@ -57,37 +59,37 @@ def _write(paths: ProjectPaths, entries: list[tuple[str, str]]) -> None:
         unlink_quietly(temp)
 
 
+def _remember(paths: ProjectPaths, shash: str, text: str, *, create: bool) -> bool:
+    """Remember ``text`` as the last injection into the session ``shash`` (creating the file only when ``create``);
+    whether it already was. ``False`` too when nothing can be remembered (no project, no cache key). Never raises."""
+    try:
+        key = load_key(paths.data_root, CACHE_KEY)
+        if key is None or not paths.check_project():
+            return False
+    except StorageError:
+        return False
+    entries = _read(paths)
+    if entries is None and not create:
+        return False
+    entries = entries or []
+    digest = _digest(key, shash, text)
+    if any(s == shash and hmac.compare_digest(d, digest) for s, d in entries):
+        return True
+    _write(paths, [e for e in entries if e[0] != shash] + [(shash, digest)])
+    return False
+
+
 def inject_once(paths: ProjectPaths, shash: str, text: str) -> bool:
     """Whether ``text`` is to be injected into the session ``shash``: ``False`` when it is exactly what was last
     injected there; otherwise ``True``, and it is remembered as the last injection (an existing project with the
     cache key only). Never raises: whatever cannot be read or written means injecting."""
-    try:
-        key = load_key(paths.data_root, CACHE_KEY)
-        if key is None or not paths.check_project():
-            return True
-    except StorageError:
-        return True
-    digest = _digest(key, shash, text)
-    entries = _read(paths)
-    if any(s == shash and hmac.compare_digest(d, digest) for s, d in entries):
-        return False
-    _write(paths, [e for e in entries if e[0] != shash] + [(shash, digest)])
-    return True
+    return not _remember(paths, shash, text, create=True)
 
 
 def note_injection(paths: ProjectPaths, shash: str, text: str) -> None:
     """Remember ``text`` as what was last injected into the session ``shash`` (SessionStart's context), only where
     the file already exists: SessionStart creates nothing. Never raises."""
-    try:
-        key = load_key(paths.data_root, CACHE_KEY)
-        if key is None or not paths.check_project() or not (paths.project_dir / INJECTED_NAME).is_file():
-            return
-    except (StorageError, OSError):
-        return
-    digest = _digest(key, shash, text)
-    entries = _read(paths)
-    if (shash, digest) not in entries:
-        _write(paths, [e for e in entries if e[0] != shash] + [(shash, digest)])
+    _remember(paths, shash, text, create=False)
 
 
 def forget_injection(paths: ProjectPaths, shash: str) -> None:
@@ -98,7 +100,7 @@ def forget_injection(paths: ProjectPaths, shash: str) -> None:
             return
     except StorageError:
         return
-    entries = _read(paths)
+    entries = _read(paths) or []
     if any(s == shash for s, _ in entries):
         _write(paths, [e for e in entries if e[0] != shash])
 
