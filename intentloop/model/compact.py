@@ -15,12 +15,12 @@ other user-explicit lines only get what they leave, and one closing line counts 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from decimal import ROUND_HALF_UP, Decimal
 
 import msgspec
 
+from intentloop.model._lazyre import LazyPattern
 from intentloop.model.claims import Claim
 from intentloop.model.ids import parse_time
 from intentloop.model.projection import TaskState, is_stale_long_term
@@ -43,7 +43,7 @@ RECOVERY_HEADER = (
 DEFAULT_SNAPSHOT_CHARACTERS = 2400
 DEFAULT_HOOK_CHARACTERS = 1800
 _SHOWN_PRINCIPALS = 3
-_PLAIN_PRINCIPAL = re.compile(r"[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9.-]{1,100}")
+_PLAIN_PRINCIPAL = LazyPattern(r"[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9.-]{1,100}")
 
 
 class TeamCount(msgspec.Struct, frozen=True, kw_only=True):
@@ -322,7 +322,7 @@ def linked_task_context(
         team: teammates' claims, counted only (:func:`team_line`).
     """
     identity = f"[Intent Loop linked task_id={task.task_id}. Keep this ID internal and use it for intent_* tools.]"
-    if not task.active_claims() and not peers and not team_line(team):
+    if not task.active_claims() and not peers and (team is None or team.count <= 0):
         return identity
     block = hook_context_text(task, max_chars, recovery_packet=recovery_packet, peers=peers, team=team)
     return identity + "\n" + block
