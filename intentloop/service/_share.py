@@ -36,7 +36,7 @@ from intentloop.store._share import (
 )
 
 if TYPE_CHECKING:
-    from intentloop.service._share_view import PeerClaim
+    from intentloop.service._share_view import Folded, PeerClaim
 
 
 def locate(data_root: Path, raw: str | None) -> tuple[ProjectRoot, SharedIdentity | None]:
@@ -159,12 +159,11 @@ def set_principal(data_root: Path, name: str) -> dict[str, Any]:
 
 
 def keys(data_root: Path, raw: str | None) -> dict[str, Any]:
+    from intentloop.store._signers import allowed_signers_line
     from intentloop.store._signing import load_or_create_signing_key
     from intentloop.store._stream import openssh_public_key, ssh_fingerprint
 
     located = locate_project(raw if raw is not None else os.getcwd(), data_root)
-    from intentloop.store._signers import allowed_signers_line
-
     key = load_or_create_signing_key(data_root)
     public_key = openssh_public_key(key.public_hex)
     principal = principal_of(data_root, located.root)
@@ -236,12 +235,8 @@ def snapshot_peers(
     task of this installation) supersedes or invalidates is not shown; another principal's stays, disputed. The claim
     dicts are the process's cached ones: read them, never change them (the list is the caller's)."""
     from intentloop.service._share_disputes import applied, disputes, task_refs
-    from intentloop.service._share_view import folded_view
 
-    identity = shared_identity(data_root, root, project_id)
-    if identity is None:
-        return [], []
-    found = folded_view(data_root, identity.shared_id)
+    found = _folded(data_root, root, project_id)
     if found is None:
         return [], []
     own = found.view.principal
@@ -258,22 +253,25 @@ def snapshot_peers(
     return wire, disputes(refs, owners)
 
 
-def peer_claim(data_root: Path, root: str, project_id: str, claim_id: str) -> PeerClaim | None:
-    """The active claim ``claim_id`` of the shared project's combined view (as a snapshot with ``include_peers``
-    shows it), or ``None`` (also when the project is not shared or never synced)."""
+def _folded(data_root: Path, root: str, project_id: str) -> Folded | None:
+    """The combined view of the project's shared id, folded (``None`` when the project is not shared or never
+    synced)."""
     from intentloop.service._share_view import folded_view
 
     identity = shared_identity(data_root, root, project_id)
-    found = None if identity is None else folded_view(data_root, identity.shared_id)
+    return None if identity is None else folded_view(data_root, identity.shared_id)
+
+
+def peer_claim(data_root: Path, root: str, project_id: str, claim_id: str) -> PeerClaim | None:
+    """The active claim ``claim_id`` of the shared project's combined view (as a snapshot with ``include_peers``
+    shows it), or ``None`` (also when the project is not shared or never synced)."""
+    found = _folded(data_root, root, project_id)
     return None if found is None else found.by_id.get(claim_id)
 
 
 def peer_claim_ids(data_root: Path, root: str, project_id: str) -> list[str]:
     """The ids of the combined view's active claims (none when the project is not shared or never synced)."""
-    from intentloop.service._share_view import folded_view
-
-    identity = shared_identity(data_root, root, project_id)
-    found = None if identity is None else folded_view(data_root, identity.shared_id)
+    found = _folded(data_root, root, project_id)
     return [] if found is None else list(found.by_id)
 
 

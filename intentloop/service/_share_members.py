@@ -16,7 +16,7 @@ from intentloop.service._share import require_shared
 from intentloop.service._share_sync import REVOKED_WHY, PeerState, load_peers, record_time
 from intentloop.service._share_view import read_view
 from intentloop.store._share import TrustedKey, trusted_keys
-from intentloop.store._signers import allowed_signers_path, read_team, revoked_signers_path, trust_from
+from intentloop.store._signers import allowed_signers_path, in_window, read_team, revoked_signers_path, trust_from
 from intentloop.store._signing import load_signing_key
 from intentloop.store._stream import parse_openssh_public_key, ssh_fingerprint
 
@@ -24,9 +24,7 @@ from intentloop.store._stream import parse_openssh_public_key, ssh_fingerprint
 def _status(key: TrustedKey, state: PeerState, problem: dict[str, Any] | None, now: str) -> tuple[str, str | None]:
     if state.frozen is not None:
         return "frozen", f"{state.frozen} (sequence {state.frozen_seq}); the last good state is kept"
-    if (key.valid_after is not None and now < key.valid_after) or (
-        key.valid_before is not None and now > key.valid_before
-    ):
+    if not in_window(now, key):
         window = f"from {key.valid_after or 'any time'} until {key.valid_before or 'any time'}"
         return "out_of_window", f"the key is valid {window} (UTC): records it dates outside that are ignored"
     if problem is not None:
@@ -57,7 +55,8 @@ def members(data_root: Path, raw: str | None) -> dict[str, Any]:
     located, identity = require_shared(data_root, raw)
     shared = identity.shared_id
     team = read_team(located.root)
-    trusted, conflicts = trust_from(team, trusted_keys(data_root))
+    local = {k.key_id: k for k in trusted_keys(data_root)}
+    trusted, conflicts = trust_from(team, local.values())
     peers = load_peers(data_root, shared)
     view = read_view(data_root, shared, items=False)
     set_aside = {p["writer"]: p for p in (view.problems if view else []) if p.get("status") in ("tampered", "rollback")}
@@ -87,7 +86,6 @@ def members(data_root: Path, raw: str | None) -> dict[str, Any]:
             entry["principal_claimed"] = state.claimed
         by_principal.setdefault(key.principal, []).append(entry)
     listed = {s.key_id: s for s in team.signers}
-    local = {k.key_id: k for k in trusted_keys(data_root)}
     for key_id, public_key in sorted(team.revoked.items()):
         holder = listed.get(key_id) or local.get(key_id)
         principal = holder.principal if holder is not None else "(unlisted)"
