@@ -247,6 +247,32 @@ class _BlobReader:
         return self.held.get(sha, b"")
 
 
+def _verify_puts(
+    stream: Stream,
+    puts: list[Record],
+    entries: dict[str, str],
+    reader: _BlobReader,
+    verified: dict[str, str] | None = None,
+    known: dict[str, Any] | None = None,
+) -> None:
+    """Verify the payloads of ``puts`` (``entries``: payload name → blob id), :data:`_BLOB_BATCH` at a time: one
+    held under the blob id verified before (``verified``) is taken from ``known``, any other read through ``reader``.
+
+    Raises:
+        StreamProblem: the first payload that is missing or does not verify.
+    """
+    verified = verified or {}
+    for at in range(0, len(puts), _BLOB_BATCH):
+        chunk = puts[at : at + _BLOB_BATCH]
+        payloads: dict[str, bytes | None] = {}
+        for record in chunk:
+            digest = record.digest or ""
+            if digest in entries:
+                same = verified.get(digest) == entries[digest]
+                payloads[digest] = None if same else reader.get(entries[digest])
+        verify_payloads(stream, chunk, payloads, known)
+
+
 def _head_groups(pending: list[str], sizes: dict[str, int]) -> Iterator[list[str]]:
     """``pending`` writers in order, in groups whose records files total about :data:`_HEADS_BYTES` (a writer is never
     split), so the heads read at once stay bounded whatever the number and length of the streams."""
@@ -436,17 +462,9 @@ def judge_writers(
             try:
                 if isinstance(found, StreamProblem):
                     raise found
-                stream, puts, verified, known = found.stream, found.puts, found.verified, found.known
+                stream, puts = found.stream, found.puts
                 entries = heads[writer][2]
-                for at in range(0, len(puts), _BLOB_BATCH):
-                    chunk = puts[at : at + _BLOB_BATCH]
-                    payloads: dict[str, bytes | None] = {}
-                    for record in chunk:
-                        digest = record.digest or ""
-                        if digest in entries:
-                            same = verified.get(digest) == entries[digest]
-                            payloads[digest] = None if same else reader.get(entries[digest])
-                    verify_payloads(stream, chunk, payloads, known)
+                _verify_puts(stream, puts, entries, reader, found.verified, found.known)
                 refuse_erased_payloads(stream, entries)
             except StreamProblem as problem:
                 entry.update(status="tampered", problem=problem.reason, problem_seq=problem.seq)
@@ -543,23 +561,13 @@ def _read_admitted(
     checkpoint, records, entries = mirror.read_heads({writer: commit})[writer]
     stream = parse_records(shared=shared, writer=writer, checkpoint=checkpoint, records=records)
     upto = min(upto, stream.checkpoint.seq)
-    asks = {
-        seq: entries[digest]
-        for seq in shown_puts(stream.records, stream.erased(), upto).values()
-        if (digest := stream.records[seq - 1].digest or "") in entries
-    }
+    shown = sorted(shown_puts(stream.records, stream.erased(), upto).values())
+    asks = {seq: entries[digest] for seq in shown if (digest := stream.records[seq - 1].digest or "") in entries}
     blob_sizes = mirror.blob_sizes(sorted(set(asks.values())))
     big = {seq for seq, sha in asks.items() if blob_sizes.get(sha, 0) > quotas.payload_bytes}
-    shown = shown_puts(stream.records, stream.erased(), upto)
-    puts = [stream.records[seq - 1] for seq in sorted(shown.values()) if seq not in big]
-    for at in range(0, len(puts), _BLOB_BATCH):
-        chunk = puts[at : at + _BLOB_BATCH]
-        wanted = [entries[r.digest or ""] for r in chunk if (r.digest or "") in entries]
-        blobs = mirror.read_blobs(wanted)
-        payloads: dict[str, bytes | None] = {
-            r.digest or "": blobs.get(entries[r.digest or ""], b"") for r in chunk if (r.digest or "") in entries
-        }
-        verify_payloads(stream, chunk, payloads)
+    puts = [stream.records[seq - 1] for seq in shown if seq not in big]
+    order = [entries[r.digest or ""] for r in puts if (r.digest or "") in entries]
+    _verify_puts(stream, puts, entries, _BlobReader(mirror, order))
     return _view_writer(stream, commit, entries, trusted, puts, upto)
 
 
@@ -597,12 +605,13 @@ def check_witnesses(
     entries = {e["writer"]: e for e in report}
     accepted = mirror.refs(f"{ACCEPTED}/{shared}")
     records: dict[str, list[bytes]] = {}
+    seen = {writer: {tuple(pair) for pair in state.seen} for writer, state in peers.items()}
     for witness, data in sorted(files.items()):
         for point in witnessed(data):
             writer, state = point.writer, peers.get(point.writer)
             if writer in (me, witness) or writer not in trusted or state is None or state.frozen is not None:
                 continue
-            if point.seq > state.seq or point.seq < 1 or (point.seq, point.head) in {tuple(p) for p in state.seen}:
+            if point.seq > state.seq or point.seq < 1 or (point.seq, point.head) in seen[writer]:
                 continue
             if point.seq == state.seq:
                 ours = state.head
