@@ -8,11 +8,14 @@ written without the ledger lock or an fsync (the last writer wins, atomically), 
 (the session injected into longest ago dropped), and a missing, garbled or unsafe file, or no key, only means the
 context is injected again. SessionStart never creates it, but where it exists it notes what SessionStart injected
 (a resumed session's first prompt would otherwise inject the same context a second time, right after SessionStart's);
-compaction forgets the session's entry (the host's copy went with the compacted conversation).
+so the write that binds a session to a task (the ledger's append) creates it empty: a session's first link is made by
+a tool call after that session's prompt hook ran, and the next SessionStart (a resumed session) is the first hook with
+a context to inject. Compaction forgets the session's entry (the host's copy went with the compacted conversation).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import os
 import uuid
@@ -92,6 +95,14 @@ def note_injection(paths: ProjectPaths, shash: str, text: str) -> None:
     _remember(paths, shash, text, create=False)
 
 
+def prepare_injection_memory(paths: ProjectPaths) -> None:
+    """Create the file empty where it is missing (a session was just bound to a task, under the ledger lock), so
+    SessionStart, which creates nothing, can note what it injects. Never raises: without it the context is only
+    injected once more."""
+    with contextlib.suppress(OSError):
+        create_exclusive(paths.project_dir / INJECTED_NAME, b"[]", sync=False)
+
+
 def forget_injection(paths: ProjectPaths, shash: str) -> None:
     """Forget what was last injected into the session ``shash`` (its conversation was compacted): the next prompt
     injects again. Never raises, and creates nothing."""
@@ -105,4 +116,12 @@ def forget_injection(paths: ProjectPaths, shash: str) -> None:
         _write(paths, [e for e in entries if e[0] != shash])
 
 
-__all__ = ["INJECTED_NAME", "INJECTED_TEMP_RE", "MAX_ENTRIES", "forget_injection", "inject_once", "note_injection"]
+__all__ = [
+    "INJECTED_NAME",
+    "INJECTED_TEMP_RE",
+    "MAX_ENTRIES",
+    "forget_injection",
+    "inject_once",
+    "note_injection",
+    "prepare_injection_memory",
+]

@@ -41,6 +41,7 @@ from intentloop.store._fs import (
     truncate_durably,
     write_all,
 )
+from intentloop.store._injected import prepare_injection_memory
 from intentloop.store._lock import LockHandle
 from intentloop.store._names import control_temp_name, ledger_temp_name, quarantine_temp_name
 from intentloop.store._paths import ProjectPaths
@@ -264,6 +265,8 @@ class LockedLedger:
             )
         view = None if self._view is None else self._view.extended(events, length + len(lines))
         self._commit("append", view, lines, events)
+        if any(event.payload.get("host_session_hash") is not None for event in events):
+            prepare_injection_memory(self._paths)  # SessionStart notes its injection only where the file exists
         return events
 
     def rewrite(self, events: Sequence[Event]) -> None:

@@ -139,7 +139,8 @@ async def test_hook_context_holds_direct_user_explicit_claims_only(world: World)
     snapshot = await world.call("intent_get_snapshot", task_id=task)
     statements = {c["statement"] for c in snapshot["active_claims"]}
     assert {HOSTILE["inference"], HOSTILE["evidence"], HOSTILE["import"]} <= statements  # they are really there
-    for event, fields in (("SessionStart", {"source": "startup"}), ("UserPromptSubmit", {"turn_id": "t-1"})):
+    # the prompt first: after SessionStart noted the same text as the session's last injection, it would leave it out
+    for event, fields in (("UserPromptSubmit", {"turn_id": "t-1"}), ("SessionStart", {"source": "startup"})):
         text = world.context(event, **fields)
         assert text.startswith(f"[Intent Loop linked task_id={task}.")
         for statement in [*DIRECT, "Use SQLite for tests"]:  # positive control

@@ -1,8 +1,9 @@
 """A linked task's context reaches the host once per session until it changes: real ``intentloop hook`` processes.
 
 The hosts keep every injected copy in the conversation, so the prompt hook leaves out a context that is exactly what
-it last injected into the same session (``injected-context.json``, content-free). SessionStart injects as before and
-creates nothing; compaction (PostCompact) makes the next prompt inject again.
+it last injected into the same session (``injected-context.json``, content-free, created empty when a session is
+bound to a task). SessionStart injects as before, notes what it injected where that file exists and creates nothing;
+compaction (PostCompact) makes the next prompt inject again.
 """
 
 from __future__ import annotations
@@ -146,6 +147,7 @@ def test_the_state_file_is_private_content_free_and_bounded(world: World) -> Non
 
 def test_session_start_creates_nothing(world: World) -> None:
     world.link(ONE, "Use PostgreSQL only")
+    world.state().unlink()  # the bind created it; without it SessionStart notes nothing and creates nothing
     for source in ("startup", "resume", "clear", "compact"):  # before any prompt: no state file yet
         before = world.files()
         assert world.hook("SessionStart", source=source) is not None
@@ -171,6 +173,21 @@ def test_a_resumed_sessions_first_prompt_does_not_repeat_what_session_start_inje
     assert packet is not None and "Keep the public API stable." in packet
     again = world.prompt()  # the control: a context SessionStart did not note is injected by the prompt
     assert again is not None and "Keep the public API stable." in again
+
+
+def test_a_session_linked_after_its_first_prompt_gets_the_context_once_when_resumed(world: World) -> None:
+    """The hosts' own order: turn 1's prompt hook runs before the agent's tool call links the session, so no prompt
+    has injected anything; the link creates the (empty) memory, the resumed session's SessionStart injects the
+    context and notes it, and turn 2's prompt leaves it out (it was injected twice in a row before)."""
+    hint = world.prompt()
+    assert hint is not None and "host_session_id=" in hint and not world.state().exists()
+    task = world.link(ONE, "Use PostgreSQL only")  # intent_start_task with the session hint, in turn 1
+    assert json.loads(world.state().read_bytes()) == []
+    resumed = world.hook("SessionStart", source="resume")
+    assert resumed is not None and resumed.startswith(f"[Intent Loop linked task_id={task}.")
+    assert world.prompt() is None
+    other = world.link(TWO, "Keep the public API stable")  # a second bind keeps the first session's memory
+    assert other and world.hook("SessionStart", source="resume") is not None and world.prompt() is None
 
 
 def test_without_the_state_every_prompt_injects(world: World) -> None:
