@@ -332,6 +332,13 @@ def tombstone_digest(key: bytes, task_id: str, request_id: str, fingerprint: str
     return hmac.new(key, b"intent-loop-deleted-request-v1\0" + body, hashlib.sha256).hexdigest()
 
 
+def erased_statement_digest(key: bytes, statement: str) -> str:
+    """HMAC-SHA-256 under the installation key of a forgotten (or, by a peer, erased) claim's statement as it is
+    stored: kept beside the request tombstones so an import of an old export cannot bring the statement back, and
+    as content-free as they are."""
+    return hmac.new(key, b"intent-loop-erased-statement-v1\0" + statement.encode(), hashlib.sha256).hexdigest()
+
+
 def creating_request(event: Event, task_id: str, claim_ids: Collection[str]) -> tuple[str, str, str] | None:
     """(task id, request id, fingerprint) when ``event`` created one of ``claim_ids`` in ``task_id`` by a request
     (``claim_added``/``claim_replaced``; initial and imported claims answer ``REQUEST_ID_REUSED`` on a replay
@@ -350,6 +357,7 @@ __all__ = [
     "SUPERSEDED_BY_DELETED",
     "content_needles",
     "creating_request",
+    "erased_statement_digest",
     "files_holding",
     "find_copies",
     "remove_claim",

@@ -16,6 +16,7 @@ from intentloop.model import Event, ProjectState, TaskState, project
 from intentloop.service._delete import (
     content_needles,
     creating_request,
+    erased_statement_digest,
     files_holding,
     find_copies,
     remove_claim,
@@ -115,13 +116,19 @@ def _rewrite(locked: LockedLedger, deletion: _Deletion, markers: Sequence[str]) 
     )
 
 
-def _remember_deleted(ctx: Ctx, locked: LockedLedger, requests: Sequence[tuple[str, str, str]]) -> None:
+def _remember_deleted(
+    ctx: Ctx, locked: LockedLedger, requests: Sequence[tuple[str, str, str]], statements: Collection[str]
+) -> None:
     """Leave a content-free tombstone per request that created a deleted claim, so its replay answers
     ``CLAIM_DELETED`` instead of recreating the claim (a deleted task needs none: its task id is gone, a replay
-    answers ``TASK_NOT_FOUND``)."""
-    if requests:
+    answers ``TASK_NOT_FOUND``), and one per deleted statement, so an import of an old export leaves it out
+    (``_import.py``)."""
+    if requests or statements:
         key = load_or_create_hook_key(ctx.store.data_root)
-        locked.add_tombstones([tombstone_digest(key, *request) for request in requests])
+        locked.add_tombstones(
+            [tombstone_digest(key, *request) for request in requests]
+            + [erased_statement_digest(key, statement) for statement in sorted(statements)]
+        )
 
 
 def _finish(ctx: Ctx, locked: LockedLedger, ids: Sequence[str], statements: Collection[str]) -> dict[str, Any]:
@@ -174,7 +181,7 @@ async def delete(engine: Engine, ctx: Ctx, args: DeleteArgs) -> dict[str, Any]:
         deleted_copies = _with_copies(ctx, deletion, statements) if copies_too else []
         ids = [claim_id, *(c["claim_id"] for c in deleted_copies)]
         _rewrite(locked, deletion, ids)
-        _remember_deleted(ctx, locked, deletion.requests)
+        _remember_deleted(ctx, locked, deletion.requests, statements if private is None else ())
         found = _finish(ctx, locked, ids, statements)
     if private is not None:
         events = engine.private.get(ctx.project_id, task_id) or []
@@ -198,14 +205,15 @@ async def _delete_task(engine: Engine, ctx: Ctx, task_id: str, confirmation: str
         scan_project_files(ctx.store, [task_id], skip=ctx.store.rewritten_by_deletion())
         doomed = _fold(task_events(ctx.store.paths, task_id), task_id)
         private = engine.private_state(ctx, task_id)
-        statements = {
-            c.statement for t in (doomed, private and private.tasks.get(task_id)) if t for c in t.claims.values()
+        durable = {c.statement for c in doomed.claims.values()} if doomed else set()
+        statements = durable | {
+            c.statement for t in (private and private.tasks.get(task_id),) if t for c in t.claims.values()
         }
         deletion = _Deletion(task_id=task_id, claim_id=None)
         deleted_copies = _with_copies(ctx, deletion, statements) if copies_too else []
         ids = [task_id, *(c["claim_id"] for c in deleted_copies)]
         _rewrite(locked, deletion, ids)
-        _remember_deleted(ctx, locked, deletion.requests)
+        _remember_deleted(ctx, locked, deletion.requests, durable)  # private state never touches disk
         for control in engine.controls_for(ctx.store.read_controls(), task_id):
             locked.remove_control(control.host_session_hash)
         found = _finish(ctx, locked, ids, statements)

@@ -27,6 +27,8 @@ from typing import Any
 import msgspec
 
 from intentloop.errors import ConflictError, StorageError
+from intentloop.service._delete import erased_statement_digest
+from intentloop.service._hookkey import load_or_create_hook_key
 from intentloop.service._share_publish import publish_set
 from intentloop.service._share_quota import Admission, admit, retract_records, shown_puts
 from intentloop.service._share_retract import judge_retracts
@@ -44,6 +46,7 @@ from intentloop.store._share import (
     QUOTAS,
     Quotas,
     TrustedKey,
+    add_erased,
     project_dir,
     read_settings,
     share_dir,
@@ -418,6 +421,7 @@ def judge_writers(
     pending = [w for w in sorted(fetched) if w != me]
     report: list[dict[str, Any]] = []
     fresh: dict[str, ViewWriter] = {}
+    erased: set[str] = set()
     for group in _head_groups(pending, mirror.records_sizes(changed)):
         heads = mirror.read_heads({w: changed[w] for w in group if w in changed})
         parsed: dict[str, _Judged | StreamProblem] = {}
@@ -481,9 +485,32 @@ def judge_writers(
                 if view_writer.ignored:
                     entry["out_of_window"] = view_writer.ignored
                 fresh[writer] = write_writer(data_root, shared, view_writer)
+                erased.update(_erased_statements(stream, found.known))
         del heads, parsed, reader
     _save_peers(data_root, shared, peers)
+    if erased:
+        key = load_or_create_hook_key(data_root)
+        add_erased(data_root, shared, {erased_statement_digest(key, statement) for statement in erased})
     return report, fresh
+
+
+def _erased_statements(stream: Stream, known: dict[str, Any]) -> set[str]:
+    """The statements of the claims this reader showed before (``known``: their bodies by payload digest) that the
+    stream now erases for good (the item is not put again): an import of an old export leaves them out."""
+    live = stream.live()
+    found: set[str] = set()
+    for record in stream.records:
+        if record.kind != "erase" or record.target is None:
+            continue
+        put = stream.records[record.target - 1]
+        raw = known.get(put.digest or "")
+        if raw is None or put.item is None or put.item in live:
+            continue
+        body = msgspec.json.decode(raw) if isinstance(raw, msgspec.Raw | bytes) else raw
+        claim = body.get("claim") if isinstance(body, dict) and body.get("type") == "claim" else None
+        if isinstance(claim, dict) and isinstance(claim.get("statement"), str):
+            found.add(claim["statement"])
+    return found
 
 
 def window_text(key: TrustedKey) -> str | None:

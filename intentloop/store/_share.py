@@ -266,6 +266,36 @@ def note_local(data_root: Path, shared_id: str, project_id: str) -> Settings:
     return settings
 
 
+class _Erased(msgspec.Struct, kw_only=True):
+    digests: list[str]
+
+
+#: Keyed digests of the statements peers erased: 8 MiB holds about 120,000.
+_MAX_ERASED: Final = 8 << 20
+
+
+def read_erased(data_root: Path, shared_id: str) -> frozenset[str]:
+    """The keyed digests of the statements that peers' streams of ``shared_id`` erased (``erased.json``); an import
+    into a project of ``shared_id`` leaves those statements out.
+
+    Raises:
+        StorageError: ``STORAGE_READ_FAILED`` (garbled), and as ``read_regular``.
+    """
+    found = read_json(project_dir(data_root, shared_id) / "erased.json", _Erased, _MAX_ERASED)
+    return frozenset(found.digests) if found is not None else frozenset()
+
+
+def add_erased(data_root: Path, shared_id: str, digests: set[str]) -> None:
+    """Add ``digests`` to ``erased.json`` (under the sync lock, the only writer).
+
+    Raises:
+        StorageError: ``STORAGE_WRITE_FAILED``, and as :func:`read_erased`.
+    """
+    known = read_erased(data_root, shared_id)
+    if digests - known:
+        write_json(project_dir(data_root, shared_id) / "erased.json", _Erased(digests=sorted(known | digests)))
+
+
 def read_principal(data_root: Path) -> str | None:
     """The principal set with ``share principal NAME`` (``None``: the project repository's ``user.email``)."""
     found = read_json(share_dir(data_root) / "identity.json", _Identity)
@@ -307,6 +337,7 @@ __all__ = [
     "Settings",
     "SharedIdentity",
     "TrustedKey",
+    "add_erased",
     "check_principal",
     "check_shared_id",
     "new_shared_id",
@@ -314,6 +345,7 @@ __all__ = [
     "project_dir",
     "project_file",
     "read_binding",
+    "read_erased",
     "read_json",
     "read_principal",
     "read_project_file",
