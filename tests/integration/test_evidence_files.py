@@ -209,7 +209,8 @@ def test_each_cli_process_hashes_an_unchanged_evidence_file_only_the_first_time(
         W.initialize(wire)
         task = _bind(wire, project, "build.log")
     env = {**os.environ, "INTENT_LOOP_DATA_DIR": str(tmp_path / "data")}
-    first, shown = _cli_reads(env, project, "show", task)  # the server's bind did not persist: this process hashes
+    # the server's bind did not persist: this process hashes (JSON: an 80-column table may fold the file's name away)
+    first, shown = _cli_reads(env, project, "show", task, "--json")
     assert first >= size and "build.log" in shown
     second, _ = _cli_reads(env, project, "show", task)
     assert second < size // 8  # remembered by the project's cache
