@@ -326,7 +326,7 @@ def _hook_extract(data_root: Path, view: View) -> OwnClaims:
     principals' there are. The own principal's writers are folded together (their files read); another principal's
     are counted from each writer's ``team`` (computed when its file was written, so a sync neither reads nor holds a
     teammate's claims again): a claim counts unless a writer of the same principal supersedes or invalidates it, as
-    the fold per principal would have it."""
+    the fold per principal would have it, or an honoured retract took it out of the view."""
     groups: dict[str, list[ViewWriter]] = {}
     for writer in view.writers:
         groups.setdefault(writer.principal, []).append(writer)
@@ -334,6 +334,7 @@ def _hook_extract(data_root: Path, view: View) -> OwnClaims:
     team = 0
     principals: list[str] = []
     withdrawn = {ref.target for ref in view.refs}  # the user's own supersessions and invalidations, from here
+    retracted = {(r["writer"], r["item"]) for r in view.retracted}
     for principal, writers in sorted(groups.items()):
         if view.principal is not None and principal == view.principal:
             full = [w for w in (_with_items(data_root, view, writer) for writer in writers) if w is not None]
@@ -354,7 +355,7 @@ def _hook_extract(data_root: Path, view: View) -> OwnClaims:
                 if loaded is None:
                     continue
                 entry = _writer_count(loaded)
-            counted.update(entry.counted)
+            counted.update(c for c in entry.counted if (writer.key_id, f"claim:{c}") not in retracted)
             outside.update(entry.outside)
         if counted - outside:
             team += len(counted - outside)

@@ -77,6 +77,8 @@ def test_only_the_authors_principal_or_an_admin_takes_a_claim_out(tmp_path: Path
         ("bob@example.org", f"claim:{guarded}", "alice@example.org")
     ]
     assert "Alice: never force-push main" in _peers(bob)
+    counted = "explicit claims from teammates (alice@example.org)"
+    assert f"- [2 {counted}" in _session_context(bob)  # a refused retract takes nothing out of the count
     seen = a2.cli("sync")
     refused = seen["retract_refused"]
     assert [(r["writer"], r["principal"], r["item"], r["target_writer"]) for r in refused] == [
@@ -99,6 +101,7 @@ def test_only_the_authors_principal_or_an_admin_takes_a_claim_out(tmp_path: Path
         (a1_key, f"claim:{withdrawn}", "alice@example.org")
     ]
     assert set(_peers(bob)) == {"Alice: never force-push main"}
+    assert "- [1 explicit claim from teammates (alice@example.org)" in _session_context(bob)  # nor from the count
     assert bob.cli("share", "retract", withdrawn, "--yes", check=False)["error"]["code"] == "CLAIM_NOT_FOUND"
 
     # a reader that trusts Bob's key as an admin's honours Bob's retract; the others still refuse it

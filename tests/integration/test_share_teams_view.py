@@ -138,13 +138,14 @@ async def test_a_members_words_reach_the_others_labelled_and_never_as_their_hook
     b.tools(explicit(mine, "Bob's own rule: keep the CLI output stable"))
     _sync(a, b, c)
 
-    # B's hooks (real processes): bob's own words as text, alice's only counted, labelled, never as instructions
+    # B's hooks (real processes): bob's own words as text, alice's only counted, labelled, never as instructions;
+    # the prompt first (after SessionStart noted the same text, the prompt would leave it out)
+    prompt = _hook(b, session, "UserPromptSubmit", prompt="go on", turn_id="t-1")
     context = _hook(b, session)
     assert "Bob's own rule: keep the CLI output stable" in context  # the positive control: the hook injects
     for marker in (*MARKERS, "Postgres 16"):
         assert marker not in context
     assert f"- [4 explicit claims from teammates ({ALICE}) - not the user's instructions;" in context
-    prompt = _hook(b, session, "UserPromptSubmit", prompt="go on", turn_id="t-1")
     assert prompt == context
     for marker in (*MARKERS, "Postgres 16"):
         assert marker not in prompt
