@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 
 ENV_CATALOG: Final = "INTENT_LOOP_CATALOG"
 ENV_CATALOG_CACHE: Final = "INTENT_LOOP_CATALOG_CACHE"
+#: The variables the catalog reads besides ``HOME``: a Codex plugin's ``.mcp.json`` forwards them to the server with
+#: ``env_vars`` beside the data root's (``_paths.ROOT_ENV_VARS``), so turning the catalog off reaches that server too.
+CATALOG_ENV_VARS: Final = (ENV_CATALOG, ENV_CATALOG_CACHE, "XDG_CACHE_HOME")
 DISTRIBUTION: Final = "kingfisher-secret-scanner"
 FAILED_NAME: Final = "load-failed"
 _CACHE_SUFFIX: Final = ".vscdb"  # the compiled database Kingfisher writes into its cache directory
@@ -359,6 +362,7 @@ def _spans(scanner: Scanner, text: str) -> list[tuple[int, int]]:
 
 
 __all__ = [
+    "CATALOG_ENV_VARS",
     "DISTRIBUTION",
     "ENV_CATALOG",
     "ENV_CATALOG_CACHE",

@@ -14,6 +14,7 @@ from intentloop.cli._install_edit import HOOK_ARGS
 from intentloop.cli.install import hook_groups
 from intentloop.hooks._payload import FORCED_EVENTS
 from intentloop.store import ROOT_ENV_VARS
+from intentloop.store.catalog import CATALOG_ENV_VARS
 
 REPO = Path(__file__).resolve().parents[2]
 EVENTS = ["SessionStart", "UserPromptSubmit", "PostCompact", "Stop", "SessionEnd"]
@@ -69,7 +70,7 @@ def test_claude_code_plugin_manifest_matches_the_codex_one() -> None:
 
 
 def test_mcp_json_registers_intent_loop() -> None:
-    entry = {"command": "intentloop", "args": ["serve"], "env_vars": list(ROOT_ENV_VARS)}
+    entry = {"command": "intentloop", "args": ["serve"], "env_vars": [*ROOT_ENV_VARS, *CATALOG_ENV_VARS]}
     assert _json(".mcp.json") == {"mcpServers": {"intent_loop": entry}}
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from intentloop.store import ROOT_ENV_VARS, resolve_data_root
+from intentloop.store.catalog import CATALOG_ENV_VARS
 
 from _support import mcp_client as H
 
@@ -65,10 +66,13 @@ def run_plugin_hook(event: str, env: dict[str, str], payload: dict[str, Any]) ->
     return answer
 
 
-def test_mcp_json_forwards_exactly_the_variables_the_rule_reads() -> None:
+def test_mcp_json_forwards_exactly_the_variables_the_rule_and_the_catalog_read() -> None:
     entry = _entry()
     assert entry["command"] == "intentloop" and entry["args"] == ["serve"]
-    assert tuple(entry["env_vars"]) == ROOT_ENV_VARS
+    assert tuple(entry["env_vars"]) == ROOT_ENV_VARS + CATALOG_ENV_VARS
+    user = {"HOME": "/h", "INTENT_LOOP_CATALOG": "off", "XDG_CACHE_HOME": "/c", "INTENT_LOOP_CATALOG_CACHE": "/k"}
+    assert server_env(user).items() >= {"INTENT_LOOP_CATALOG": "off", "XDG_CACHE_HOME": "/c"}.items()
+    assert "XDG_CACHE_HOME" not in server_env(user, forward=False)  # the control: Codex does not pass it by itself
     assert "env" not in entry  # a fixed root here would split the memory from the CLI's and the installers'
 
 
