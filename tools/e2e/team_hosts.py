@@ -90,14 +90,15 @@ def run_team(report: Report, base: Path, codex: str, claude: str, intentloop: st
         before = ours[:carrier] if carrier > 0 else []  # every request up to the one that called the snapshot
         sent = [n for n, r in enumerate(before) if STATEMENT in r.get("text", "")]
         asked = before[-1].get("text", "") if before else ""
-        hooked = all(f"{event} hook additional context: {LINKED_MARK}" in asked for event in HOOK_EVENTS)
+        # SessionStart injects the linked task's context and notes it; the prompt hook then leaves the same text out
+        copies = [event for event in HOOK_EVENTS if f"{event} hook additional context: {LINKED_MARK}" in asked]
         report.check(
             HOST,
             "B's model requests before the snapshot's result: none holds A's statement, and the one the model "
-            "answered with the snapshot call holds SessionStart's and the prompt hook's contexts of B's linked task",
-            hooked and not sent,
+            "answered with the snapshot call holds B's linked task's context once, from SessionStart",
+            copies == ["SessionStart"] and not sent,
             f"{len(ours)} request(s) with our tools, the snapshot's result in #{carrier}, A's statement in {sent}, "
-            f"both hooks' linked contexts: {hooked}",
+            f"linked contexts from: {copies}",
         )
         claims_b = [e for e in ledger_events(members.data_b, members.clone_b) if e.get("event_type") == "claim_added"]
         report.check(HOST, "B's ledger holds no claim (A's stays A's)", not claims_b, f"{len(claims_b)} claim(s)")
