@@ -488,7 +488,7 @@ def _with_context(
         root = data_root if data_root is not None else resolve_data_root(env)
         if not done:
             # A refusal's context that would need a whole read of a large ledger is left out: the refusal comes in time.
-            context = session_context(root, cwd, session_id, whole_read_limit=SLOW_READ_BYTES)
+            context = session_context(root, cwd, session_id, whole_read_limit=SLOW_READ_BYTES, note=False)
             return CommandAnswer(receipt=receipt, context=context, done=False)
         outcome = record_observation(
             root,

@@ -133,10 +133,12 @@ def session_context(
     source: str | None = None,
     *,
     whole_read_limit: int | None = None,
+    note: bool = True,
 ) -> str | None:
     """SessionStart's context for ``session_id`` in the project at ``cwd``; creates nothing. A linked task's context
     (not the recovery packet) is noted as the session's last injection where the prompt hook's memory of injections
-    already exists (``intentloop/store/_injected.py``), so the session's next prompt does not inject it again.
+    already exists (``intentloop/store/_injected.py``), so the session's next prompt does not inject it again; not
+    with ``note`` false (a refused ``/intent`` command, which writes nothing at all).
 
     ``source`` is SessionStart's ``source``; after compaction (``"compact"``) a linked task's context is the
     recovery packet (hard constraints and outcomes first, within a reserved budget). With ``whole_read_limit``, a
@@ -163,7 +165,7 @@ def session_context(
     recovery = source == COMPACT_SOURCE
     controls = store.read_controls()
     task, context = _decide(found.task, controls, None, session_id, recovery_packet=recovery, peers=peers, team=team)
-    if task is not None and not recovery:
+    if task is not None and not recovery and note:
         from intentloop.store import note_injection
 
         note_injection(store.paths, shash, context)

@@ -463,7 +463,7 @@ def test_forget_task_prints_what_was_scanned(memory: Memory) -> None:
     done = memory.run("forget", "task", ids["b"][:8], "--yes")
     assert done.returncode == 0, done.stderr
     assert f"Deleted task {ids['b']}." in done.stdout and "no byte of its id remains" in done.stdout
-    assert "Scanned 1 file under" in done.stdout  # singular
+    assert "Scanned 2 files under" in done.stdout  # the ledger, and the tombstones of its claim's statement
     assert ids["b"].encode() not in _bytes_under(memory.dir) and ids["a"].encode() in _bytes_under(memory.dir)
 
 

@@ -286,8 +286,12 @@ def test_session_start_injects_the_users_own_words_from_other_machines_only(tmp_
     context = answer["hookSpecificOutput"]["additionalContext"]
     assert "Own rule from my laptop" in context
     assert "Teammate" not in context
-    # the prompt hook's context is the same text (it carries the own words too, never the teammate's)
+    # the prompt hook's context is the same text (it carries the own words too, never the teammate's): it leaves it
+    # out after SessionStart noted it, and injects it again after a compaction
     prompt = _hook(b, session, "UserPromptSubmit", prompt="go on", turn_id="t-1")
+    assert "hookSpecificOutput" not in prompt
+    _hook(b, session, "PostCompact", turn_id="t-1", trigger="auto")
+    prompt = _hook(b, session, "UserPromptSubmit", prompt="go on", turn_id="t-2")
     assert prompt["hookSpecificOutput"]["additionalContext"] == context
     peers = _snapshot(b, task, include_peers=True)["peer_claims"]
     assert {(c["statement"], c["origin"]["own"]) for c in peers} == {
