@@ -32,4 +32,27 @@ def import_msgspec_alone() -> None:
     import msgspec  # noqa: F401  # a no-op after the fast path; the ordinary import after a refusal
 
 
-__all__ = ["import_msgspec_alone"]
+def installed_version(distribution: str) -> str | None:
+    """The installed version of ``distribution``, from the name of its ``.dist-info`` folder on ``sys.path`` (a listing
+    per entry: ``importlib.metadata`` costs ~30 ms of imports, more than ``intentloop status`` does otherwise), else
+    from the metadata; ``None`` when it is not installed."""
+    import os
+
+    prefix = distribution.replace("-", "_").lower() + "-"
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for name in names:
+            if name.lower().startswith(prefix) and name.endswith(".dist-info"):
+                return name[len(prefix) : -len(".dist-info")]
+    from importlib import metadata
+
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+__all__ = ["import_msgspec_alone", "installed_version"]

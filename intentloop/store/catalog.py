@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Final, Literal
 
 import msgspec
 
+from intentloop._startup import installed_version
 from intentloop.store._catalog_keywords import Prefilter, derive, read_keywords, write_keywords
 
 if TYPE_CHECKING:
@@ -96,23 +97,7 @@ def cache_dir(env: Mapping[str, str], version: str) -> Path:
 
 
 def _installed_version() -> str | None:
-    """The installed version, from the name of its ``.dist-info`` folder on ``sys.path`` (a listing per entry: an
-    ``/intent`` command does not pay the ~30 ms of importing ``importlib.metadata``), else from the metadata."""
-    prefix = DISTRIBUTION.replace("-", "_") + "-"
-    for entry in sys.path:
-        try:
-            names = os.listdir(entry or ".")
-        except OSError:
-            continue
-        for name in names:
-            if name.startswith(prefix) and name.endswith(".dist-info"):
-                return name[len(prefix) : -len(".dist-info")]
-    from importlib import metadata
-
-    try:
-        return metadata.version(DISTRIBUTION)
-    except metadata.PackageNotFoundError:
-        return None
+    return installed_version(DISTRIBUTION)
 
 
 def _is_warm(folder: Path) -> bool:
