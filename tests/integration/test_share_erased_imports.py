@@ -30,7 +30,7 @@ def _import(machine: Machine, graph: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_an_old_export_does_not_bring_a_forgotten_claim_back_on_the_author_or_a_reader(tmp_path: Path) -> None:
-    _remote, (a, b), _shared = paired(tmp_path, ["a", "b"])
+    _remote, (a, b), shared = paired(tmp_path, ["a", "b"])
     task = a.start()
     marker = uuid.uuid4().hex[:10]
     kept, gone = a.tools(explicit(task, f"Kept rule {marker}"), explicit(task, f"Forgotten rule {marker}"))
@@ -65,7 +65,7 @@ def test_an_old_export_does_not_bring_a_forgotten_claim_back_on_the_author_or_a_
     [said] = a.tools(explicit(fresh, f"Forgotten rule {marker}"))
     assert "error" not in said and said["statement"] == f"Forgotten rule {marker}"
 
-    digests = b.root / "share" / "projects" / _shared / "erased.json"
+    digests = b.root / "share" / "projects" / shared / "erased.json"
     raw = digests.read_bytes()
     assert marker.encode() not in raw and len(json.loads(raw)["digests"]) == 1
 
