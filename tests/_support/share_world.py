@@ -94,12 +94,43 @@ class Machine:
         answers: list[Any] = json.loads(done.stdout)
         return answers
 
+    def hook(self, session: str, event: str = "SessionStart", **fields: str) -> dict[str, Any]:
+        """Run ``intentloop hook`` as a process in the clone (SessionStart's ``source`` ``startup`` by default); its
+        answer, after checking that it exits 0, writes nothing to stderr and continues."""
+        payload = {"session_id": session, "cwd": str(self.clone), "hook_event_name": event, "source": "startup"}
+        payload.update(fields)
+        done = subprocess.run(HOOK, input=json.dumps(payload).encode(), capture_output=True, env=self.env(), timeout=30)
+        assert (done.returncode, done.stderr) == (0, b"")
+        answer: dict[str, Any] = json.loads(done.stdout)
+        assert answer["continue"] is True
+        return answer
+
     def start(self, label: str = "work") -> str:
         task = str(uuid.uuid4())
         self.tools(
             ("intent_start_task", {"task_id": task, "request_id": f"start-{task}", "mode": "on", "label": label})
         )
         return task
+
+
+def travelling_claim(statement: str, **fields: Any) -> dict[str, Any]:
+    """A user-explicit project claim as a stream's put carries it (``_share_publish``), ``fields`` replacing its
+    own: for writers made without an installation."""
+    claim: dict[str, Any] = {
+        "claim_id": str(uuid.uuid4()),
+        "statement": statement,
+        "role": "user",
+        "epistemic_status": "explicit",
+        "source_ref": {"kind": "user_event"},
+        "scope": "project",
+        "valid_from": "2026-01-01T00:00:00.000Z",
+        "last_confirmed": None,
+        "supersedes": [],
+        "facets": ["hard_constraint"],
+        "related_claim_ids": [],
+    }
+    claim.update(fields)
+    return claim
 
 
 def explicit(task: str, statement: str, scope: str = "project", **extra: Any) -> tuple[str, dict[str, Any]]:
@@ -131,7 +162,7 @@ def world(base: Path, names: list[str], emails: list[str] | None = None) -> tupl
     return origin, remote, machines
 
 
-__all__ = ["HOOK", "INTENTLOOP", "Machine", "explicit", "git", "world"]
+__all__ = ["HOOK", "INTENTLOOP", "Machine", "explicit", "git", "travelling_claim", "world"]
 
 
 def paired(base: Path, names: list[str], emails: list[str] | None = None) -> tuple[Path, list[Machine], str]:

@@ -8,7 +8,6 @@ refusals are reported with the limit, the count and the first sequence number, a
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -19,31 +18,14 @@ from intentloop.store._signing import load_or_create_signing_key
 from intentloop.store._stream import make_record, payload_blob, records_bytes, sign_checkpoint
 from intentloop.store._stream_git import Mirror
 
-from _support.share_world import Machine, explicit, paired
+from _support.share_world import Machine, explicit, paired, travelling_claim
 
 SPAM = 100_000
 OVERSIZED_SEQ = 2
 
 
 def _claim_body(text: str) -> dict[str, Any]:
-    claim_id = str(uuid.uuid4())
-    return {
-        "type": "claim",
-        "task": None,
-        "claim": {
-            "claim_id": claim_id,
-            "statement": text,
-            "role": "user",
-            "epistemic_status": "explicit",
-            "source_ref": {"kind": "user_event"},
-            "scope": "project",
-            "valid_from": "2026-01-01T00:00:00.000Z",
-            "last_confirmed": None,
-            "supersedes": [],
-            "facets": ["hard_constraint"],
-            "related_claim_ids": [],
-        },
-    }
+    return {"type": "claim", "task": None, "claim": travelling_claim(text)}
 
 
 def _push_spam(carol: Machine, remote: Path, shared: str, scratch: Path) -> None:

@@ -8,13 +8,11 @@ project admin honours Bob's retract. Everything runs through the CLI, the servic
 
 from __future__ import annotations
 
-import json
-import subprocess
 import uuid
 from pathlib import Path
 from typing import Any
 
-from _support.share_world import HOOK, Machine, explicit, paired
+from _support.share_world import Machine, explicit, paired
 
 
 def _peers(machine: Machine) -> dict[str, dict[str, Any]]:
@@ -28,11 +26,7 @@ def _session_context(machine: Machine) -> str:
     session = "sess-" + uuid.uuid4().hex
     task = str(uuid.uuid4())
     machine.tools(("intent_start_task", {"task_id": task, "request_id": "s", "mode": "on", "host_session_id": session}))
-    payload = {"session_id": session, "cwd": str(machine.clone), "hook_event_name": "SessionStart", "source": "startup"}
-    done = subprocess.run(HOOK, input=json.dumps(payload).encode(), capture_output=True, env=machine.env(), timeout=30)
-    assert done.returncode == 0, done.stderr
-    answer: dict[str, Any] = json.loads(done.stdout)
-    return str(answer.get("hookSpecificOutput", {}).get("additionalContext", ""))
+    return str(machine.hook(session).get("hookSpecificOutput", {}).get("additionalContext", ""))
 
 
 def _make_admin(machine: Machine, keys: dict[str, Any]) -> None:

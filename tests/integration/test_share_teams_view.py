@@ -20,7 +20,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from _support.share_world import HOOK, INTENTLOOP, Machine, explicit, paired
+from _support.share_world import INTENTLOOP, Machine, explicit, paired
 
 ALICE, BOB, CAROL = "alice@example.org", "bob@example.org", "carol@example.org"
 INJECTIONS = (
@@ -38,13 +38,7 @@ def _snapshot(machine: Machine, task: str, **extra: Any) -> dict[str, Any]:
 
 def _hook(machine: Machine, session: str, event: str = "SessionStart", **fields: str) -> str:
     """The context a real hook process answers with (``""`` when it gives none)."""
-    payload = {"session_id": session, "cwd": str(machine.clone), "hook_event_name": event, "source": "startup"}
-    payload.update(fields)
-    proc = subprocess.run(HOOK, input=json.dumps(payload).encode(), capture_output=True, env=machine.env(), timeout=30)
-    assert (proc.returncode, proc.stderr) == (0, b"")
-    answer: dict[str, Any] = json.loads(proc.stdout)
-    assert answer["continue"] is True
-    context: str = answer.get("hookSpecificOutput", {}).get("additionalContext", "")
+    context: str = machine.hook(session, event, **fields).get("hookSpecificOutput", {}).get("additionalContext", "")
     return context
 
 

@@ -8,37 +8,21 @@ from typing import Any
 from intentloop.model import new_uuid
 from intentloop.service._share_view import View, ViewWriter, _writer_count, peer_claims
 
-
-def _claim(statement: str, **fields: Any) -> dict[str, Any]:
-    claim = {
-        "claim_id": new_uuid(),
-        "statement": statement,
-        "role": "user",
-        "epistemic_status": "explicit",
-        "source_ref": {"kind": "user_event"},
-        "scope": "project",
-        "valid_from": "2026-01-01T00:00:00.000Z",
-        "last_confirmed": None,
-        "supersedes": [],
-        "facets": ["hard_constraint"],
-        "related_claim_ids": [],
-    }
-    claim.update(fields)
-    return claim
+from _support.share_world import travelling_claim
 
 
 def test_a_writers_count_is_the_folds_direct_explicit_project_and_long_term_claims() -> None:
     outside, elsewhere = new_uuid(), new_uuid()
-    counted = [_claim("Counted"), _claim("Long-term too", scope="long_term")]
-    old = _claim("Replaced")
-    gone = _claim("Withdrawn")
+    counted = [travelling_claim("Counted"), travelling_claim("Long-term too", scope="long_term")]
+    old = travelling_claim("Replaced")
+    gone = travelling_claim("Withdrawn")
     others = [
-        _claim("Task scope", scope="task"),
-        _claim("Imported", source_ref={"kind": "explicit_import"}),
-        _claim(
+        travelling_claim("Task scope", scope="task"),
+        travelling_claim("Imported", source_ref={"kind": "explicit_import"}),
+        travelling_claim(
             "Inferred", role="agent", epistemic_status="inferred", confidence=0.5, source_ref={"kind": "agent_turn"}
         ),
-        _claim("New wording", supersedes=[old["claim_id"], outside], source_ref={"kind": "agent_turn"}),
+        travelling_claim("New wording", supersedes=[old["claim_id"], outside], source_ref={"kind": "agent_turn"}),
         {"claim_id": new_uuid(), "statement": "malformed"},
     ]
     bodies: list[dict[str, Any]] = [
