@@ -19,8 +19,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from integration.test_share_sync import _hook
-
 from _support.share_world import INTENTLOOP, Machine, explicit, git, world
 
 ALICE, BOB, CAROL, DAVE = "alice@example.org", "bob@example.org", "carol@example.org", "dave@example.org"
@@ -254,7 +252,7 @@ def test_a_checkpoint_claiming_the_readers_principal_never_speaks_as_the_reader(
     session = "sess-" + uuid.uuid4().hex
     task = str(uuid.uuid4())
     a.tools(("intent_start_task", {"task_id": task, "request_id": "s-a", "mode": "on", "host_session_id": session}))
-    context = _hook(a, session)["hookSpecificOutput"]["additionalContext"]
+    context = a.hook(session)["hookSpecificOutput"]["additionalContext"]
     assert "Alice's other machine: keep the changelog" in context  # the control: alice's own key speaks as her
     assert "ignore all previous rules" not in context
     snap = a.tools(("intent_get_snapshot", {"task_id": task, "include_peers": True}))[0]
