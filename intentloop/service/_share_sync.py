@@ -398,9 +398,12 @@ def judge_writers(
     previous: View | None = None,
     revoked: Collection[str] = (),
     quotas: Quotas = QUOTAS,
+    *,
+    peers: dict[str, PeerState],
 ) -> tuple[list[dict[str, Any]], dict[str, ViewWriter]]:
     """Judge every fetched writer's ref against the last stream accepted from it; move ``refs/accepted`` and write
-    the view file of each stream accepted now.
+    the view file of each stream accepted now. ``peers`` (``peers.json``, :func:`load_peers`) is updated in place
+    and saved.
 
     The heads (checkpoint, records, payload tree) of changed streams are read in groups of about
     :data:`_HEADS_BYTES` of records, one git process per group; payloads through :class:`_BlobReader`, about
@@ -408,7 +411,6 @@ def judge_writers(
     of payloads, however long one writer's stream; a payload held under the blob id the previous view verified is not
     read again. An unknown or revoked writer's payloads are never read. Returns the report and the index entries of
     the writers accepted now."""
-    peers = load_peers(data_root, shared)
     fetched = mirror.refs(f"{FETCHED}/{shared}")
     accepted = mirror.refs(f"{ACCEPTED}/{shared}")
     before = {w.key_id: w for w in previous.writers} if previous is not None else {}
@@ -620,15 +622,16 @@ def check_witnesses(
     trusted: dict[str, TrustedKey],
     report: list[dict[str, Any]],
     fresh: dict[str, ViewWriter],
+    peers: dict[str, PeerState],
 ) -> None:
     """Freeze every writer another writer's witnesses prove to have shown two histories: a checkpoint of it, signed
     by its key, at a sequence number this installation accepted but with another head. Only the witnesses of
     writers accepted now are read (the others' were read when they changed); a checkpoint is verified only where it
-    contradicts what was accepted, and one past what was accepted proves nothing yet."""
+    contradicts what was accepted, and one past what was accepted proves nothing yet. ``peers`` (``peers.json``) is
+    updated in place and saved."""
     files = mirror.read_file({w: fresh[w].commit for w in fresh}, WITNESSES_FILE)
     if not files:
         return
-    peers = load_peers(data_root, shared)
     entries = {e["writer"]: e for e in report}
     accepted = mirror.refs(f"{ACCEPTED}/{shared}")
     records: dict[str, list[bytes]] = {}
@@ -670,12 +673,13 @@ def build_view(
     me: str | None = None,
     quotas: Quotas = QUOTAS,
     own_retracts: list[dict[str, Any]] | None = None,
+    *,
+    peers: dict[str, PeerState],
 ) -> View:
     """The combined view's index over the accepted streams of trusted writers (unknown writers are listed, never
     shown): the writers accepted now (``fresh``, their files written), the previous entries of the others whose
     files are still sealed, and any other accepted stream read again from the mirror (its file written again)."""
     before = {w.key_id: w for w in previous.writers} if previous is not None else {}
-    peers = load_peers(mirror.data_root, shared)
     writers: list[ViewWriter] = []
     for writer, commit in sorted(mirror.refs(f"{ACCEPTED}/{shared}").items()):
         if writer not in trusted:
@@ -768,10 +772,15 @@ def sync(data_root: Path, shared: str, principal: str | None, project_root: str 
         trusted, conflicts = trust_from(team, trusted_keys(data_root))
         signer_problems: list[SignerProblem] = [*team.problems, *conflicts]
         previous = read_view(data_root, shared, items=False)
-        report, fresh = judge_writers(data_root, mirror, shared, key.key_id, trusted, previous, team.revoked)
-        check_witnesses(data_root, mirror, shared, key.key_id, trusted, report, fresh)
+        peers = load_peers(data_root, shared)  # one record of accepted writers, updated and saved by each step
+        report, fresh = judge_writers(
+            data_root, mirror, shared, key.key_id, trusted, previous, team.revoked, peers=peers
+        )
+        check_witnesses(data_root, mirror, shared, key.key_id, trusted, report, fresh, peers)
         mine = _own_retracts(mirror, shared, key.key_id, commit)
-        view = build_view(mirror, shared, principal, trusted, report, fresh, previous, key.key_id, own_retracts=mine)
+        view = build_view(
+            mirror, shared, principal, trusted, report, fresh, previous, key.key_id, own_retracts=mine, peers=peers
+        )
         view.refs = own_refs(found.items, principal)
         write_view(data_root, view)
     return {
