@@ -499,6 +499,8 @@ def judge_writers(
 def _erased_statements(stream: Stream, known: dict[str, Any]) -> set[str]:
     """The statements of the claims this reader showed before (``known``: their bodies by payload digest) that the
     stream now erases for good (the item is not put again): an import of an old export leaves them out."""
+    if not known:  # a writer accepted for the first time: nothing of it was shown here
+        return set()
     live = stream.live()
     found: set[str] = set()
     for record in stream.records:
