@@ -76,7 +76,7 @@ def retract_targets(data_root: Path, raw: str | None) -> dict[str, list[dict[str
     view = read_view(data_root, identity.shared_id)
     if view is None:
         return {}
-    gone = {(r["writer"], r["item"]) for r in view.retracted}
+    gone = view.retracted_items()
     found: dict[str, list[dict[str, Any]]] = {}
     for writer in view.writers:
         for entry in writer.items:

@@ -84,6 +84,10 @@ class View(msgspec.Struct, kw_only=True):
     retracted: list[dict[str, Any]] = msgspec.field(default_factory=list)
     refs: list[Ref] = msgspec.field(default_factory=list)
 
+    def retracted_items(self) -> set[tuple[str, str]]:
+        """``(writer, item)`` of every item a retract took out of this view."""
+        return {(r["writer"], r["item"]) for r in self.retracted}
+
 
 class PeerClaim(msgspec.Struct, frozen=True, kw_only=True):
     """An active peer claim and where it comes from."""
@@ -334,7 +338,7 @@ def _hook_extract(data_root: Path, view: View) -> OwnClaims:
     team = 0
     principals: list[str] = []
     withdrawn = {ref.target for ref in view.refs}  # the user's own supersessions and invalidations, from here
-    retracted = {(r["writer"], r["item"]) for r in view.retracted}
+    retracted = view.retracted_items()
     for principal, writers in sorted(groups.items()):
         if view.principal is not None and principal == view.principal:
             full = [w for w in (_with_items(data_root, view, writer) for writer in writers) if w is not None]
@@ -391,7 +395,7 @@ def own_refs(items: dict[str, dict[str, Any]], principal: str | None) -> list[Re
 def fold(view: View, *, principals: set[str] | None = None) -> list[Fold]:
     """The view's writers folded per principal (principals sorted; only ``principals`` when given). An item the
     view lists as retracted is left out."""
-    gone = {(r["writer"], r["item"]) for r in view.retracted}
+    gone = view.retracted_items()
     groups: dict[str, list[ViewWriter]] = {}
     for writer in view.writers:
         if principals is None or writer.principal in principals:
