@@ -136,13 +136,19 @@ def _named(task: TaskState, claim_id: str) -> bool:
     return claim_id in task.claims or claim_id in task.superseded_by or claim_id in task.invalidations
 
 
+def _active_target(task: TaskState, claim_id: str, peer: Callable[[str], Claim | None]) -> Claim | None:
+    """The active claim ``claim_id`` a supersession or invalidation names: the task's, or the combined view's
+    (``peer``) when the task neither holds it nor already superseded or invalidated it; ``None`` when neither."""
+    if task.is_active(claim_id):
+        return task.claims[claim_id]
+    return None if _named(task, claim_id) else peer(claim_id)
+
+
 def _check_targets(task: TaskState, claim: Claim, peer: Callable[[str], Claim | None]) -> None:
     """Every superseded id is an active claim of the task, or of the combined view (``peer``) when the task does not
     hold it; related ids are claims of the task."""
     for target_id in claim.supersedes:
-        target = task.claims.get(target_id) if task.is_active(target_id) else None
-        if target is None and not _named(task, target_id):
-            target = peer(target_id)
+        target = _active_target(task, target_id, peer)
         if target is None:
             raise ConflictError(f"superseded claim {target_id} is not active in this task", code="CLAIM_NOT_ACTIVE")
         if target.is_user_explicit and not claim.is_direct_user_explicit:
@@ -323,9 +329,7 @@ async def invalidate(engine: Engine, ctx: Ctx, args: InvalidateArgs) -> dict[str
     invalidated_at = utc_now()
 
     def decide(task: TaskState, _view: Callable[[], LedgerView]) -> list[EventDraft]:
-        target = task.claims.get(claim_id) if task.is_active(claim_id) else None
-        if target is None and not _named(task, claim_id):
-            target = peer_target(ctx, claim_id)
+        target = _active_target(task, claim_id, lambda peer_id: peer_target(ctx, peer_id))
         if target is None:
             raise ConflictError("claim is not active in this task", code="CLAIM_NOT_ACTIVE")
         if target.is_user_explicit and source.kind != "user_event":
