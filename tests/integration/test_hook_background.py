@@ -96,8 +96,10 @@ async def test_a_large_unvouched_ledger_is_recorded_in_the_background(world: Wor
         assert holder.poll() is None and world.observed() == []
         time.sleep(1.5)  # five times the lock wait, the lock still held
     assert _eventually(lambda: world.observed() == ["turn-background-0001"])  # recorded once the lock was free
+    # the checkpoint and the index now vouch for the file: the child's append writes the index and then the
+    # checkpoint after the event is on disk (and a checkpoint rebuilt as it entered the lock may be seen before them)
     assert _eventually(lambda: (world.store.project_dir / CHECKPOINT_NAME).exists())
-    assert world.store.indexed() is not None  # the checkpoint and the index now vouch for the file
+    assert _eventually(lambda: world.store.indexed() is not None)
     assert RULE in _context(world.prompt("turn-background-0002"))  # so the next prompt is answered in time
     assert world.observed() == ["turn-background-0001", "turn-background-0002"]
 
