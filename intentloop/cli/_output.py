@@ -1,7 +1,5 @@
-"""How every command speaks: one JSON object on stdout with ``--json``, rich tables otherwise, errors with a remedy.
-
-rich is imported only when a human-readable table is actually drawn, so ``--json`` runs and error paths stay cheap.
-Progress is ``cli/_progress.py``'s one line on stderr, on a terminal only.
+"""How every command speaks: one JSON object on stdout with ``--json``, plain tables otherwise (``cli/_table.py``),
+errors with a remedy. Progress is ``cli/_progress.py``'s one line on stderr, on a terminal only.
 """
 
 from __future__ import annotations
@@ -11,20 +9,14 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from intentloop import SCHEMA_VERSION
 from intentloop.cli._exit import OK, exit_code_for, remedy_for
 from intentloop.cli._progress import Tick, phase
+from intentloop.cli._table import Cell, Renderable, Table, color_enabled, styled
 from intentloop.errors import IntentLoopError
-
-if TYPE_CHECKING:
-    from rich.console import Console, RenderableType
-    from rich.table import Table
-
-#: The width of piped output when ``COLUMNS`` does not give one: wide enough that nothing is ever folded (a diff, a
-#: path, an id); tables are as wide as their contents, not as this.
-_UNWRAPPED_WIDTH = 100_000
+from intentloop.model.printable import escape_controls
 
 
 class Output:
@@ -38,7 +30,7 @@ class Output:
     def __init__(self, command: str, *, json_mode: bool) -> None:
         self.command = command
         self.json_mode = json_mode
-        self._stdout: Console | None = None
+        self._layout: tuple[int | None, bool] | None = None
 
     # -- JSON ------------------------------------------------------------------------------------------------------
 
@@ -58,24 +50,27 @@ class Output:
 
     # -- humans ----------------------------------------------------------------------------------------------------
 
-    @property
-    def console(self) -> Console:
-        """A rich console on stdout (colours only on a terminal)."""
-        if self._stdout is None:
-            from rich.console import Console
+    def _width_and_color(self) -> tuple[int | None, bool]:
+        if self._layout is None:
+            self._layout = (_width(), color_enabled(_fileno(sys.stdout)))
+        return self._layout
 
-            self._stdout = Console(highlight=False, soft_wrap=True, width=_width())
-        return self._stdout
+    def show(self, *renderables: Renderable) -> None:
+        """Print tables and panels on stdout, laid out in the terminal's width (``COLUMNS``; piped: unbounded);
+        nothing in JSON mode."""
+        if self.json_mode:
+            return
+        width, color = self._width_and_color()
+        for renderable in renderables:
+            sys.stdout.write("".join(line + "\n" for line in renderable.render(width, color=color)))
+        sys.stdout.flush()
 
-    def show(self, *renderables: RenderableType) -> None:
-        """Print rich renderables (tables, text) on stdout; nothing in JSON mode."""
+    def line(self, text: str, *, style: str = "") -> None:
+        """Print a line of text (its terminal controls escaped, never wrapped) on stdout; nothing in JSON mode."""
         if not self.json_mode:
-            self.console.print(*renderables)
-
-    def line(self, text: str, *, style: str | None = None) -> None:
-        """Print one line of plain text (no markup is interpreted) on stdout; nothing in JSON mode."""
-        if not self.json_mode:
-            self.console.print(text, style=style, markup=False)
+            sys.stdout.write(styled(escape_controls(text, keep_newlines=True), style, color=self._width_and_color()[1]))
+            sys.stdout.write("\n")
+            sys.stdout.flush()
 
     def guard(self, body: Callable[[], int]) -> int:
         """Run a command body; an :class:`IntentLoopError` it raises is reported here and becomes the exit code."""
@@ -118,31 +113,33 @@ def _known(command: str | None) -> str | None:
 
 
 def key_value_table(title: str, rows: Sequence[tuple[str, str]]) -> Table:
-    """A two-column rich table (field, value) with a title."""
-    from rich.table import Table
-    from rich.text import Text
-
-    table = Table(title=title, show_header=False, title_justify="left", expand=False)
+    """A two-column table (field, value) with a title."""
+    table = Table(title=title, show_header=False)
     table.add_column("field", style="bold", no_wrap=True)
-    table.add_column("value", overflow="fold")
+    table.add_column("value")
     for key, value in rows:
-        table.add_row(Text(key), Text(value))
+        table.add_row(Cell(key), Cell(value))
     return table
 
 
 def _width() -> int | None:
-    """``None`` (rich then uses ``COLUMNS``, else the terminal's width) on a terminal or with ``COLUMNS`` set; piped
-    output without ``COLUMNS`` has no width to respect and is never hard-wrapped."""
-    if _is_terminal(sys.stdout) or os.environ.get("COLUMNS", "").strip().isdigit():
-        return None
-    return _UNWRAPPED_WIDTH
-
-
-def _is_terminal(stream: Any) -> bool:
+    """``COLUMNS`` when it gives a width, else the terminal's; piped output without ``COLUMNS`` has no width to respect
+    and is never hard-wrapped (``None``)."""
+    columns = os.environ.get("COLUMNS", "").strip()
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    fd = _fileno(sys.stdout)
     try:
-        return os.isatty(stream.fileno())
+        return os.get_terminal_size(fd).columns if fd >= 0 and os.isatty(fd) else None
+    except OSError:
+        return None
+
+
+def _fileno(stream: Any) -> int:
+    try:
+        return int(stream.fileno())
     except (AttributeError, ValueError, OSError):
-        return False
+        return -1
 
 
 __all__ = ["Output", "error_dict", "key_value_table", "print_error"]

@@ -22,6 +22,7 @@ import typer
 
 from intentloop.cli._exit import OK
 from intentloop.cli._output import Output
+from intentloop.cli._table import Panel, Table
 from intentloop.errors import IntentLoopError
 
 if TYPE_CHECKING:
@@ -106,12 +107,10 @@ def _run(out: Output, *, keep: bool) -> int:
 
 
 async def _tour(out: Output, setup: _Setup) -> None:
-    from rich.panel import Panel
-
     from intentloop.cli._demo_client import open_demo_session
 
     out.show(
-        Panel.fit(
+        Panel(
             "intentloop keeps what the user of a coding agent actually wants: small claims with their source,\n"
             "in a hash-chained ledger per project. This tour runs the real server, hook and CLI in a\n"
             f"throwaway folder:\n  data root  {setup.data_root}\n  project    {setup.project}",
@@ -210,32 +209,25 @@ async def _add_agent_records(out: Output, session: DemoSession, setup: _Setup, t
 
 
 async def _show_snapshot(out: Output, session: DemoSession, setup: _Setup, task_id: str) -> None:
-    from rich.panel import Panel
-    from rich.table import Table
-    from rich.text import Text
-
     _step(out, 4, "The snapshot: what an agent reads back with intent_get_snapshot")
     snapshot = _ok(await session.call("intent_get_snapshot", _args(setup, task_id)), "intent_get_snapshot")
-    table = Table(show_header=True, header_style="bold")
+    table = Table()
     table.add_column("status")
     table.add_column("role")
     table.add_column("facets")
-    table.add_column("statement", overflow="fold")
+    table.add_column("statement")
     for claim in snapshot["active_claims"]:
         table.add_row(
-            Text(str(claim["epistemic_status"])),
-            Text(str(claim["role"])),
-            Text(", ".join(claim.get("facets", []))),
-            Text(str(claim["statement"])),
+            str(claim["epistemic_status"]),
+            str(claim["role"]),
+            ", ".join(claim.get("facets", [])),
+            str(claim["statement"]),
         )
     out.show(table)
-    out.show(Panel(Text(str(snapshot["compact_text"])), title="compact_text", expand=False))
+    out.show(Panel(str(snapshot["compact_text"]), title="compact_text"))
 
 
 async def _show_hook(out: Output, setup: _Setup, task_id: str) -> None:
-    from rich.panel import Panel
-    from rich.text import Text
-
     _step(out, 5, "The hook: what a host injects at SessionStart (a real `intentloop hook` process)")
     payload = {
         "hook_event_name": "SessionStart",
@@ -250,7 +242,7 @@ async def _show_hook(out: Output, setup: _Setup, task_id: str) -> None:
         context = json.loads(answer.stdout)["hookSpecificOutput"]["additionalContext"]
     except (ValueError, KeyError, TypeError) as exc:
         raise IntentLoopError("demo step failed: the hook gave no context for the linked session") from exc
-    out.show(Panel(Text(str(context)), title="additionalContext", expand=False))
+    out.show(Panel(str(context), title="additionalContext"))
     checks = [
         (USER_OUTCOME in context and USER_CONSTRAINT in context, "the user's words are there"),
         (INFERENCE not in context, "the inference is not (agents cannot put words in the user's mouth)"),

@@ -17,11 +17,10 @@ from intentloop.cli._exit import OK
 from intentloop.cli._options import JsonOption, ProjectRootOption
 from intentloop.cli._output import Output, key_value_table
 from intentloop.cli._select import plural, short
+from intentloop.cli._table import Cell, Table
 from intentloop.errors import StorageError
 
 if TYPE_CHECKING:
-    from rich.table import Table
-
     from intentloop.recovery import ProjectSummary
 
 
@@ -232,10 +231,6 @@ def _versions_table(found: dict[str, Any], *, data_root: str, chosen: str | None
 
 
 def _show(out: Output, fields: dict[str, Any], summaries: list[ProjectSummary], moved: dict[str, str]) -> None:
-    from rich import box
-    from rich.table import Table
-    from rich.text import Text
-
     root = fields["data_root"]
     where = root["path"] if root["exists"] else f"{root['path']} (does not exist yet; nothing was created)"
     out.show(_versions_table(fields["versions"], data_root=where, chosen=root["reason"]))
@@ -250,9 +245,9 @@ def _show(out: Output, fields: dict[str, Any], summaries: list[ProjectSummary], 
     if not summaries:
         out.line("No projects yet.")
         return
-    table = Table(title="Projects", title_justify="left", box=box.SIMPLE_HEAD)
+    table = Table(title="Projects")
     table.add_column("project id", no_wrap=True)
-    table.add_column("status", overflow="fold", min_width=7, max_width=44)
+    table.add_column("status", min_width=7, max_width=44)
     for name in ("events", "tasks", "cand.", "priv.", "quar."):
         table.add_column(name, justify="right", no_wrap=True)
     for s in summaries:
@@ -271,7 +266,7 @@ def _show(out: Output, fields: dict[str, Any], summaries: list[ProjectSummary], 
             state = f"moved to {short(moved[s.project_id])} by relink"
         table.add_row(
             short(s.project_id),
-            Text(state, style="" if (s.intact and s.signature != "invalid") or not s.project_exists else "bold red"),
+            Cell(state, style="" if (s.intact and s.signature != "invalid") or not s.project_exists else "bold red"),
             str(s.events),
             str(s.tasks),
             str(s.candidates),

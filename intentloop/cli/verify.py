@@ -17,8 +17,7 @@ from intentloop.cli._select import plural, short
 from intentloop.errors import CorruptLedgerError, IntentLoopError
 
 if TYPE_CHECKING:
-    from rich.table import Table
-
+    from intentloop.cli._table import Table
     from intentloop.cli._target import Target
     from intentloop.recovery import VerifyReport
 

@@ -19,6 +19,7 @@ from intentloop.cli._exit import OK
 from intentloop.cli._options import JsonOption, ProjectIdOption, ProjectRootOption
 from intentloop.cli._output import Output
 from intentloop.cli._select import plural, short
+from intentloop.cli._table import Cell, Table
 from intentloop.errors import IntentLoopError
 from intentloop.model.printable import escape_controls
 
@@ -78,17 +79,13 @@ def _projects(out: Output, project_root: str | None) -> int:
         out.line(f"No projects under {data_root}.")
         _say_moved(out, moved)
         return OK
-    from rich import box
-    from rich.table import Table
-    from rich.text import Text
-
-    table = Table(title=f"Projects under {data_root}", title_justify="left", box=box.SIMPLE_HEAD)
+    table = Table(title=f"Projects under {data_root}")
     table.add_column("project")
     table.add_column("last activity", no_wrap=True)
     table.add_column("tasks", justify="right")
     table.add_column("claims", justify="right")
-    table.add_column("ledger", overflow="fold")
-    table.add_column("folder", overflow="fold")
+    table.add_column("ledger")
+    table.add_column("folder")
     for row in rows:
         state = row["status"] if row["first_bad_line"] is None else f"{row['status']} at line {row['first_bad_line']}"
         table.add_row(
@@ -96,7 +93,7 @@ def _projects(out: Output, project_root: str | None) -> int:
             row["last_activity"] or "-",
             str(row["tasks"]),
             str(row["claims"]),
-            Text(state, style="" if row["intact"] or not row["exists"] else "bold red"),
+            Cell(state, style="" if row["intact"] or not row["exists"] else "bold red"),
             row["project_root"] or "",
         )
     out.show(table)
@@ -208,20 +205,16 @@ def _tasks(out: Output, project_root: str | None, project_id: str | None) -> int
     if not rows:
         out.line("No tasks in this project.")
         return OK
-    from rich import box
-    from rich.table import Table
-    from rich.text import Text
-
-    table = Table(title=f"Tasks of project {short(target.project_id)}", title_justify="left", box=box.SIMPLE_HEAD)
+    table = Table(title=f"Tasks of project {short(target.project_id)}")
     for name in ("task", "label", "mode", "started"):
-        table.add_column(name, overflow="fold")
+        table.add_column(name)
     for name in ("active", "superseded", "invalidated", "candidates", "observed"):
         table.add_column(name, justify="right")
     for row in rows:
         claims = row["claims"]
         table.add_row(
             short(row["task_id"], 8),
-            Text(escape_controls(row["label"] or "")),
+            row["label"] or "",
             row["mode"],
             row["started_at"] or "-",
             str(claims["active"]),
@@ -326,7 +319,6 @@ def _show(
 ) -> int:
     from intentloop.cli._select import select_project
     from intentloop.cli._service import call_tool
-    from intentloop.cli._time import instant
 
     target = select_project(project_root, project_id)
     task_id, task = resolve_task(target, prefix)
@@ -336,6 +328,8 @@ def _show(
     if peers:
         arguments["include_peers"] = True
     if as_of is not None:
+        from intentloop.cli._time import instant
+
         arguments["as_of"] = instant(as_of)
     try:
         snapshot = call_tool(target, "intent_get_snapshot", arguments, reads_off=True)
@@ -354,11 +348,7 @@ def _show(
             fields["as_of"] = arguments["as_of"]
         out.json_object(fields, exit_code=OK)
         return OK
-    from rich import box
-    from rich.table import Table
-    from rich.text import Text
-
-    title = f"Task {task_id}" + (f" — {escape_controls(task.label)}" if task is not None and task.label else "")
+    title = f"Task {task_id}" + (f" — {task.label}" if task is not None and task.label else "")
     out.line(title, style="bold")
     if as_of is not None:
         out.line(f"as recorded at {arguments['as_of']} (UTC; --as-of {as_of})")
@@ -375,26 +365,26 @@ def _show(
         claims = snapshot.get(key, [])
         if not claims:
             continue
-        table = Table(title=f"{heading} ({len(claims)})", title_justify="left", box=box.SIMPLE_HEAD)
+        table = Table(title=f"{heading} ({len(claims)})")
         if key == "peer_claims":
             table.add_column("principal", no_wrap=True)
         table.add_column("claim", no_wrap=True)
         table.add_column("status/role", no_wrap=True)
-        table.add_column("facets", overflow="fold")
-        table.add_column("statement", overflow="fold", ratio=1)
+        table.add_column("facets")
+        table.add_column("statement")
         table.add_column("since", no_wrap=True)
         files = [_file_cell(claim) for claim in claims]
         if any(files):  # only a table holding evidence bound to a file gets the column
-            table.add_column("evidence file", overflow="fold")
+            table.add_column("evidence file")
         for claim, file in zip(claims, files, strict=True):
             table.add_row(
-                *([Text(escape_controls(claim["origin"]["principal"]))] if key == "peer_claims" else []),
+                *([claim["origin"]["principal"]] if key == "peer_claims" else []),
                 short(claim["claim_id"], 8),
                 f"{claim['epistemic_status']}/{claim['role']}",
                 ",".join(claim["facets"]),
-                Text(escape_controls(claim["statement"])),
+                claim["statement"],
                 claim["valid_from"],
-                *([Text(file)] if any(files) else []),
+                *([file] if any(files) else []),
             )
         out.show(table)
     if not snapshot["active_claims"]:
@@ -429,42 +419,30 @@ def _file_cell(claim: dict[str, Any]) -> str:
 
 def _show_disputes(out: Output, disputes: list[dict[str, Any]]) -> None:
     """The disputes between members: whose claim, who disputes it and how (both claims stay active)."""
-    from rich import box
-    from rich.table import Table
-    from rich.text import Text
-
-    table = Table(
-        title=f"Disputes between members ({len(disputes)}; both claims stay active)",
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
-    )
+    table = Table(title=f"Disputes between members ({len(disputes)}; both claims stay active)")
     for column in ("claim", "of", "disputed by", "how"):
         table.add_column(column, no_wrap=True)
-    table.add_column("reason", overflow="fold", ratio=1)
+    table.add_column("reason")
     for entry in disputes:
         how = "invalidates" if entry["action"] == "invalidate" else f"superseded by {short(entry['by_claim_id'], 8)}"
         table.add_row(
             short(entry["claim_id"], 8),
-            Text(escape_controls(entry["principal"] or "-")),
-            Text(escape_controls(entry["by_principal"] or "(you)")),
+            entry["principal"] or "-",
+            entry["by_principal"] or "(you)",
             how,
-            Text(escape_controls(entry["reason"] or "")),
+            entry["reason"] or "",
         )
     out.show(table)
 
 
 def _show_history(out: Output, entries: list[dict[str, Any]]) -> None:
-    from rich import box
-    from rich.table import Table
-    from rich.text import Text
-
     if not entries:
         out.line("No superseded or invalidated claims.")
         return
-    table = Table(title=f"History ({len(entries)})", title_justify="left", box=box.SIMPLE_HEAD)
+    table = Table(title=f"History ({len(entries)})")
     for column in ("claim", "status", "by", "at"):
         table.add_column(column, no_wrap=True)
-    table.add_column("statement / reason", overflow="fold", ratio=1)
+    table.add_column("statement / reason")
     for entry in entries:
         claim = entry["claim"]
         reason = f" — {entry['reason']}" if entry.get("reason") else ""
@@ -474,7 +452,7 @@ def _show_history(out: Output, entries: list[dict[str, Any]]) -> None:
             entry["status"],
             by,
             entry["at"],
-            Text(escape_controls(claim["statement"] + reason)),
+            claim["statement"] + reason,
         )
     out.show(table)
 

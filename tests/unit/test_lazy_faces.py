@@ -66,3 +66,12 @@ def test_no_face_name_is_also_a_submodule_name(package: str) -> None:
     submodules = {info.name for info in pkgutil.iter_modules(face.__path__)}
     assert submodules  # control: the package's modules were found
     assert not set(face.__all__) & submodules
+
+
+@pytest.mark.parametrize(("first", "expected"), [("from intentloop.store import ProjectStore", "False"), ("", "True")])
+def test_a_face_loads_msgspec_without_typing_extensions(first: str, expected: str) -> None:
+    """The first name a face loads imports msgspec alone (as the hook and the server do); control: a plain import of
+    msgspec does pull ``typing_extensions`` in here, so the check can see it."""
+    probe = f"import sys\n{first}\nimport msgspec\nprint('typing_extensions' in sys.modules)\n"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == expected
