@@ -81,7 +81,6 @@ def _run(
     from intentloop.cli._service import call_tool
     from intentloop.cli.views import resolve_task
     from intentloop.errors import InvalidInputError
-    from intentloop.recovery import refuse_inside_data_root, write_private_file
 
     format_name = format_name.strip().lower()
     if format_name not in FORMATS:
@@ -107,6 +106,8 @@ def _run(
             sys.stdout.write(text)
             sys.stdout.flush()
         return OK
+    from intentloop.recovery import refuse_inside_data_root, write_private_file
+
     path = Path(out)
     refuse_inside_data_root(path, target.store.data_root)
     write_private_file(path, data, overwrite=overwrite)
