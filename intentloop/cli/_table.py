@@ -92,7 +92,7 @@ class Table:
         rows = [[_clean(cell.text) for cell in row] for row in self._rows]
         headers = [_clean(c.header) for c in self._columns] if self.show_header else None
         widths = _fit(self._columns, [*([headers] if headers else []), *rows], width)
-        lines = [] if self.title is None else [_styled(_clean(self.title), "bold" if self.show_header else "", color)]
+        lines = [] if self.title is None else [_styled(_clean(self.title), "bold", color)]
         if headers is not None:
             lines += _row_lines([Cell(h, "bold") for h in headers], self._columns, widths, color)
             lines.append(" " + _RULE * (sum(widths) + 2 * len(widths) - 2))
