@@ -516,17 +516,14 @@ def _check_written(
             lines = body.split(b"\n")
             lines.pop()
             cuts = [line.index(b'"', len(_ACTOR_KEY)) + 1 for line in lines]
-            hashes = [
-                line[cut + len(_HASH_KEY) : cut + _HASH_SEGMENT - 1] for line, cut in zip(lines, cuts, strict=True)
-            ]
+            segments = [line[cut : cut + _HASH_SEGMENT] for line, cut in zip(lines, cuts, strict=True)]
             computed = [
-                sha256(line[:cut] + line[cut + _HASH_SEGMENT :]).hexdigest()
+                _HASH_KEY + sha256(line[:cut] + line[cut + _HASH_SEGMENT :]).hexdigest().encode() + b'"'
                 for line, cut in zip(lines, cuts, strict=True)
             ]
-            segments = [line[cut : cut + _HASH_SEGMENT] for line, cut in zip(lines, cuts, strict=True)]
-            if segments != [_HASH_KEY + digest.encode() + b'"' for digest in computed]:
-                raise _failed(f"line {result.lines + 1 + _first_difference(hashes, computed)}: event_hash")
-            links = [prev, *(b'"' + digest + b'"' for digest in hashes[:-1])]
+            if segments != computed:
+                raise _failed(f"line {result.lines + 1 + _first_difference(segments, computed)}: event_hash")
+            links = [prev, *[segment[len(_HASH_KEY) - 1 :] for segment in segments[:-1]]]  # each line's quoted hash
             if not all(
                 [
                     line.startswith(_PREV_KEY + link + project, line.rfind(_PREV_KEY))
@@ -545,7 +542,7 @@ def _check_written(
                     raise _failed("a line's task or type is not where canonical order puts it")
                 builder.fold(events)
             builder.add_measured(offset, [len(line) + 1 for line in lines], tasks, bindings)
-            prev = b'"' + hashes[-1] + b'"'
+            prev = segments[-1][len(_HASH_KEY) - 1 :]
             offset += len(body)
             result.lines += len(lines)
     except (ValueError, UnicodeDecodeError) as exc:
@@ -556,8 +553,8 @@ def _check_written(
     result.length = offset
 
 
-def _first_difference(stored: Sequence[bytes], computed: Sequence[str]) -> int:
-    return next((i for i, (a, b) in enumerate(zip(stored, computed, strict=True)) if a != b.encode()), 0)
+def _first_difference(stored: Sequence[bytes], computed: Sequence[bytes]) -> int:
+    return next((i for i, (a, b) in enumerate(zip(stored, computed, strict=True)) if a != b), 0)
 
 
 def _verified_whole(lines: Sequence[bytes], links: Sequence[bytes], *, paths: ProjectPaths) -> list[Event]:
