@@ -5,7 +5,7 @@ and 14–40 s for a ``forget claim`` at 100,000 events; docs/BENCHMARK.md). Here
 time, and an event the edit leaves alone is re-chained on its bytes (its ``prev_hash``, ``project_id`` and
 ``event_hash`` segments swapped) instead of being decoded into a dict and encoded again. Why the written file is read
 back and checked from its bytes, and a task the edit leaves alone keeps its summary: decoding every written line and
-refolding every task were half of a ``forget claim`` (5.4 → 2.1 s of CPU at 100,000 events; docs/BENCHMARK.md).
+refolding every task were half of a ``forget claim`` (5.4 → 2.8 s of CPU at 100,000 events; docs/BENCHMARK.md).
 """
 
 from __future__ import annotations
