@@ -35,6 +35,7 @@ _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _READ_FLAGS = os.O_RDONLY | _NOFOLLOW | _CLOEXEC | _NONBLOCK
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
+_CREATE_READABLE_FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
 _APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | _NOFOLLOW | _CLOEXEC
 _TRUNCATE_FLAGS = os.O_WRONLY | _NOFOLLOW | _CLOEXEC
 _DIR_OPEN_FLAGS = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC
@@ -444,8 +445,8 @@ def atomic_replace(
     before_replace: Callable[[], None],
     on_commit: Callable[[os.stat_result | None], None],
 ) -> None:
-    """Write ``data`` (bytes, or a function writing them to the descriptor it is given) to a 0600 sibling temp file,
-    fsync it, run ``before_replace``, rename it over ``target``,
+    """Write ``data`` (bytes, or a function writing them to the descriptor it is given, which it may read back) to a
+    0600 sibling temp file, fsync it, run ``before_replace``, rename it over ``target``,
     report the new file's stat (``None`` if unknown) to ``on_commit`` and fsync the directory.
 
     Until the rename nothing visible changes and the temp file is removed on failure. ``on_commit`` runs right after
@@ -457,7 +458,7 @@ def atomic_replace(
     directory = target.parent
     temp = directory / temp_name
     try:
-        fd = os.open(temp, _CREATE_FLAGS, FILE_MODE)
+        fd = os.open(temp, _CREATE_READABLE_FLAGS, FILE_MODE)
     except OSError as exc:
         raise storage_error(exc, f"creating {temp_name}", code="STORAGE_WRITE_FAILED") from exc
     committed = False

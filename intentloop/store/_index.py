@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import struct
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from itertools import accumulate
 from pathlib import Path
 
@@ -44,7 +44,7 @@ from intentloop.store._fs import (
 )
 from intentloop.store._lines import LineEvents
 from intentloop.store._paths import ProjectPaths
-from intentloop.store._summary import SUMMARIES_MARK, SummaryBuilder
+from intentloop.store._summary import SUMMARIES_MARK, SummaryBuilder, TaskSummary, read_summary
 from intentloop.store._verify import verify_continuation, verify_lines
 
 INDEX_DIR_RE = LazyPattern(rf"^index-{UUID_TEXT}$")
@@ -161,27 +161,9 @@ def extend_index(paths: ProjectPaths, name: str, events: Sequence[Event], start:
     return _add(paths.project_dir / name, lambda: _entries(events, start, end))
 
 
-def add_spans(
-    paths: ProjectPaths, name: str, spans: Iterable[tuple[str, str, int, int]], *, building: bool = False
-) -> bool:
-    """:func:`extend_index` for lines already measured, as (task id, event type, offset, length): a streamed rewrite
-    knows each line it wrote and need not encode its events again to index them. ``building``: the index is being
-    written from scratch (:func:`new_index`), its task summaries still to come."""
-
-    def entries() -> dict[str, list[tuple[int, int]]]:
-        files: dict[str, list[tuple[int, int]]] = {}
-        for task_id, event_type, offset, length in spans:
-            files.setdefault(_task_file(task_id), []).append((offset, length))
-            if event_type in BINDING_EVENTS:
-                files.setdefault(BINDINGS, []).append((offset, length))
-        return files
-
-    return _add(paths.project_dir / name, entries, building=building)
-
-
-def _add(directory: Path, measure: Callable[[], dict[str, list[tuple[int, int]]]], *, building: bool = False) -> bool:
+def _add(directory: Path, measure: Callable[[], dict[str, list[tuple[int, int]]]]) -> bool:
     counts = _read_counts(directory)
-    if counts is None or (not building and not os.path.lexists(directory / SUMMARIES_MARK)):  # no task summaries
+    if counts is None or not os.path.lexists(directory / SUMMARIES_MARK):  # no task summaries
         return False
     entries = measure()
     try:
@@ -199,20 +181,6 @@ def _add(directory: Path, measure: Callable[[], dict[str, list[tuple[int, int]]]
     except OSError:
         return False
     return True
-
-
-def new_index(paths: ProjectPaths) -> str | None:
-    """Create an empty index for :func:`extend_index` to fill (a streamed rewrite indexes each chunk it writes);
-    returns its name or ``None`` when it cannot be made."""
-    name = new_index_name()
-    directory = paths.project_dir / name
-    try:
-        make_dir(directory)
-        _write_counts(directory, {})
-    except (OSError, StorageError):
-        remove_tree_quietly(directory)
-        return None
-    return name
 
 
 def rebuild_index(paths: ProjectPaths, events: Sequence[Event], end: int) -> str | None:
@@ -280,6 +248,47 @@ class IndexBuilder:
         if self._held >= _FLUSH_BYTES:
             self._flush()
 
+    def add_measured(self, start: int, lengths: Sequence[int], tasks: Sequence[str], bindings: Sequence[bool]) -> None:
+        """Index lines measured without decoding them (a streamed rewrite's read-back), starting at offset ``start``:
+        each line's length, task and whether it is a binding event. Their summaries are folded apart (:meth:`fold`,
+        :meth:`carry`)."""
+        if self._failed:
+            return
+        pending = self._pending
+        firsts = self._firsts
+        for offset, length, task_id, binding in zip(
+            accumulate(lengths, initial=start), lengths, tasks, bindings, strict=False
+        ):
+            record = _PACK(offset, length)
+            file = "t-" + task_id
+            held = pending.get(file)
+            if held is None:
+                held = pending[file] = bytearray()
+                firsts.setdefault(task_id, offset)
+            held += record
+            if binding:
+                held = pending.get(BINDINGS)
+                if held is None:
+                    held = pending[BINDINGS] = bytearray()
+                held += record
+                self.bindings += 1
+                self._held += _RECORD
+        self._held += _RECORD * len(lengths)
+        if self._held >= _FLUSH_BYTES:
+            self._flush()
+
+    def fold(self, events: Iterable[Event]) -> None:
+        """Fold the next events (in ledger order) into the task summaries (with :meth:`add_measured`)."""
+        self._summaries.add(events)
+
+    def carry(self, summaries: Mapping[str, TaskSummary], source: Path) -> None:
+        """Take these stored summaries as they are (``SummaryBuilder.carry``)."""
+        self._summaries.carry(summaries, source)
+
+    def carried(self) -> Collection[str]:
+        """The tasks whose summaries are carried (their events are not to be folded)."""
+        return self._summaries.carried()
+
     def add_entries(self, entries: dict[str, list[tuple[int, int]]], events: Iterable[Event]) -> None:
         """Add the records of :func:`_entries` (a view's ``events`` measured) and fold the events' summaries."""
         for file, spans in entries.items():
@@ -301,26 +310,44 @@ class IndexBuilder:
         self._pending = {}
         self._held = 0
 
-    def finish(self) -> tuple[str, int] | None:
-        """Append what is held, record the counts and remove every other index: ``(name, binding records)``, or
-        ``None`` after a failure (no index: readers read the ledger)."""
+    def finish(self, *, replace: bool = True) -> tuple[str, int] | None:
+        """Append what is held, record the counts and (``replace``) remove every other index: ``(name, binding
+        records)``, or ``None`` after a failure (no index: readers read the ledger)."""
         if not self._failed:
             self._flush()
         if not self._failed:
             try:
                 _write_counts(self._directory, self._counts)
-                self._summaries.write(self._directory, self._firsts)
+                events = {file[2:]: count for file, count in self._counts.items() if file != BINDINGS}
+                self._summaries.write(self._directory, self._firsts, events)
             except OSError:
                 self._failed = True
         if self._failed:
             self.abandon()
             return None
-        remove_stale_indexes(self._paths, keep=self.name)
+        if replace:
+            remove_stale_indexes(self._paths, keep=self.name)
         return self.name, self.bindings
 
     def abandon(self) -> None:
         """Remove the index being built (the ledger did not verify)."""
         remove_tree_quietly(self._directory)
+
+
+def stored_summaries(directory: Path, *, leave_out: Collection[str]) -> dict[str, TaskSummary]:
+    """The intact summaries in the index ``directory`` (one a writer trusts) of its tasks but ``leave_out``, each
+    folding exactly the task's records there; a task whose summary is missing or does not vouch for them is left out.
+    Never raises."""
+    counts = _read_counts(directory) or {}
+    found: dict[str, TaskSummary] = {}
+    for file, count in counts.items():
+        task_id = file[2:]
+        if file == BINDINGS or count <= 0 or task_id in leave_out or not _TASK_RE.match(task_id):
+            continue
+        summary = read_summary(directory, task_id, count)
+        if summary is not None:
+            found[task_id] = summary
+    return found
 
 
 def remove_stale_indexes(paths: ProjectPaths, keep: str | None) -> None:
@@ -535,11 +562,10 @@ __all__ = [
     "INDEX_DIR_RE",
     "IndexBuilder",
     "IndexedLedger",
-    "add_spans",
     "count_bindings",
     "extend_index",
-    "new_index",
     "open_indexed",
     "rebuild_index",
     "remove_stale_indexes",
+    "stored_summaries",
 ]

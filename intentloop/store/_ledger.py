@@ -343,6 +343,7 @@ class LockedLedger:
                 paths=self._paths,
                 forbidden=forbidden,
                 result=streamed,
+                summaries=None if origin._index is None else origin._paths.project_dir / origin._index,
             )
             if (streamed.read_head, streamed.read_lines) != origin._head[:2]:
                 raise StorageError("the ledger changed under the lock", code="TRANSIENT_FILE_RACE")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -274,6 +274,19 @@ class SummaryBuilder:
         self._spill = spill
         self._spilled: set[str] = set()  # tasks with marks waiting in the spill directory
         self._spill_failed = False
+        self._carried: dict[str, TaskSummary] = {}  # summaries taken as they are stored (:meth:`carry`)
+        self._carried_from: Path | None = None
+
+    def carry(self, summaries: Mapping[str, TaskSummary], source: Path) -> None:
+        """Take these tasks' stored summaries, and their claim marks from the index directory ``source``, instead of
+        folding their events (which are then not added): a rewrite that leaves every event of a task as it was only
+        moves where the task's first line starts."""
+        self._carried = dict(summaries)
+        self._carried_from = source
+
+    def carried(self) -> Collection[str]:
+        """The tasks whose summaries are carried (their events are not to be added)."""
+        return self._carried.keys()
 
     def add(self, events: Iterable[Event]) -> None:
         """Fold the next events of the ledger (any tasks)."""
@@ -322,15 +335,26 @@ class SummaryBuilder:
             fold.claims = held
         return out
 
-    def write(self, directory: Path, firsts: Mapping[str, int]) -> None:
+    def write(self, directory: Path, firsts: Mapping[str, int], counts: Mapping[str, int] | None = None) -> None:
         """Write every summary and its claim marks into the index ``directory``, each with its task's first line
-        offset from ``firsts`` (a task's spilled marks first read back, then removed).
+        offset from ``firsts`` (a task's spilled marks first read back, then removed); a carried summary must fold
+        the number of events ``counts`` gives its task in the new index.
 
         Raises:
-            OSError: a file could not be written or a spilled one read back (the caller gives the index up).
+            OSError: a file could not be written or a spilled one read back, or a carried summary does not fold its
+                task's events (the caller gives the index up).
         """
         if self._spill_failed:
             raise OSError("the claim marks could not be spilled")
+        for task_id, summary in self._carried.items():
+            if task_id in self._folds or task_id not in firsts:
+                raise OSError(f"the carried summary of {task_id} does not describe the new ledger")
+            if counts is None or counts.get(task_id) != summary.events:
+                raise OSError(f"the carried summary of {task_id} folds another number of events")
+            assert self._carried_from is not None
+            _copy_marks(self._carried_from, directory, task_id)
+            moved = msgspec.structs.replace(summary, first=firsts[task_id])
+            _write(directory, SUMMARY_PREFIX, task_id, _encoder.encode(moved))
         for task_id, fold in self._folds.items():
             fold.first = firsts[task_id]
             if task_id in self._spilled:
@@ -342,6 +366,22 @@ class SummaryBuilder:
                 assert self._spill is not None
                 os.unlink(self._spill / f"{SPILL_PREFIX}{task_id}")
         create_exclusive(directory / SUMMARIES_MARK, b"", sync=False)
+
+
+def _copy_marks(source: Path, directory: Path, task_id: str) -> None:
+    """Copy the claim marks of ``task_id`` from the index ``source`` into ``directory`` byte for byte (their content
+    names no offset); none when there are none, or they cannot be read safely (a writer then folds the task afresh
+    when it needs them, as it does for marks that do not match their summary).
+
+    Raises:
+        OSError: the copy could not be written.
+    """
+    try:
+        got = read_regular(source / f"{MARKS_PREFIX}{task_id}")
+    except StorageError:
+        return
+    if got is not None:
+        create_exclusive(directory / f"{MARKS_PREFIX}{task_id}", got[0], sync=False)
 
 
 def _held_marks(folds: Iterable[_Fold]) -> int:

@@ -274,3 +274,45 @@ def test_a_failed_step_of_the_streamed_rewrite_leaves_a_verified_ledger(data_roo
         ledger.append(
             [EventDraft(event_type="claim_added", task_id=TASKS[0], actor="user", request_id="next", payload={})]
         )
+
+
+def _garbled(kind: str, chunk: bytes) -> bytes:
+    """``chunk`` as a faulty write might leave it on disk."""
+    lines = chunk.split(b"\n")[:-1]
+    if kind == "flipped-byte":  # one byte of an untouched line's payload
+        at = chunk.rindex(b'"s":"abcdef"') + 6
+        return chunk[:at] + b"X" + chunk[at + 1 :]
+    if kind == "swapped-lines":
+        return b"\n".join([*lines[:-2], lines[-1], lines[-2]]) + b"\n"
+    if kind == "torn":
+        return chunk[:-10]
+    assert kind == "overwritten-line"  # the line before the last overwritten by the last one's bytes: same length
+    return b"\n".join([*lines[:-2], lines[-1][: len(lines[-2])].ljust(len(lines[-2]), b" "), lines[-1]]) + b"\n"
+
+
+@pytest.mark.parametrize("kind", ["flipped-byte", "swapped-lines", "torn", "overwritten-line"])
+def test_a_write_that_does_not_land_as_written_is_refused(data_root: Path, monkeypatch, kind: str) -> None:
+    """The written file is read back and verified as a chain (each line's hash and link, from its bytes) before it
+    replaces the ledger: a garbled or torn write is caught, not committed."""
+    from intentloop.store import _rewrite
+
+    store = store_at(data_root)
+    items = [
+        EventDraft(
+            event_type="claim_added", task_id=TASKS[k % 2], actor="user", request_id=f"g-{k}", payload={"s": "abcdef"}
+        )
+        for k in range(8)
+    ]
+    events = grow(store, items)
+    before, names = store.ledger_path.read_bytes(), _names(store)
+    real = _rewrite.write_all
+    monkeypatch.setattr(_rewrite, "write_all", lambda fd, data: real(fd, _garbled(kind, data)))
+    drop = lambda e: None if e.request_id == "g-0" else e  # noqa: E731
+    with pytest.raises(StorageError) as caught, store.locked(lazy=True) as ledger:
+        ledger.rewrite_each(drop, touches=[TASKS[0].encode()])
+    assert caught.value.code == "DELETE_VERIFICATION_FAILED"
+    assert store.ledger_path.read_bytes() == before and _names(store) == names  # no temp file, no new index
+    monkeypatch.undo()
+    with store.locked(lazy=True) as ledger:  # control: written as it is, the same rewrite goes through
+        assert ledger.rewrite_each(drop, touches=[TASKS[0].encode()])
+    assert store.ledger_path.read_bytes() == reference(events, drop)

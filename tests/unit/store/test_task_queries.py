@@ -20,9 +20,11 @@ from intentloop.store import (
     LockConfig,
     ProjectStore,
     _project,
+    _summary,
     _task_queries,
     verify_ledger_bytes,
 )
+from intentloop.store._index import IndexBuilder
 from intentloop.store._summary import SUMMARIES_MARK, read_summary, summary_file
 
 PID = project_id_for("/task/queries")
@@ -395,3 +397,111 @@ def test_an_index_without_task_summaries_is_rebuilt_by_the_next_writer(
     monkeypatch.setattr(ProjectStore, "verify", _no_whole_read)
     monkeypatch.setattr(_task_queries, "indexed_summary", _no_whole_read)  # no task folded afresh either
     assert listed_rows(store) == expected
+
+
+# ------------------------------------------------------------------------------------------ after a rewrite
+def _firsts(data: bytes) -> dict[str, int]:
+    """Task id → where its first line starts in the ledger ``data``."""
+    firsts: dict[str, int] = {}
+    offset = 0
+    for line in data.splitlines(keepends=True):
+        firsts.setdefault(line[-39:-3].decode(), offset)
+        offset += len(line)
+    return firsts
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    batches=st.lists(st.lists(drafts, min_size=1, max_size=6), min_size=1, max_size=4),
+    damages=st.lists(st.sampled_from(DAMAGE), min_size=1, max_size=4),
+    doomed=st.sampled_from(TASKS),
+    every=st.integers(1, 3),
+    later=st.lists(drafts, max_size=4),
+)
+def test_after_a_rewrite_the_summaries_equal_a_fresh_fold(
+    tmp_path_factory, batches, damages, doomed, every, later
+) -> None:
+    """A rewrite keeps the stored summary of each task it leaves alone (moved to the task's new first line) and
+    folds the others: the listing is a fresh fold's, each task's ``first`` is where its first line now starts, and a
+    later append advances the summaries it left."""
+    root = tmp_path_factory.mktemp("data")
+    store = ProjectStore(root, PID, config=CONFIG)
+    stale: dict[str, bytes] = {}
+    for number, batch in enumerate(batches):
+        directory = index_dir(store)
+        if directory is not None:
+            stale = {p.name: p.read_bytes() for p in [*directory.glob("s-*"), *directory.glob("m-*")]}
+        with fresh(store).locked(lazy=number % 2 == 1) as ledger:
+            ledger.append([as_draft(item) for item in batch])
+        damage(store, damages[number % len(damages)], stale)
+    seen = iter(range(1_000_000))
+
+    def edit(event: Any) -> Any:
+        return None if event.task_id == doomed and next(seen) % every == 0 else event
+
+    with fresh(store).locked(lazy=True) as ledger:
+        ledger.rewrite_each(edit, touches=[doomed.encode()])
+    assert listed_rows(fresh(store)) == expected_rows(store)
+    assert store.indexed() is not None  # answered from the rewrite's own index
+    listing = fresh(store).tasks()
+    assert {summary.task_id: summary.first for summary in listing.tasks} == _firsts(store.ledger_path.read_bytes())
+    if later:
+        with fresh(store).locked(lazy=True) as ledger:
+            ledger.append([as_draft(item) for item in later])
+        assert listed_rows(fresh(store)) == expected_rows(store)
+
+
+def _drop_claim(claim_id: str) -> Any:
+    def edit(event: Any) -> Any:
+        held = event.payload.get("claim")
+        return None if isinstance(held, dict) and held.get("claim_id") == claim_id else event
+
+    return edit
+
+
+def test_a_rewrite_folds_only_the_tasks_it_changes(store: ProjectStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tasks a deletion leaves alone keep their summaries and claim marks (their events are not decoded to fold
+    them again), and a later claim in one of them is counted from those marks."""
+    old = index_dir(store)
+    assert old is not None
+    marks = {task: (old / f"m-{task}").read_bytes() for task in TASKS[1:]}
+    folded: list[str] = []
+    fold = IndexBuilder.fold
+
+    def spy(self: IndexBuilder, events: Any) -> None:
+        folded.extend(event.task_id for event in events)
+        fold(self, events)
+
+    monkeypatch.setattr(IndexBuilder, "fold", spy)
+    with store.locked(lazy=True) as ledger:
+        assert ledger.rewrite_each(_drop_claim(CLAIMS[2]), touches=[TASKS[0].encode()])
+    assert set(folded) == {TASKS[0]}
+    new = index_dir(fresh(store))
+    assert new is not None and new != old
+    assert {task: (new / f"m-{task}").read_bytes() for task in TASKS[1:]} == marks
+    assert listed_rows(store) == expected_rows(store)
+    monkeypatch.setattr(_summary, "_refolded", _no_whole_read)  # the carried marks vouch for the task
+    with store.locked(lazy=True) as ledger:
+        replacing = claim(CLAIMS[4], "inferred", [CLAIMS[1]])
+        ledger.append([as_draft(("claim_replaced", TASKS[1], {"claim": replacing}, "2026-01-08T00:00:00Z"))])
+    assert listed_rows(fresh(store)) == expected_rows(store)
+    assert store.tasks().get(TASKS[1]).superseded == 1
+
+
+@pytest.mark.parametrize("kind", ["summary-removed", "summary-garbled"])
+def test_a_summary_that_does_not_vouch_is_folded_by_the_rewrite(
+    store: ProjectStore, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    directory = index_dir(store)
+    assert directory is not None
+    target = directory / summary_file(TASKS[1])
+    if kind == "summary-removed":
+        target.unlink()
+    else:
+        target.write_bytes(target.read_bytes().replace(b'"mode":"on"', b'"mode":"of"'))
+    with store.locked(lazy=True) as ledger:
+        assert ledger.rewrite_each(_drop_claim(CLAIMS[2]), touches=[TASKS[0].encode()])
+    new = index_dir(fresh(store))
+    assert new is not None and read_summary(new, TASKS[1], len(store.task_events(TASKS[1]))) is not None
+    monkeypatch.setattr(_task_queries, "indexed_summary", _no_whole_read)  # every summary is in the new index
+    assert listed_rows(store) == expected_rows(store)
