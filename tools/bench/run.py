@@ -492,6 +492,7 @@ async def measure_size(n: int, work: Path, repeats: int) -> dict[str, Any]:
     # The first prompt after the checkpoint is gone (written before checkpoints existed, a foreign append, a writer
     # killed before it): how long the host waits, and how long until the checkpoint vouches for the file again.
     checkpoint = data_root / "projects" / project_id / CHECKPOINT_NAME
+    _wait_for(checkpoint)  # at 1,000,000 events the seeding write's background child may still be writing it
     colds, rebuilt, answered = [], [], []
     for i in range(3):
         checkpoint.unlink()
@@ -523,6 +524,15 @@ async def measure_size(n: int, work: Path, repeats: int) -> dict[str, Any]:
     return row
 
 
+def _wait_for(path: Path, timeout_s: float = 600) -> None:
+    """Wait until ``path`` exists (a background child writes it after the hook has answered)."""
+    t0 = time.perf_counter()
+    while not path.exists():
+        if time.perf_counter() - t0 > timeout_s:
+            raise RuntimeError(f"{path.name} did not appear within {timeout_s:.0f} s")
+        time.sleep(0.05)
+
+
 def measure_cli_size(n: int, work: Path, rounds: int) -> dict[str, Any]:
     """The CLI read figures alone (``--cli-reads``): a seeded ledger, one prompt hook that records an observation (its
     write leaves the checkpoint and the task index, as any write does), then the read commands on the session's task
@@ -534,12 +544,8 @@ def measure_cli_size(n: int, work: Path, rounds: int) -> dict[str, Any]:
     project_id, task_ids = seed_ledger(data_root, project, n)
     base = {"session_id": SESSION_ID, "cwd": str(project), "transcript_path": "/nonexistent", "model": "bench"}
     checkpoint = data_root / "projects" / project_id / CHECKPOINT_NAME
-    t0 = time.perf_counter()
     _hook(data_root, {**base, "hook_event_name": "UserPromptSubmit", "turn_id": f"cli-{n}", "prompt": "go on"})
-    while not checkpoint.exists():
-        if time.perf_counter() - t0 > 600:
-            raise RuntimeError("no checkpoint after the first write")
-        time.sleep(0.05)
+    _wait_for(checkpoint)
     return {"events": n, **measure_cli_reads(data_root, project_id, task_ids[0], rounds)}
 
 
