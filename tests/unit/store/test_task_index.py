@@ -181,3 +181,31 @@ def test_a_task_read_does_not_read_much_more_than_the_tasks_lines(
     events = _indexed_task(store, TASKS[0])
     assert events is not None and len(events) == 41
     assert sum(read) <= 2 * mine  # with 64 KiB gaps it read every 20 KB line of the other task between them
+
+
+def _files(directory: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(directory.iterdir())}
+
+
+def test_an_offsets_view_is_indexed_a_batch_of_records_at_a_time(
+    store: ProjectStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server's first write without a vouching checkpoint rebuilds the index from its offsets view: a list of every
+    event's span held ~300 bytes an event (333 MB at 1,000,000 events). The index is built from the view's records a
+    batch at a time instead, and comes out the same as one built from the decoded events."""
+    from intentloop.store import LineEvents
+
+    view = store.read()
+    assert isinstance(view.events, LineEvents)
+    expected = _index.rebuild_index(store.paths, decoded(store).events, view.byte_length)  # control: the listed path
+    assert expected is not None
+    want = _files(store.paths.project_dir / expected)
+
+    def listed(*_args: object) -> object:
+        raise AssertionError("the spans of every event were listed")
+
+    monkeypatch.setattr(_index, "_entries", listed)
+    monkeypatch.setattr(_index, "_SPAN_BATCH", 7)  # batches end inside the ledger, not only at its end
+    built = _index.rebuild_index(store.paths, view.events, view.byte_length)
+    assert built is not None and built != expected
+    assert _files(store.paths.project_dir / built) == want
