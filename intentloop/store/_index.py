@@ -258,27 +258,11 @@ class IndexBuilder:
     def __call__(self, lines: bytes, start: int, events: Sequence[Event]) -> None:
         if self._failed:
             return
-        pending = self._pending
         self._summaries.add(events)
-        lengths = [len(line) + 1 for line in lines.split(b"\n")]  # the piece after the last newline is not a line
-        for event, offset, length in zip(events, accumulate(lengths, initial=start), lengths, strict=False):
-            record = _PACK(offset, length)
-            file = "t-" + event.task_id  # _task_file, inline: once per event of the ledger
-            held = pending.get(file)
-            if held is None:
-                held = pending[file] = bytearray()
-                self._firsts.setdefault(event.task_id, offset)
-            held += record
-            if event.event_type in BINDING_EVENTS:
-                held = pending.get(BINDINGS)
-                if held is None:
-                    held = pending[BINDINGS] = bytearray()
-                held += record
-                self.bindings += 1
-                self._held += _RECORD
-        self._held += _RECORD * len(events)
-        if self._held >= _FLUSH_BYTES:
-            self._flush()
+        lengths = [len(line) + 1 for line in lines.split(b"\n")][: len(events)]  # not the piece after the last newline
+        self.add_measured(
+            start, lengths, [event.task_id for event in events], [e.event_type in BINDING_EVENTS for e in events]
+        )
 
     def add_measured(self, start: int, lengths: Sequence[int], tasks: Sequence[str], bindings: Sequence[bool]) -> None:
         """Index lines measured without decoding them (a streamed rewrite's read-back), starting at offset ``start``:
