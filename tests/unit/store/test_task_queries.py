@@ -239,14 +239,9 @@ def fresh(store: ProjectStore) -> ProjectStore:
     return store
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(
-    batches=st.lists(st.lists(drafts, min_size=1, max_size=6), min_size=1, max_size=5),
-    damages=st.lists(st.sampled_from(DAMAGE), min_size=1, max_size=6),
-    final=st.lists(st.sampled_from(DAMAGE), max_size=3),
-)
-def test_answers_equal_a_fresh_full_fold(tmp_path_factory, batches, damages, final) -> None:
-    root = tmp_path_factory.mktemp("data")
+def grown(root: Path, batches: list[list[Any]], damages: list[str]) -> tuple[ProjectStore, dict[str, bytes]]:
+    """A store grown by ``batches``, a hook's lazy writer and a full one in turn, each batch followed by a damage to
+    the caches; returns it and the summaries and marks the last batch found (what a stale damage writes back)."""
     store = ProjectStore(root, PID, config=CONFIG)
     stale: dict[str, bytes] = {}
     for number, batch in enumerate(batches):
@@ -256,6 +251,17 @@ def test_answers_equal_a_fresh_full_fold(tmp_path_factory, batches, damages, fin
         with fresh(store).locked(lazy=number % 2 == 1) as ledger:  # a hook's lazy writer and a full one
             ledger.append([as_draft(item) for item in batch])
         damage(store, damages[number % len(damages)], stale)
+    return store, stale
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    batches=st.lists(st.lists(drafts, min_size=1, max_size=6), min_size=1, max_size=5),
+    damages=st.lists(st.sampled_from(DAMAGE), min_size=1, max_size=6),
+    final=st.lists(st.sampled_from(DAMAGE), max_size=3),
+)
+def test_answers_equal_a_fresh_full_fold(tmp_path_factory, batches, damages, final) -> None:
+    store, stale = grown(tmp_path_factory.mktemp("data"), batches, damages)
     for kind in final:
         damage(store, kind, stale)
     assert listed_rows(fresh(store)) == expected_rows(store)
@@ -424,16 +430,7 @@ def test_after_a_rewrite_the_summaries_equal_a_fresh_fold(
     """A rewrite keeps the stored summary of each task it leaves alone (moved to the task's new first line) and
     folds the others: the listing is a fresh fold's, each task's ``first`` is where its first line now starts, and a
     later append advances the summaries it left."""
-    root = tmp_path_factory.mktemp("data")
-    store = ProjectStore(root, PID, config=CONFIG)
-    stale: dict[str, bytes] = {}
-    for number, batch in enumerate(batches):
-        directory = index_dir(store)
-        if directory is not None:
-            stale = {p.name: p.read_bytes() for p in [*directory.glob("s-*"), *directory.glob("m-*")]}
-        with fresh(store).locked(lazy=number % 2 == 1) as ledger:
-            ledger.append([as_draft(item) for item in batch])
-        damage(store, damages[number % len(damages)], stale)
+    store, _stale = grown(tmp_path_factory.mktemp("data"), batches, damages)
     seen = iter(range(1_000_000))
 
     def edit(event: Any) -> Any:
