@@ -92,7 +92,7 @@ class Table:
         rows = [[_clean(cell.text) for cell in row] for row in self._rows]
         headers = [_clean(c.header) for c in self._columns] if self.show_header else None
         widths = _fit(self._columns, [*([headers] if headers else []), *rows], width)
-        lines = [] if self.title is None else [_styled(_clean(self.title), "bold", color)]
+        lines = [] if self.title is None else [styled(_clean(self.title), "bold", color=color)]
         if headers is not None:
             lines += _row_lines([Cell(h, "bold") for h in headers], self._columns, widths, color)
             lines.append(" " + _RULE * (sum(widths) + 2 * len(widths) - 2))
@@ -136,10 +136,6 @@ def color_enabled(stream_fd: int) -> bool:
 
 def styled(text: str, style: str, *, color: bool) -> str:
     """``text`` in ``style`` when colour is on, else as it is."""
-    return _styled(text, style, color)
-
-
-def _styled(text: str, style: str, color: bool) -> str:
     codes = [_SGR[word] for word in style.split() if word in _SGR]
     if not color or not codes or not text:
         return text
@@ -222,7 +218,7 @@ def _row_lines(cells: Sequence[Cell], columns: Sequence[_Column], widths: Sequen
         for cell_parts, cell, col, w in zip(parts, cells, columns, widths, strict=True):
             text = cell_parts[i] if i < len(cell_parts) else ""
             pad = " " * max(0, w - _width_of(text))
-            text = _styled(text, cell.style, color)
+            text = styled(text, cell.style, color=color)
             pieces.append(" " + (pad + text if col.justify == "right" else text + pad) + " ")
         out.append("".join(pieces).rstrip())
     return out
