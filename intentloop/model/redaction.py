@@ -336,6 +336,9 @@ def _marker(kind: str) -> str:
     return f"[REDACTED:{kind}]"
 
 
+_MARKER = LazyPattern(r"\[REDACTED:[a-z0-9-]+\]")
+
+
 class _Counter:
     __slots__ = ("count", "kinds")
 
@@ -391,9 +394,29 @@ def _apply_rules(text: str, counter: _Counter, *, credential_rules: bool, prefil
         if counter.count != before:  # the text changed: the next folded prefilter reads it anew
             lowered = None
     text = _apply_high_entropy(text, counter)
-    if _second_layer:  # the catalog reads what the own rules left, so a marker is never scanned again
-        text = _replace_spans(text, _second_layer[0](text), CATALOG, counter)
+    if _second_layer:  # the catalog reads what the own rules left, and never redacts part of their markers
+        text = _replace_spans(text, _outside_markers(text, _second_layer[0](text)), CATALOG, counter)
     return text
+
+
+def _outside_markers(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``spans`` without the markers already in ``text``: a rule that matches around a marker (``ftp://`` and an
+    ``@`` around ``[REDACTED:url-credential]``) must not cut into it, or a marker is garbled and redaction is no
+    longer idempotent. What is left of a span beside a marker is kept when it holds a letter or a digit."""
+    if not spans or "[REDACTED:" not in text:
+        return spans
+    markers = [match.span() for match in _MARKER.finditer(text)]
+    kept: list[tuple[int, int]] = []
+    for start, end in spans:
+        for marker_start, marker_end in markers:
+            if marker_end <= start or marker_start >= end:
+                continue
+            if marker_start > start:
+                kept.append((start, marker_start))
+            start = max(start, marker_end)
+        if end > start:
+            kept.append((start, end))
+    return [(start, end) for start, end in kept if any(char.isalnum() for char in text[start:end])]
 
 
 def _replace_spans(text: str, spans: list[tuple[int, int]], kind: str, counter: _Counter) -> str:

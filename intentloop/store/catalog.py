@@ -2,12 +2,15 @@
 
 On by default (``INTENT_LOOP_CATALOG=off`` turns it off). Why the cache decides who loads it: Kingfisher compiles its
 488 rules once and keeps the compiled database in a cache folder (``Rules(cache_dir=…)``); a cold compile takes 6–7.6 s
-of CPU, and even a warm load compiles the patterns anew (0.4–0.75 s), over a hook's budget. So the cache also holds
-keywords derived from the rules (:mod:`intentloop.store._catalog_keywords`), and with both in place every process
-stands by (:class:`_Standby`): the library is loaded on the first text its keyword prefilter lets through, never for
-a text no rule can match (docs/REDACTION.md, "A maintained rule catalog: the second layer", has the costs). A hook
-never compiles a cold cache: it records with the own rules and leaves a process that goes on alone to build it; the
-server compiles it in a worker thread every tool call waits for, the CLI inline, ``intentloop install`` ahead of use.
+of CPU, and even a warm load compiles the patterns anew (0.4–0.75 s, ~40 MB), over a hook's and the server's budgets.
+So the cache also holds each rule's keywords, Python pattern and secret group
+(:mod:`intentloop.store._catalog_keywords`), and with both in place every process stands by (:class:`_Standby`): the
+rules' patterns answer a one-line text of at most 1,000 characters without the library (a superset of its findings,
+checked against it), and the library is loaded only for a longer text that holds a keyword (docs/REDACTION.md, "A
+maintained rule catalog: the second layer", has the costs: an ``/intent remember`` holding a catalog-only token went
+from +0.72 s of CPU to nothing measurable). A hook never compiles a cold cache: it records with the own rules and
+leaves a process that goes on alone to build it; the server compiles it in a worker thread every tool call waits for,
+the CLI inline, ``intentloop install`` ahead of use.
 
 A missing library or one that fails to load leaves the own rules in charge, loudly: logged, written next to the cache
 (``load-failed``), and reported by ``intentloop status`` without importing the library (:func:`catalog_state`).
@@ -25,7 +28,7 @@ from typing import TYPE_CHECKING, Final, Literal
 import msgspec
 
 from intentloop._startup import installed_version
-from intentloop.store._catalog_keywords import Prefilter, derive, read_keywords, write_keywords
+from intentloop.store._catalog_keywords import Prefilter, derive, merge_spans, read_keywords, write_keywords
 
 if TYPE_CHECKING:
     from kingfisher_sdk import Scanner
@@ -51,7 +54,8 @@ class CatalogState(msgspec.Struct, frozen=True):
         version: the installed distribution's version; ``None`` when it is not installed.
         cache_dir: where its compiled rules are cached.
         warm: a compiled database is in the cache.
-        keywords: the keyword prefilter beside it is valid (a hook loads the library only for a text that may match).
+        keywords: the keyword file beside it is valid (its rules' patterns answer a text of one printable line of at
+            most 1,000 characters; the library is loaded only for a longer one that holds a keyword).
         failure: the last load failure recorded in the cache (``None`` after a successful load).
     """
 
@@ -73,7 +77,7 @@ class CatalogState(msgspec.Struct, frozen=True):
         if not self.warm:
             cache = "rule cache cold: hooks use the own rules until it is built; intentloop install builds it"
         elif self.keywords:
-            cache = "rule cache warm; loaded only for a text one of its rules may match"
+            cache = "rule cache warm; its rules' patterns answer without loading it, except for a long text"
         else:
             cache = "rule cache warm"
         return f"own rules + {DISTRIBUTION} {self.version} ({cache})"
@@ -135,8 +139,8 @@ _wants_warming: list[bool] = []
 def load_catalog(env: Mapping[str, str], *, cold_ok: bool, lean: bool = False) -> Outcome:
     """Make the catalog the second layer of :func:`intentloop.model.redaction.redact` in this process, when it is on.
 
-    With a warm rule cache and its keywords, the layer stands by: the library is loaded on the first text one of its
-    rules may match (:class:`_Standby`), so a process that stores none never pays for it.
+    With a warm rule cache and its keywords, the layer stands by (:class:`_Standby`): the rules' patterns answer a
+    one-line text, and the library is loaded only for a text they cannot answer, so most processes never pay for it.
 
     Args:
         cold_ok: whether this caller may compile a cold cache (seconds of CPU): the server's worker thread and the
@@ -171,7 +175,11 @@ def load_catalog(env: Mapping[str, str], *, cold_ok: bool, lean: bool = False) -
     scanner = _load(folder, version, lean)
     if scanner is None:
         return _decided("failed")
-    use_catalog(lambda text: _spans(scanner, text))
+    keywords = read_keywords(folder, version)  # derived by the load: the same answers as every other process
+    if keywords is None:  # they could not be written: the library answers every text
+        use_catalog(lambda text: _spans(scanner, text))
+    else:
+        use_catalog(_Standby(folder, version, Prefilter(keywords), lean, scanner))
     return _decided("loaded")
 
 
@@ -194,22 +202,28 @@ def _load(folder: Path, version: str, lean: bool) -> Scanner | None:
 
 
 class _Standby:
-    """The second layer standing by: scans with the catalog only a text its keyword prefilter lets through, loading
-    the library then, once (under a lock: the server redacts in more than one thread); a text no rule can match is
-    left as the own rules left it, with nothing loaded."""
+    """The second layer from the keyword file: the secret parts the catalog's rules' Python patterns match in a text
+    (:meth:`Prefilter.spans`, a superset of what the library reports), with nothing loaded. Only a text the prefilter
+    cannot answer (over 1,000 characters or not one printable line, and holding a keyword) is scanned by the library,
+    which is loaded then, once (under a lock: the server redacts in more than one thread).
 
-    def __init__(self, folder: Path, version: str, prefilter: Prefilter, lean: bool) -> None:
+    Why not the library for every text once it is loaded: a text then gets the same redaction in every process,
+    whether or not an earlier text loaded the library there; and most processes never load it (a warm load compiles
+    the 488 patterns anew: 0.4–0.75 s of CPU and ~40 MB, over a hook's and the server's budgets)."""
+
+    def __init__(
+        self, folder: Path, version: str, prefilter: Prefilter, lean: bool, scanner: Scanner | None = None
+    ) -> None:
         import threading
 
         self._folder, self._version, self._prefilter, self._lean = folder, version, prefilter, lean
-        self._scanner: list[Scanner | None] = []  # once tried: the scanner, or None after a failure
+        self._scanner: list[Scanner | None] = [] if scanner is None else [scanner]  # once tried: None after a failure
         self._lock = threading.Lock()
 
     def __call__(self, text: str) -> list[tuple[int, int]]:
-        if self._scanner and self._scanner[0] is not None:  # loaded: a scan (~0.01 ms) is cheaper than the prefilter
-            return _spans(self._scanner[0], text)
-        if not self._prefilter.may_match(text):
-            return []
+        spans = self._prefilter.spans(text)
+        if spans is not None:
+            return spans
         with self._lock:
             if not self._scanner:
                 self._scanner.append(_load(self._folder, self._version, self._lean))
@@ -282,9 +296,13 @@ def _open(folder: Path, version: str, lean: bool) -> Scanner:
         release_loading_pages()
     rules = kingfisher_sdk.Rules(cache_dir=folder)
     if read_keywords(folder, version) is None:
-        visible = [rule["id"] for rule in rules.metadata() if rule["visible"]]
+        visible = [rules.detail(rule["id"]) for rule in rules.metadata() if rule["visible"]]
         write_keywords(
-            folder, derive(version, [(rule_id, rules.detail(rule_id)["detection_regex"]) for rule_id in visible])
+            folder,
+            derive(
+                version,
+                [(rule["id"], rule["detection_regex"], rule.get("betterleaks_secret_group") or 0) for rule in visible],
+            ),
         )
     return kingfisher_sdk.Scanner(rules, base64=False)
 
@@ -336,14 +354,7 @@ def _spans(scanner: Scanner, text: str) -> list[tuple[int, int]]:
             end = len(data[:end].decode("utf-8", "ignore"))
         if end > start:
             spans.append((start, end))
-    spans.sort()
-    merged: list[tuple[int, int]] = []
-    for start, end in spans:
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
-        else:
-            merged.append((start, end))
-    return merged
+    return merge_spans(spans)
 
 
 __all__ = [

@@ -98,10 +98,8 @@ async def test_server_statements_labels_reasons_and_imports(tmp_path: Path, cata
     assert SECRET.encode() not in _stored(both_root)
 
 
-async def test_the_server_loads_it_only_for_a_text_a_rule_may_match(tmp_path: Path) -> None:
-    """Standing by: an ordinary label and statement leave the library unimported; the first text holding a rule's
-    keyword loads it (the stand-in then fails, and the own rules redact, loudly)."""
-    from intentloop.store._catalog_keywords import KeywordFile, RuleKeys, write_keywords
+def _stand_in(tmp_path: Path) -> tuple[dict[str, str], Path, Path]:
+    """The stand-in library, a cache folder that looks warm, and the variables that use both: (env, folder, mark)."""
     from intentloop.store.catalog import cache_dir
 
     fake, cache, mark = tmp_path / "fake", tmp_path / "cache", tmp_path / "imported"
@@ -109,14 +107,32 @@ async def test_the_server_loads_it_only_for_a_text_a_rule_may_match(tmp_path: Pa
     (fake / "kingfisher_sdk" / "__init__.py").write_text(BROKEN)
     folder = cache_dir({"INTENT_LOOP_CATALOG_CACHE": str(cache)}, "1.5.0")
     folder.mkdir(parents=True, mode=0o700)
-    (folder / "rules.vscdb").write_bytes(b"")
-    write_keywords(folder, KeywordFile(1, "1.5.0", [RuleKeys("harness", [SECRET[:4].casefold()], None)]))
+    (folder / "rules.vscdb").write_bytes(b"")  # looks warm: a text the keywords cannot answer loads it
     env = {
         "INTENT_LOOP_CATALOG": "on",
         "INTENT_LOOP_CATALOG_CACHE": str(cache),
         "PYTHONPATH": str(fake),
         "CATALOG_IMPORT_MARK": str(mark),
     }
+    return env, folder, mark
+
+
+def _copy_real_keywords(folder: Path, catalog_env: dict[str, str]) -> None:
+    """The session's real keyword file (every rule's keywords, Python pattern and secret group) into ``folder``."""
+    from intentloop.store.catalog import cache_dir, catalog_state
+
+    real = cache_dir(catalog_env, str(catalog_state(catalog_env).version)) / "keywords.json"
+    (folder / "keywords.json").write_bytes(real.read_bytes())
+    (folder / "keywords.json").chmod(0o600)
+
+
+async def test_the_server_loads_it_only_for_a_text_a_rule_may_match(tmp_path: Path) -> None:
+    """Standing by: an ordinary label and statement leave the library unimported; the first text holding a rule's
+    keyword loads it (the stand-in then fails, and the own rules redact, loudly)."""
+    from intentloop.store._catalog_keywords import KeywordFile, RuleKeys, write_keywords
+
+    env, folder, mark = _stand_in(tmp_path)
+    write_keywords(folder, KeywordFile(2, "1.5.0", [RuleKeys("harness", [SECRET[:4].casefold()], None, 0)]))
     project = tmp_path / "repo"
     project.mkdir()
     async with server(tmp_path / "data", env=env) as client:
@@ -126,6 +142,22 @@ async def test_the_server_loads_it_only_for_a_text_a_rule_may_match(tmp_path: Pa
         assert not mark.exists()  # no rule's keyword in them: the library is not even imported
         await s.ok("intent_add_inference", inference(task, "i-2", f"deploy with {SECRET}"))
         assert mark.exists()  # positive control: this one holds the keyword
+
+
+async def test_the_server_redacts_every_text_with_the_rules_patterns_without_importing_the_library(
+    tmp_path: Path, catalog_env: dict[str, str]
+) -> None:
+    """The real keyword file beside a stand-in library that marks its import: the label, initial claim, statement and
+    reason are stored redacted, and the server never imports the library (its memory stays as without it)."""
+    env, folder, mark = _stand_in(tmp_path)
+    _copy_real_keywords(folder, catalog_env)
+    project = tmp_path / "repo"
+    project.mkdir()
+    await _write_every_text(env, tmp_path / "data", project)
+    stored = _stored(tmp_path / "data")
+    assert SECRET.encode() not in stored
+    assert stored.count(MARK.encode()) >= 4  # the label, the initial claim, the statement, the reason
+    assert not mark.exists()
 
 
 class Hook:
@@ -194,22 +226,9 @@ def test_a_cold_cache_records_with_the_own_rules_and_is_compiled_in_the_backgrou
 
 
 def _broken_library(tmp_path: Path, hook: Hook) -> tuple[dict[str, str], Path, Path]:
-    """The stand-in library, a cache folder that looks warm, and the environment that uses both: (env, folder, mark)."""
-    fake, cache, mark = tmp_path / "fake", tmp_path / "cache", tmp_path / "imported"
-    (fake / "kingfisher_sdk").mkdir(parents=True)
-    (fake / "kingfisher_sdk" / "__init__.py").write_text(BROKEN)
-    from intentloop.store.catalog import cache_dir
-
-    folder = cache_dir({"INTENT_LOOP_CATALOG_CACHE": str(cache)}, "1.5.0")
-    folder.mkdir(parents=True, mode=0o700)
-    (folder / "rules.vscdb").write_bytes(b"")  # looks warm: a command would load it
-    env = hook.env(
-        INTENT_LOOP_CATALOG="on",
-        INTENT_LOOP_CATALOG_CACHE=str(cache),
-        PYTHONPATH=str(fake),
-        CATALOG_IMPORT_MARK=str(mark),
-    )
-    return env, folder, mark
+    """:func:`_stand_in` in a hook's environment: (env, folder, mark)."""
+    extra, folder, mark = _stand_in(tmp_path)
+    return hook.env(**extra), folder, mark
 
 
 def test_with_its_keywords_a_command_loads_it_only_for_a_text_a_rule_may_match(tmp_path: Path) -> None:
@@ -217,7 +236,7 @@ def test_with_its_keywords_a_command_loads_it_only_for_a_text_a_rule_may_match(t
 
     hook = Hook(tmp_path)
     env, folder, mark = _broken_library(tmp_path, hook)
-    write_keywords(folder, KeywordFile(1, "1.5.0", [RuleKeys("harness", [SECRET[:4].casefold()], None)]))
+    write_keywords(folder, KeywordFile(2, "1.5.0", [RuleKeys("harness", [SECRET[:4].casefold()], None, 0)]))
     answer = hook.prompt("/intent remember keep the retry budget at three attempts", env)
     assert str(answer["systemMessage"]).startswith("[Intent Loop receipt IL-"), answer
     assert not mark.exists()  # no rule's keyword in the statement: the library is not even imported
@@ -226,12 +245,29 @@ def test_with_its_keywords_a_command_loads_it_only_for_a_text_a_rule_may_match(t
     assert SECRET.encode() in hook.stored()  # (the stand-in fails: recorded with the own rules, loudly)
 
 
+def test_a_command_redacts_with_the_rules_patterns_without_importing_the_library(
+    tmp_path: Path, catalog_env: dict[str, str]
+) -> None:
+    """The real keyword file (every rule's keywords, Python pattern and secret group) beside a stand-in library that
+    marks its import: a statement holding a secret only the catalog knows is stored redacted, and the library is never
+    imported; the positive control, a statement too long for the patterns to answer, imports it."""
+    hook = Hook(tmp_path)
+    env, folder, mark = _broken_library(tmp_path, hook)
+    _copy_real_keywords(folder, catalog_env)
+    hook.remember(env)
+    stored = hook.stored()
+    assert SECRET.encode() not in stored and MARK.encode() in stored
+    assert not mark.exists()  # redacted by the rules' patterns: the library was not even imported
+    hook.prompt(f"/intent remember deploy with {SECRET} " + "and keep the retry budget " * 45, env)
+    assert mark.exists()  # over 1,000 characters: only the library can answer (the stand-in fails, loudly)
+
+
 def test_the_plain_prompt_never_loads_it_and_a_broken_library_falls_back(tmp_path: Path) -> None:
     from intentloop.store._catalog_keywords import KeywordFile, RuleKeys, write_keywords
 
     hook = Hook(tmp_path)
     env, folder, mark = _broken_library(tmp_path, hook)
-    write_keywords(folder, KeywordFile(1, "1.5.0", [RuleKeys("open", [], None)]))  # a rule any text may match
+    write_keywords(folder, KeywordFile(2, "1.5.0", [RuleKeys("open", [], None, 0)]))  # a rule any text may match
     hook.prompt("go on with the deploy", env)
     assert not mark.exists()  # the plain prompt stores no text: the library is not even imported
     hook.remember(env)

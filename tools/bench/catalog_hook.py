@@ -4,7 +4,8 @@ interleaved in the same rounds on one seeded ledger (docs/REDACTION.md, "A maint
 Run: ``python tools/bench/catalog_hook.py [--runs 15] [--events 200]``. Each run is a real ``intentloop hook``
 process (UserPromptSubmit) with a new ``turn_id``; every ``/intent remember`` must answer its receipt. Two statements:
 ``remember`` an ordinary one (no catalog rule's keyword: the prefilter turns it away, nothing is loaded) and
-``remember_secret`` one holding a token only the catalog knows (it gets through: the library loads). Reported:
+``remember_secret`` one holding a token only the catalog knows (the rules' patterns find it: still nothing loaded;
+until 2026-12-03 the library loaded for it). Reported:
 medians of wall time and of CPU time (user + system of the process and its forked child), and the load average.
 """
 

@@ -62,8 +62,8 @@ def _statement(cache: str | None) -> None:
     from intentloop.model import redact
 
     text = STATEMENT[:500]
-    # the same length with a token only the catalog knows (a Harness personal access token): it gets through the
-    # catalog's keyword prefilter, so the catalog is loaded and scans it
+    # the same length with a token only the catalog knows (a Harness personal access token): the catalog's rules'
+    # patterns find it (without the library, as for any one-line text of at most 1,000 characters)
     secret = "pat.u8jzPde0IgxLd6GncfBAep.2d1371c17149d439536b3216.FRIBXuDL7DxtpYlSXpfK"
     with_secret = f"deploy with {secret}; {STATEMENT}"[:500]
 
@@ -82,8 +82,7 @@ def _statement(cache: str | None) -> None:
 
     outcome = load_catalog({"INTENT_LOOP_CATALOG": "on", "INTENT_LOOP_CATALOG_CACHE": cache}, cold_ok=True)
     print(f"500-character statement, own rules + catalog:   {median_ms(text):.3f} ms median (catalog {outcome})")
-    redact(with_secret)  # loads the library (not timed)
-    print(f"the same holding a catalog-only token, scanned: {median_ms(with_secret):.3f} ms median")
+    print(f"the same holding a catalog-only token:          {median_ms(with_secret):.3f} ms median")
 
 
 def main() -> None:
