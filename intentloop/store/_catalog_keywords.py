@@ -10,9 +10,10 @@ can only give up a literal, never invent one.
 
 Beside the keywords each rule keeps its pattern in Python's syntax and the group that holds its secret, and
 :meth:`Prefilter.spans` redacts a one-line text of at most 1,000 characters with them, without the library: a
-superset of what the library reports (``tests/unit/store/test_catalog_keywords.py`` checks both against the catalog's
-own findings on 6,770 texts: none uncovered), over-redacting only where the library's filters drop a match (6 of
-those texts). An ``/intent remember`` holding a catalog-only token went from +0.72 s of CPU to nothing measurable.
+superset of what the library reports (``tests/unit/store/test_catalog_keywords.py`` checks it against the catalog's
+own findings on 6,770 corpus texts and on text drawn from every rule's pattern: none uncovered), over-redacting only
+where the library's filters drop a match (6 of the corpus texts). An ``/intent remember`` holding a catalog-only
+token went from +0.72 s of CPU to nothing measurable.
 
 The keywords are stored beside the compiled rules (``keywords.json``, owner-only, named by the library's version and
 the file's format); a file that is missing, not owner-only, of another version or format or not well formed is
@@ -277,7 +278,10 @@ class Prefilter:
 
     Matches are searched from every position a match starts at plus one, not only after the previous match: a match
     Python finds and the catalog does not (it is case-sensitive where Python is not) can then never hide a later one
-    the catalog reports.
+    the catalog reports. And each match is searched for again in the text cut at its end: the catalog finds a match's
+    end with Vectorscan and then runs the rule's expression on the text cut there, where an end anchor holds too, so
+    the generic rules' ``(?:['"]|[\\s;]|\\[nr]|$)`` ending lets their secret take in what ended it (``…secret\\n``
+    in ``…secret\\n])``), a match the whole text does not have.
     """
 
     def __init__(self, keywords: KeywordFile) -> None:
@@ -341,21 +345,28 @@ class Prefilter:
 
 
 def _secrets(pattern: re.Pattern[AnyStr], text: AnyStr, group: int) -> list[tuple[int, int]]:
-    """The secret part of every match of ``pattern`` in ``text``, searched from each match's start plus one: group
-    ``group`` when it matched something, for 0 the first group that did; else the whole match (more, never less)."""
+    """The secret part of every match of ``pattern`` in ``text``, searched from each match's start plus one, and of
+    the match in the text cut at each match's end (see :meth:`Prefilter.spans`)."""
     spans: list[tuple[int, int]] = []
-    groups = pattern.groups
     match = pattern.search(text)
     while match is not None:
-        span = match.span()
-        for index in (group,) if 0 < group <= groups else range(1, groups + 1):
-            if match.end(index) > match.start(index):
-                span = match.span(index)
-                break
-        if span[1] > span[0]:
-            spans.append(span)
+        spans.append(_secret(match, group))
+        if match.end() < len(text):
+            cut = pattern.search(text, match.start(), match.end())
+            if cut is not None:
+                spans.append(_secret(cut, group))
         match = pattern.search(text, match.start() + 1) if match.start() < len(text) else None
-    return spans
+    return [(start, end) for start, end in spans if end > start]
+
+
+def _secret(match: re.Match[AnyStr], group: int) -> tuple[int, int]:
+    """Group ``group`` when it matched something, for 0 the first group that did; else the whole match (more, never
+    less)."""
+    groups = match.re.groups
+    for index in (group,) if 0 < group <= groups else range(1, groups + 1):
+        if match.end(index) > match.start(index):
+            return match.span(index)
+    return match.span()
 
 
 def _characters(data: bytes, start: int, end: int) -> tuple[int, int]:
