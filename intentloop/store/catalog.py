@@ -72,6 +72,11 @@ class CatalogState(msgspec.Struct, frozen=True):
             return f"own rules only (catalog off: {ENV_CATALOG}=off)"
         if self.version is None:
             return f"own rules only: {DISTRIBUTION} is not installed"
+        if self.failure is not None and self.warm and self.keywords:
+            return (
+                f"own rules + the rule patterns of {DISTRIBUTION} {self.version}, which failed to load "
+                f"({self.failure}): a text its patterns cannot answer gets the own rules only"
+            )
         if self.failure is not None:
             return f"own rules only: {DISTRIBUTION} {self.version} failed to load ({self.failure})"
         if not self.warm:

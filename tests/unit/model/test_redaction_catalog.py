@@ -163,6 +163,16 @@ def test_not_installed_falls_back_to_the_own_rules(fresh: None, monkeypatch: pyt
     assert "is not installed" in catalog.catalog_state(env).describe()
 
 
+def test_status_says_what_redacts_after_a_failed_load() -> None:
+    """With its keywords and patterns in the cache, a library that failed to load still leaves the rules' patterns
+    redacting a line (no load needed); without them, only the own rules."""
+    state = catalog.CatalogState(True, "1.5.0", "/c", warm=True, keywords=True, failure="ImportError: gone")
+    assert state.describe().startswith("own rules + the rule patterns of kingfisher-secret-scanner 1.5.0")
+    assert "failed to load (ImportError: gone)" in state.describe()
+    without = catalog.CatalogState(True, "1.5.0", "/c", warm=True, keywords=False, failure="ImportError: gone")
+    assert without.describe().startswith("own rules only:")
+
+
 def test_the_second_layer_never_cuts_into_a_marker(fresh: None) -> None:
     """A catalog rule may match around what the own rules already redacted (``ftp://`` … ``@`` around a URL's
     credential): the marker stays whole, what the span holds beside it is still redacted, and redaction stays
