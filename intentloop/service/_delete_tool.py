@@ -5,7 +5,7 @@ store re-verifies what it wrote, and afterwards every file of the project direct
 ``quarantine/`` loses only the lines that hold the deleted item (an admin's kept bytes of other events stay): why
 line by line and not file by file — a kept damaged suffix holds many events, and one deletion must not take them.
 Why the claim is found through the task index and each file read once after the rewrite: a question a read (``forget
-claim`` read the ledger 5 times beside the rewrite, now 2: 2.87 → 2.61 s CPU at 100,000 events; docs/BENCHMARK.md).
+claim`` read the ledger 5 times beside the rewrite, now 2: 2.15 → 1.89 s CPU at 100,000 events; docs/BENCHMARK.md).
 """
 
 from __future__ import annotations
