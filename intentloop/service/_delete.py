@@ -18,7 +18,7 @@ import hmac
 import os
 from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from intentloop.errors import StorageError
 from intentloop.model import (
@@ -226,9 +226,10 @@ _SCAN_BYTES = 1 << 20
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
-def _needles_in(path: Path, needles: Sequence[bytes]) -> set[bytes]:
+def _needles_in(path: Path, needles: Sequence[bytes], lines: _LineSearch | None = None) -> set[bytes]:
     """Which of ``needles`` occur in the file at ``path``, read a chunk at a time (each chunk searched with the last
-    bytes of the one before, so a needle across the boundary is found).
+    bytes of the one before, so a needle across the boundary is found); with ``lines``, the same reads also give it
+    every whole line of the file (the ledger's lines, for the tasks that hold a statement).
 
     Raises:
         StorageError: ``STORAGE_READ_FAILED``.
@@ -245,11 +246,33 @@ def _needles_in(path: Path, needles: Sequence[bytes]) -> set[bytes]:
             window = tail + chunk
             found.update(needle for needle in needles if needle not in found and needle in window)
             tail = window[-keep:] if keep else b""
+            if lines is not None:
+                lines.feed(chunk)
     except OSError as exc:
         raise StorageError(f"cannot read {path.name}", code="STORAGE_READ_FAILED") from exc
     finally:
         os.close(fd)
     return found
+
+
+class _LineSearch:
+    """The tasks of the ledger lines that hold one of ``needles``, fed the file a chunk at a time: what
+    ``tasks_holding`` answers (whole lines only, a last line without its newline left out), without a read of its
+    own."""
+
+    def __init__(self, needles: Sequence[bytes]) -> None:
+        self.needles = needles
+        self.tasks: set[str] = set()
+        self._pending = b""
+
+    def feed(self, chunk: bytes) -> None:
+        buffer = self._pending + chunk
+        end = buffer.rfind(b"\n") + 1
+        body, self._pending = buffer[:end], buffer[end:]
+        if any(needle in body for needle in self.needles):
+            for line in body.split(b"\n"):
+                if any(needle in line for needle in self.needles):
+                    self.tasks.add(line[-38:-2].decode("ascii", "replace"))
 
 
 def scan_project_files(store: ProjectStore, markers: Sequence[str], *, skip: frozenset[str] = frozenset()) -> int:
@@ -295,16 +318,45 @@ def content_needles(statements: Iterable[str]) -> list[bytes]:
     return sorted({canonical_bytes(s)[1:-1] for s in statements if len(s) >= MIN_CONTENT_CHARS})
 
 
-def files_holding(store: ProjectStore, needles: Sequence[bytes]) -> list[str]:
-    """The persistent files of ``store``'s project (paths relative to its directory) that hold any of ``needles``.
+class AfterDeletion(NamedTuple):
+    """What the read-back after a deletion found (:func:`scan_after_deletion`)."""
+
+    scanned: int  # as :func:`scan_project_files` counts
+    files_with_content: list[str]  # the files (paths relative to the project directory) that hold the content
+    statement_tasks: set[str]  # as ``tasks_holding`` answers for the ledger
+
+
+def scan_after_deletion(
+    store: ProjectStore, markers: Sequence[str], content: Sequence[bytes], statements: Sequence[bytes]
+) -> AfterDeletion:
+    """:func:`scan_project_files` of ``markers``, the files holding ``content`` and ``tasks_holding`` of ``statements``
+    in one read of each file: every persistent file is read whole and searched for the markers (which fail the
+    deletion, as :func:`scan_project_files` does, the file names included) and for ``content``; the ledger's lines
+    also for ``statements``.
 
     Raises:
         StorageError: as :func:`scan_project_files`.
     """
-    if not needles:
-        return []
-    entries = store.persistent_entries()
-    return [entry.name for entry in entries if not entry.directory and _needles_in(entry.path, needles)]
+    ids = [m.encode("utf-8") for m in markers]
+    wanted = list(dict.fromkeys([*ids, *content]))
+    ledger = _LineSearch(statements) if statements else None
+    scanned = 0
+    holding: list[str] = []
+    for entry in store.persistent_entries():
+        base = entry.name.rsplit("/", 1)[-1]
+        if any(needle in os.fsencode(base) for needle in ids):
+            raise StorageError(
+                "a deleted identifier remained in a file name under the project", code="DELETE_VERIFICATION_FAILED"
+            )
+        if entry.directory:
+            continue
+        scanned += not entry.derived
+        found = _needles_in(entry.path, wanted, ledger if entry.path == store.paths.ledger_path else None)
+        if any(needle in found for needle in ids):
+            raise StorageError(f"a deleted identifier remained in {base}", code="DELETE_VERIFICATION_FAILED")
+        if any(needle in found for needle in content):
+            holding.append(entry.name)
+    return AfterDeletion(scanned, holding, set() if ledger is None else ledger.tasks)
 
 
 def find_copies(state: ProjectState, statements: Collection[str]) -> list[dict[str, str]]:
@@ -355,13 +407,14 @@ def creating_request(event: Event, task_id: str, claim_ids: Collection[str]) -> 
 __all__ = [
     "MIN_CONTENT_CHARS",
     "SUPERSEDED_BY_DELETED",
+    "AfterDeletion",
     "content_needles",
     "creating_request",
     "erased_statement_digest",
-    "files_holding",
     "find_copies",
     "remove_claim",
     "remove_task",
+    "scan_after_deletion",
     "scan_project_files",
     "statement_needles",
     "tombstone_digest",

@@ -4,6 +4,8 @@ Deletion is verified three times: the re-chained ledger must not contain the id 
 store re-verifies what it wrote, and afterwards every file of the project directory is read back and searched.
 ``quarantine/`` loses only the lines that hold the deleted item (an admin's kept bytes of other events stay): why
 line by line and not file by file — a kept damaged suffix holds many events, and one deletion must not take them.
+Why the claim is found through the task index and each file read once after the rewrite: a question a read (``forget
+claim`` read the ledger 5 times beside the rewrite, now 2: 2.15 → 1.89 s CPU at 100,000 events; docs/BENCHMARK.md).
 """
 
 from __future__ import annotations
@@ -17,10 +19,10 @@ from intentloop.service._delete import (
     content_needles,
     creating_request,
     erased_statement_digest,
-    files_holding,
     find_copies,
     remove_claim,
     remove_task,
+    scan_after_deletion,
     scan_project_files,
     statement_needles,
     tombstone_digest,
@@ -29,7 +31,7 @@ from intentloop.service._hookkey import load_or_create_hook_key
 from intentloop.service._rules import check_uuid
 from intentloop.service._state import Ctx, Engine, task_not_found
 from intentloop.service.args import DeleteArgs, opt
-from intentloop.store import LockedLedger, events_holding, task_events, tasks_holding
+from intentloop.store import LockedLedger, task_events, task_events_holding, tasks_holding
 from intentloop.store.aio import open_locked_ledger
 
 
@@ -71,21 +73,29 @@ def _fold(events: Sequence[Event], task_id: str) -> TaskState | None:
 
 
 def _claim_task(ctx: Ctx, task_id: str, claim_id: str) -> TaskState | None:
-    """``task_id`` folded from the events that name ``claim_id`` and its ``task_started`` events: whether it is
+    """``task_id`` folded from its events that name ``claim_id`` and its ``task_started`` events: whether it is
     started, and the claim as the whole task's fold has it (every event that records the claim holds its id), without
-    the task's other events (a task of 20,000 claims folded whole took ~80 MB)."""
-    events = events_holding(ctx.store.paths, [claim_id.encode(), b'"event_type":"task_started"'])
-    return _fold([event for event in events if event.task_id == task_id], task_id)
+    the task's other events (a task of 20,000 claims folded whole took ~80 MB), read through the task index (not a
+    pass over the whole ledger) when the checkpoint vouches for the file."""
+    return _fold(
+        task_events_holding(ctx.store.paths, task_id, [claim_id.encode(), b'"event_type":"task_started"']), task_id
+    )
 
 
 def _copies(
-    ctx: Ctx, statements: Collection[str], edit: Callable[[Event], list[Event]] | None = None
+    ctx: Ctx,
+    statements: Collection[str],
+    edit: Callable[[Event], list[Event]] | None = None,
+    *,
+    tasks: Collection[str] | None = None,
 ) -> list[dict[str, str]]:
     """:func:`find_copies` over the durable ledger (after ``edit``, when given), folding only the tasks whose lines
-    hold a statement's bytes, one task at a time: the same answer as a fold of every task, in memory that is one
-    task's."""
+    hold a statement's bytes (``tasks`` when the caller's read of the ledger found them), one task at a time: the same
+    answer as a fold of every task, in memory that is one task's."""
+    if tasks is None:
+        tasks = tasks_holding(ctx.store.paths, statement_needles(statements))
     found: list[dict[str, str]] = []
-    for task_id in sorted(tasks_holding(ctx.store.paths, statement_needles(statements))):
+    for task_id in sorted(tasks):
         events = task_events(ctx.store.paths, task_id)
         if edit is not None:
             events = [kept for event in events for kept in edit(event)]
@@ -132,14 +142,15 @@ def _remember_deleted(
 
 
 def _finish(ctx: Ctx, locked: LockedLedger, ids: Sequence[str], statements: Collection[str]) -> dict[str, Any]:
-    """After the rewrite, under the lock: strip quarantine, scan every file, report what else holds the content."""
+    """After the rewrite, under the lock: strip quarantine, then read every file once — scanned for the ids, searched
+    for the content, and the ledger's lines for the tasks that may hold a copy — and report what else holds it."""
     needles = content_needles(statements)
     locked.strip_quarantine([i.encode() for i in ids] + needles)
-    scanned = scan_project_files(ctx.store, ids)
+    after = scan_after_deletion(ctx.store, ids, needles, statement_needles(statements))
     return {
-        "persistent_files_scanned": scanned,
-        "other_copies": _copies(ctx, statements),
-        "files_with_content": files_holding(ctx.store, needles),
+        "persistent_files_scanned": after.scanned,
+        "other_copies": _copies(ctx, statements, tasks=after.statement_tasks),
+        "files_with_content": after.files_with_content,
     }
 
 

@@ -61,6 +61,7 @@ if TYPE_CHECKING:  # what mypy checks: `X as X` re-exports each name, so a missp
         events_holding as events_holding,
         stream_events as stream_events,
         task_events as task_events,
+        task_events_holding as task_events_holding,
         tasks_holding as tasks_holding,
     )
     from intentloop.store._roots import ProjectRoot as ProjectRoot, locate_project as locate_project
@@ -94,7 +95,14 @@ else:  # the same names, each loaded from its submodule on first use (PEP 562)
             "_scan": ["Scan", "scan_file"],
             "_task_queries": ["TaskListing"],
             "_summary": ["TaskSummary"],
-            "_rewrite": ["events_holding", "Edit", "stream_events", "task_events", "tasks_holding"],
+            "_rewrite": [
+                "events_holding",
+                "Edit",
+                "stream_events",
+                "task_events",
+                "task_events_holding",
+                "tasks_holding",
+            ],
             "_checkpoint": ["CHECKPOINT_NAME"],
             "_config": ["ENV_CEILING", "ENV_HEARTBEAT", "ENV_STALE", "ENV_WAIT", "LockConfig"],
             "_controls": ["PrivateControl"],

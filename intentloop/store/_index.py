@@ -449,7 +449,14 @@ class IndexedLedger:
             return None
         return self._read(_task_file(task_id), task_id)
 
-    def _read(self, file: str, task_id: str | None) -> list[Event] | None:
+    def task_events_holding(self, task_id: str, needles: Sequence[bytes]) -> list[Event] | None:
+        """The events of one task whose lines hold one of ``needles``, in ledger order, each line verified on its own
+        (``None``: the index cannot be trusted): the task's lines are read, only those are decoded."""
+        if not _TASK_RE.match(task_id):
+            return None
+        return self._read(_task_file(task_id), task_id, needles)
+
+    def _read(self, file: str, task_id: str | None, needles: Sequence[bytes] | None = None) -> list[Event] | None:
         try:
             got = read_regular(self._directory / file)
         except Exception:
@@ -470,10 +477,17 @@ class IndexedLedger:
                 return None  # a record the checkpoint does not vouch for: the index is not this ledger's
             last = offset
             spans.append((offset, length))
-        events = self._bulk(spans)
+        owner = None if task_id is None else task_id.encode()
+        events = self._bulk(spans, needles, owner)
         if events is None:  # something unusual or wrong: line by line, which tells which
             events = []
             for offset, length in spans:
+                if needles is not None:
+                    holds = self._holds(offset, length, needles, owner)
+                    if holds is None:
+                        return None
+                    if not holds:
+                        continue
                 event = self._line(offset, length)
                 if event is None:
                     return None
@@ -482,7 +496,9 @@ class IndexedLedger:
             return None
         return events
 
-    def _bulk(self, spans: list[tuple[int, int]]) -> list[Event] | None:
+    def _bulk(
+        self, spans: list[tuple[int, int]], needles: Sequence[bytes] | None = None, owner: bytes | None = None
+    ) -> list[Event] | None:
         """The lines of ``spans`` read in as few reads as their gaps allow and verified in one pass (every check of
         :meth:`_line` at once); ``None`` when that cannot vouch for each of them. Why: every prompt adds a line to the
         session's task and each hook reads the whole task; one read and one verification per line took 15 µs a line
@@ -510,14 +526,29 @@ class IndexedLedger:
                     line = block[offset - start : offset - start + length]
                     if not line.endswith(b"\n"):
                         return None
-                    lines.append(line)
+                    if needles is None:
+                        lines.append(line)
+                    elif not _whole_line_of(line, owner):
+                        return None  # the count and the task check below cannot tell when the line is left out
+                    elif any(needle in line for needle in needles):
+                        lines.append(line)
                 index = stop
         except OSError:
             return None
         events = verify_lines(b"".join(lines), project_id=self._paths.project_id)
-        if events is None or len(events) != len(spans):  # a record spanning two lines decodes to more events
+        if events is None or len(events) != len(lines):  # a record spanning two lines decodes to more events
             return None
         return events
+
+    def _holds(self, offset: int, length: int, needles: Sequence[bytes], owner: bytes | None) -> bool | None:
+        """Whether the line at ``offset`` holds one of ``needles`` (``None``: it is not one whole line of ``owner``)."""
+        try:
+            line = os.pread(self._fd, length, offset)
+        except OSError:
+            return None
+        if len(line) != length or not line.endswith(b"\n") or not _whole_line_of(line, owner):
+            return None
+        return any(needle in line for needle in needles)
 
     def _line(self, offset: int, length: int) -> Event | None:
         try:
@@ -531,6 +562,13 @@ class IndexedLedger:
         if check.error is not None or check.line_count != 1:
             return None
         return check.events[0]
+
+
+def _whole_line_of(line: bytes, owner: bytes | None) -> bool:
+    """Whether ``line`` (ending in its newline) is one line, of the task ``owner`` when given, judged from its bytes: a
+    line left out undecoded (``IndexedLedger.task_events_holding``) must still be one of the task's, as a decoded one
+    is checked to be (``task_id`` is an event's last field)."""
+    return b"\n" not in line[:-1] and (owner is None or line[-39:-3] == owner)
 
 
 def open_indexed(paths: ProjectPaths) -> IndexedLedger | None:

@@ -182,6 +182,25 @@ def events_holding(paths: ProjectPaths, needles: Sequence[bytes], *, lowered: bo
     return events
 
 
+def task_events_holding(paths: ProjectPaths, task_id: str, needles: Sequence[bytes]) -> list[Event]:
+    """The events of ``task_id`` whose lines hold one of ``needles``, in ledger order, each line verified on its own:
+    :func:`events_holding` of that task, read through the task index when the checkpoint vouches for the file (only the
+    task's lines are read, only those holding a needle decoded), else in one pass over the ledger. Lock-free.
+
+    Raises:
+        CorruptLedgerError, StorageError: as :func:`events_holding`.
+    """
+    indexed = open_indexed(paths)
+    if indexed is not None:
+        try:
+            events = indexed.task_events_holding(task_id, needles)
+        finally:
+            indexed.close()
+        if events is not None:
+            return events
+    return [event for event in events_holding(paths, needles) if event.task_id == task_id]
+
+
 def line_chunks(fd: int, size: int, *, path: Path) -> Iterator[bytes]:
     """The first ``size`` bytes of the opened ledger as chunks of whole lines (about :data:`CHUNK_BYTES` each).
 
@@ -586,6 +605,7 @@ __all__ = [
     "line_chunks",
     "stream_events",
     "task_events",
+    "task_events_holding",
     "tasks_holding",
     "verified_chunks",
     "write_rewrite",
