@@ -287,20 +287,7 @@ def scan_project_files(store: ProjectStore, markers: Sequence[str], *, skip: fro
         StorageError: ``PATH_ESCAPE`` for a symlink, ``UNSAFE_DATA_FILE`` for a file with more than one link,
             ``DELETE_VERIFICATION_FAILED`` when a marker remains.
     """
-    needles = [m.encode("utf-8") for m in markers]
-    scanned = 0
-    for entry in store.persistent_entries(skip=skip):
-        base = entry.name.rsplit("/", 1)[-1]
-        if any(needle in os.fsencode(base) for needle in needles):
-            raise StorageError(
-                "a deleted identifier remained in a file name under the project", code="DELETE_VERIFICATION_FAILED"
-            )
-        if entry.directory:
-            continue
-        scanned += not entry.derived
-        if _needles_in(entry.path, needles):
-            raise StorageError(f"a deleted identifier remained in {base}", code="DELETE_VERIFICATION_FAILED")
-    return scanned
+    return scan_after_deletion(store, markers, (), (), skip=skip).scanned
 
 
 #: Statements shorter than this are too common to look for as bytes (``"x"`` is in every file); they are still
@@ -327,7 +314,12 @@ class AfterDeletion(NamedTuple):
 
 
 def scan_after_deletion(
-    store: ProjectStore, markers: Sequence[str], content: Sequence[bytes], statements: Sequence[bytes]
+    store: ProjectStore,
+    markers: Sequence[str],
+    content: Sequence[bytes],
+    statements: Sequence[bytes],
+    *,
+    skip: frozenset[str] = frozenset(),
 ) -> AfterDeletion:
     """:func:`scan_project_files` of ``markers``, the files holding ``content`` and ``tasks_holding`` of ``statements``
     in one read of each file: every persistent file is read whole and searched for the markers (which fail the
@@ -342,7 +334,7 @@ def scan_after_deletion(
     ledger = _LineSearch(statements) if statements else None
     scanned = 0
     holding: list[str] = []
-    for entry in store.persistent_entries():
+    for entry in store.persistent_entries(skip=skip):
         base = entry.name.rsplit("/", 1)[-1]
         if any(needle in os.fsencode(base) for needle in ids):
             raise StorageError(
