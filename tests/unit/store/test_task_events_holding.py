@@ -3,33 +3,24 @@ that task only) with the answer of ``events_holding`` over the whole ledger, whi
 
 from __future__ import annotations
 
-import uuid
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from intentloop.model import EventDraft, project_id_for
-from intentloop.store import LockConfig, ProjectStore, _project, _rewrite, events_holding, task_events_holding
+from intentloop.store import ProjectStore, _rewrite, events_holding, task_events_holding
 from intentloop.store._index import open_indexed
 
-PID = project_id_for("/task/events/holding")
-TASKS = [str(uuid.uuid4()) for _ in range(3)]
-CONFIG = LockConfig(heartbeat_s=10, stale_s=30, wait_s=1, ceiling_s=2)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_task_index import TASKS, seeded_store
+
 STARTED = b'"event_type":"task_started"'
-
-
-def draft(task: str, request_id: str, kind: str = "claim_added", payload: dict[str, Any] | None = None) -> EventDraft:
-    return EventDraft(event_type=kind, task_id=task, actor="user", request_id=request_id, payload=payload or {})
 
 
 @pytest.fixture
 def store(data_root: Path) -> ProjectStore:
-    store = ProjectStore(data_root, PID, config=CONFIG)
-    with store.locked() as ledger:
-        ledger.append([draft(t, f"start-{i}", "task_started") for i, t in enumerate(TASKS)])
-        ledger.append([draft(TASKS[i % 3], f"r-{i}", payload={"n": i, "w": "é" * i}) for i in range(30)])
-    _project._cache.drop(str(store.ledger_path))
+    store = seeded_store(data_root)
     indexed = open_indexed(store.paths)
     assert indexed is not None  # the checkpoint vouches for the file: the index answers
     indexed.close()

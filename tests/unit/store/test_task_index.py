@@ -38,14 +38,19 @@ def decoded(store: ProjectStore) -> LedgerView:
     return LedgerView(tuple(check.events), check.head_hash, check.byte_length)
 
 
-@pytest.fixture
-def store(data_root: Path) -> ProjectStore:
+def seeded_store(data_root: Path) -> ProjectStore:
+    """Three tasks started, then 30 claims taking turns among them (``"n": i``, with ``i`` two-byte characters)."""
     store = ProjectStore(data_root, PID, config=CONFIG)
     with store.locked() as ledger:
         ledger.append([draft(t, f"start-{i}", "task_started") for i, t in enumerate(TASKS)])
         ledger.append([draft(TASKS[i % 3], f"r-{i}", payload={"n": i, "w": "é" * i}) for i in range(30)])
     _project._cache.drop(str(store.ledger_path))
     return store
+
+
+@pytest.fixture
+def store(data_root: Path) -> ProjectStore:
+    return seeded_store(data_root)
 
 
 def test_index_records_of_a_decoded_view_are_the_lines_of_the_file(store: ProjectStore) -> None:
